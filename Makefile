@@ -1,0 +1,35 @@
+# ctx_lsp — every target sets up what it needs; nothing is installed by hand.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+QUERY  ?= how does the planner choose what goes into the prompt under the token budget?
+WORKSPACE ?= .
+
+.PHONY: run test test-python test-neovim test-vscode lint bench setup clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/ctx-lsp plan $(WORKSPACE) --query "$(QUERY)"
+
+lint: $(STAMP)
+	$(BIN)/ruff check ctx_lsp tests benchmarks
+	$(BIN)/ruff format --check ctx_lsp tests benchmarks
+
+test-python: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint test-python
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/plan_latency.py
+
+clean:
+	rm -rf $(VENV) .ctx .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+from ctx_lsp.cli import main
+
+raise SystemExit(main())

