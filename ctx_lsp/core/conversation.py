@@ -160,9 +160,7 @@ def atom_item(messages: Sequence[Message], counter: TokenCounter, calibration: f
     )
 
 
-def build_turns(
-    messages: Iterable[Message], counter: TokenCounter, calibration: float = 1.0
-) -> tuple[Turn, ...]:
+def build_turns(messages: Iterable[Message], counter: TokenCounter, calibration: float = 1.0) -> tuple[Turn, ...]:
     """Group messages into turns of atoms. System messages inside a conversation are kept as
     ordinary atoms; the last atom, if it is a tool exchange, is what the model must answer next,
     so it is marked pending (required)."""

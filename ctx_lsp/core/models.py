@@ -40,9 +40,7 @@ def _m(name: str, provider: str, ctx: int, out: int, enc: str, native: bool, cal
 
 BUILTIN_MODELS: tuple[ModelSpec, ...] = (
     # OpenAI
-    _m(
-        "gpt-4o", "openai", 128_000, 16_384, "o200k_base", True, 1.0, "gpt-4o-2024-11-20", "chatgpt-4o-latest"
-    ),
+    _m("gpt-4o", "openai", 128_000, 16_384, "o200k_base", True, 1.0, "gpt-4o-2024-11-20", "chatgpt-4o-latest"),
     _m("gpt-4o-mini", "openai", 128_000, 16_384, "o200k_base", True),
     _m("gpt-4.1", "openai", 1_047_576, 32_768, "o200k_base", True),
     _m("gpt-4.1-mini", "openai", 1_047_576, 32_768, "o200k_base", True),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import msgspec
 
@@ -29,8 +30,11 @@ from ctx_lsp.core.items import (
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
 
 PLANNER_VERSION = "1"
-# Two container messages at most (the system block and the context block) plus reply priming.
-FRAMING_TOKENS = 2 * MESSAGE_OVERHEAD + REPLY_PRIMING
+# Two container messages at most (the system block and the context block), the context block's
+# one-line header (render.CONTEXT_HEADER, 16 tokens in cl100k; a test keeps it within this
+# allowance) and reply priming.
+CONTEXT_HEADER_ALLOWANCE = 20
+FRAMING_TOKENS = 2 * MESSAGE_OVERHEAD + CONTEXT_HEADER_ALLOWANCE + REPLY_PRIMING
 
 
 class InvalidBudget(ValueError):
@@ -60,16 +64,20 @@ class PlanResult:
     latest_user_id: str | None
 
 
+# An exclusion is recorded cheaply and turned into a PlanItem once, when the plan is assembled.
+_Excluded = tuple[Item, str, "str | None", "PinSpec | None"]
+
+
 @dataclass(slots=True)
 class _Ledger:
     included: dict[Section, list[Chosen]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
-    excluded: dict[Section, list[PlanItem]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
+    excluded: dict[Section, list[_Excluded]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
 
     def used(self, section: Section) -> int:
         return sum(c.tokens for c in self.included[section])
 
     def exclude(self, item: Item, reason: str, detail: str | None = None, pin: PinSpec | None = None) -> None:
-        self.excluded[item.section].append(_plan_item(item, reason, detail=detail, pin=pin))
+        self.excluded[item.section].append((item, reason, detail, pin))
 
 
 def plan_id_for(inp: PlanInput) -> str:
@@ -120,29 +128,7 @@ def plan(inp: PlanInput) -> PlanResult:
         "conversation": lambda b: _fill_conversation(inp, required_ids, b - floors["conversation"]),
         "rag": lambda b: _fill_rag(eligible_rag, b - floors["rag"]),
     }
-    results = {s: fills[s](budgets[s]) for s in SECTIONS}
-
-    # Unused share flows to sections that still have demand (in selection order).
-    def used_of(s: Section) -> int:
-        return floors[s] + sum(c.tokens for c in results[s][0])
-
-    donors = [s for s in reversed(SECTIONS) if not results[s][2] and (fixed is None or s not in fixed)]
-    for s in SECTIONS:
-        if not results[s][2] or (fixed is not None and s in fixed):
-            continue
-        pool = sum(budgets[d] - used_of(d) for d in donors)
-        if pool <= 0:
-            break
-        retry = fills[s](budgets[s] + pool)
-        extra = floors[s] + sum(c.tokens for c in retry[0]) - budgets[s]
-        if extra <= 0:
-            continue
-        results[s] = retry
-        budgets[s] += extra
-        for d in donors:  # take from donors' slack, latest section first
-            take = min(extra, budgets[d] - used_of(d))
-            budgets[d] -= take
-            extra -= take
+    results = _fill_sections(fills, budgets, floors, set(fixed or ()))
 
     for s in SECTIONS:
         chosen, excluded, _ = results[s]
@@ -150,6 +136,45 @@ def plan(inp: PlanInput) -> PlanResult:
         ledger.excluded[s].extend(excluded)
 
     return _assemble(inp, ledger, budgets, prompt_budget, latest_user_id)
+
+
+def _fill_sections(fills, budgets: dict[Section, int], floors: dict[Section, int], fixed: set[Section]):
+    """Fill each section within its budget. Unused share flows to sections that still have
+    demand: a section with slack and nothing excluded for budget lends its slack, in selection
+    order first (so retrieval, filled last, takes what the others left in one pass), then back
+    to earlier sections. ``budgets`` is updated so that each section's budget covers its use and
+    the total never grows."""
+    results: dict[Section, _Fill] = {}
+
+    def used(s: Section, fill: _Fill) -> int:
+        return floors[s] + sum(c.tokens for c in fill[0])
+
+    def donors(besides: Section) -> list[Section]:
+        return [d for d in reversed(SECTIONS) if d in results and d != besides and not results[d][2] and d not in fixed]
+
+    def accept(s: Section, fill: _Fill) -> None:
+        results[s] = fill
+        extra = used(s, fill) - budgets[s]
+        if extra <= 0:
+            return
+        budgets[s] += extra
+        for d in donors(s):  # borrow from the donors' slack, the latest section first
+            lent = min(extra, budgets[d] - used(d, results[d]))
+            budgets[d] -= lent
+            extra -= lent
+
+    for s in SECTIONS:
+        pool = 0 if s in fixed else sum(budgets[d] - used(d, results[d]) for d in donors(s))
+        accept(s, fills[s](budgets[s] + pool))
+    for s in SECTIONS:
+        if s in fixed or not results[s][2]:
+            continue
+        pool = sum(budgets[d] - used(d, results[d]) for d in donors(s))
+        if pool > 0:
+            retry = fills[s](budgets[s] + pool)
+            if used(s, retry) > used(s, results[s]):
+                accept(s, retry)
+    return results
 
 
 # ---- selection steps -----------------------------------------------------------------------
@@ -189,9 +214,7 @@ def _pin_detail(pin: PinSpec, state: str) -> str:
     return text
 
 
-def _select_pins(
-    pins: tuple[PinnedItem, ...], room: int, required_ids: set[str], ledger: _Ledger
-) -> list[Chosen]:
+def _select_pins(pins: tuple[PinnedItem, ...], room: int, required_ids: set[str], ledger: _Ledger) -> list[Chosen]:
     live: list[tuple[PinnedItem, str]] = []
     # pins are charged to the system section, whatever their item is (DESIGN.md §2 "Section")
     pins = tuple(PinnedItem(p.pin, msgspec.structs.replace(p.item, section="system")) for p in pins)
@@ -201,9 +224,7 @@ def _select_pins(
             ledger.exclude(p.item, "ttl_expired", _pin_detail(p.pin, state), p.pin)
         else:
             live.append((p, state))
-    live.sort(
-        key=lambda ps: (ps[0].pin.kind != "sticky", -ps[0].pin.priority, -ps[0].pin.seq, ps[0].pin.pin_id)
-    )
+    live.sort(key=lambda ps: (ps[0].pin.kind != "sticky", -ps[0].pin.priority, -ps[0].pin.seq, ps[0].pin.pin_id))
     chosen: list[Chosen] = []
     seen = set(required_ids)
     for p, state in live:
@@ -224,79 +245,121 @@ def _select_pins(
     return chosen
 
 
-def _covers(pin_item: Item, item: Item) -> bool:
-    if pin_item.id == item.id:
-        return True
-    if (
-        pin_item.symbol
-        and item.symbol
-        and (item.symbol == pin_item.symbol or item.symbol.startswith(pin_item.symbol + "."))
-    ):
-        return True
-    if pin_item.path and pin_item.path == item.path:
-        if pin_item.range is None:
-            return pin_item.symbol is None  # a whole-file pin
-        if item.range is not None:
-            return (
-                pin_item.range.start.line <= item.range.start.line
-                and item.range.end.line <= pin_item.range.end.line
-            )
-    return False
+def _best_first(items: tuple[Item, ...]) -> list[Item]:
+    """Highest score first; ties by fewer tokens, then id. Stable sorts on single C-level keys
+    are ~2x faster than one sort on a Python-built tuple key (this runs on every request)."""
+    ordered = sorted(items, key=attrgetter("id"))
+    ordered.sort(key=attrgetter("tokens"))
+    if all(i.score is not None for i in ordered):
+        ordered.sort(key=attrgetter("score"), reverse=True)
+    else:
+        ordered.sort(key=lambda i: i.score or 0.0, reverse=True)
+    return ordered
+
+
+class _Coverage:
+    """What the included pins cover, indexed so each candidate is checked in O(depth)."""
+
+    def __init__(self, pinned: list[Chosen]) -> None:
+        self.ids: dict[str, str] = {}
+        self.symbols: dict[str, str] = {}
+        self.whole_files: dict[str, str] = {}
+        self.ranges: dict[str, list[tuple[int, int, str]]] = {}
+        for c in pinned:
+            pin_id = c.pin.pin_id if c.pin else ""
+            item = c.item
+            self.ids[item.id] = pin_id
+            if item.symbol:
+                self.symbols[item.symbol] = pin_id
+            if item.path:
+                if item.range is not None:
+                    self.ranges.setdefault(item.path, []).append((item.range.start.line, item.range.end.line, pin_id))
+                elif item.symbol is None:
+                    self.whole_files[item.path] = pin_id
+
+    def pin_covering(self, item: Item) -> str | None:
+        """The id of a pin that already covers ``item`` (same item, the symbol or an enclosing
+        one, the whole file, or a range containing it), else None."""
+        hit = self.ids.get(item.id)
+        if hit is not None:
+            return hit
+        if item.symbol and self.symbols:
+            name = item.symbol
+            while True:
+                hit = self.symbols.get(name)
+                if hit is not None:
+                    return hit
+                dot = name.rfind(".")
+                if dot < 0:
+                    break
+                name = name[:dot]
+        if item.path:
+            hit = self.whole_files.get(item.path)
+            if hit is not None:
+                return hit
+            if item.range is not None:
+                for start, end, pin_id in self.ranges.get(item.path, ()):
+                    if start <= item.range.start.line and item.range.end.line <= end:
+                        return pin_id
+        return None
 
 
 def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) -> list[Item]:
     """Retrieval candidates that may compete for the rag budget, best first; the rest are
     excluded here with their reason (mode_off, stale, duplicate)."""
-    ordered = sorted(inp.candidates, key=lambda i: (-(i.score or 0.0), i.tokens, i.id))
+    ordered = _best_first(inp.candidates)
+    if inp.mode == "off":
+        for item in ordered:
+            ledger.exclude(item, "mode_off", "mode is off: no automatic retrieval")
+        return []
+    coverage = _Coverage(pinned)
     eligible: list[Item] = []
     seen_ids: set[str] = set()
     for item in ordered:
-        if inp.mode == "off":
-            ledger.exclude(item, "mode_off", "mode is off: no automatic retrieval")
-        elif item.stale:
+        if item.stale:
             ledger.exclude(item, "stale", "the code changed since this summary was made")
         elif item.id in seen_ids:
             ledger.exclude(item, "duplicate", "listed twice by retrieval")
         else:
-            cover = next((c for c in pinned if _covers(c.item, item)), None)
-            if cover is not None:
-                ledger.exclude(item, "duplicate", f"covered by pin {cover.pin.pin_id if cover.pin else ''}")
+            pin_id = coverage.pin_covering(item)
+            if pin_id is not None:
+                ledger.exclude(item, "duplicate", f"covered by pin {pin_id}")
             else:
                 eligible.append(item)
                 seen_ids.add(item.id)
     return eligible
 
 
-_Fill = tuple[list[Chosen], list[PlanItem], bool]  # included, excluded, any excluded for budget
+_Fill = tuple[list[Chosen], list[_Excluded], bool]  # included, excluded, any excluded for budget
 
 
 def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
     chosen: list[Chosen] = []
-    excluded: list[PlanItem] = []
+    excluded: list[_Excluded] = []
     for item in sorted(scaffold, key=lambda i: (-i.priority, i.id)):
         if item.tokens <= room:
             chosen.append(Chosen(item, "scaffold"))
             room -= item.tokens
         else:
-            excluded.append(_plan_item(item, "budget"))
+            excluded.append((item, "budget", None, None))
     return chosen, excluded, bool(excluded)
 
 
 def _fill_rag(eligible: list[Item], room: int) -> _Fill:
     chosen: list[Chosen] = []
-    excluded: list[PlanItem] = []
+    excluded: list[_Excluded] = []
     symbols: set[str] = set()
     for item in eligible:  # already best first
         if item.symbol and item.symbol in symbols:
-            excluded.append(_plan_item(item, "duplicate", detail="another form of this symbol is included"))
+            excluded.append((item, "duplicate", "another form of this symbol is included", None))
         elif item.tokens <= room:
             chosen.append(Chosen(item, "relevant"))
             room -= item.tokens
             if item.symbol:
                 symbols.add(item.symbol)
         else:
-            excluded.append(_plan_item(item, "budget"))
-    return chosen, excluded, any(e.reason == "budget" for e in excluded)
+            excluded.append((item, "budget", None, None))
+    return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
 def _conversation_demand(inp: PlanInput, required_ids: set[str]) -> int:
@@ -316,13 +379,13 @@ def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fi
     fit ends the window (a conversation with holes would mislead the model)."""
     conv = inp.conversation
     chosen: list[Chosen] = []
-    excluded: list[PlanItem] = []
+    excluded: list[_Excluded] = []
     if conv.summary is not None:
         if conv.summary.tokens <= room:
             chosen.append(Chosen(conv.summary, "summary"))
             room -= conv.summary.tokens
         else:
-            excluded.append(_plan_item(conv.summary, "budget"))
+            excluded.append((conv.summary, "budget", None, None))
     if not conv.turns:
         return chosen, excluded, bool(excluded)
 
@@ -331,19 +394,14 @@ def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fi
     dropped = [False] * len(current)
 
     def cost() -> int:
-        return sum(
-            0 if dropped[i] else (_masked_cost(a) if masked[i] else a.tokens) for i, a in enumerate(current)
-        )
+        return sum(0 if dropped[i] else (_masked_cost(a) if masked[i] else a.tokens) for i, a in enumerate(current))
 
     while cost() > room:
         i = next(
             (
                 k
                 for k, a in enumerate(current)
-                if not masked[k]
-                and not dropped[k]
-                and a.masked_tokens is not None
-                and a.masked_tokens < a.tokens
+                if not masked[k] and not dropped[k] and a.masked_tokens is not None and a.masked_tokens < a.tokens
             ),
             None,
         )
@@ -355,9 +413,7 @@ def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fi
     current_chosen: list[Chosen] = []
     for k, atom in enumerate(current):
         if dropped[k]:
-            excluded.append(
-                _plan_item(atom, "budget", detail="oldest exchanges of the current turn give way first")
-            )
+            excluded.append((atom, "budget", "oldest exchanges of the current turn give way first", None))
         else:
             current_chosen.append(Chosen(atom, "recent", masked=masked[k]))
     room -= cost()
@@ -376,11 +432,11 @@ def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fi
             room -= thin
         else:
             window_closed = True
-            excluded.extend(_plan_item(a, "budget", detail="older turn outside the window") for a in atoms)
+            excluded.extend((a, "budget", "older turn outside the window", None) for a in atoms)
     for turn_chosen in reversed(older):
         chosen.extend(turn_chosen)
     chosen.extend(current_chosen)
-    return chosen, excluded, any(e.reason == "budget" for e in excluded)
+    return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
 # ---- output ----------------------------------------------------------------------------------
@@ -433,7 +489,11 @@ def _assemble(
     ledger.included["conversation"].sort(key=lambda c: (c.reason != "summary", position.get(c.item.id, -1)))
     chosen = [c for s in SECTIONS for c in ledger.included[s]]
     included = tuple(_chosen_item(c) for c in chosen)
-    excluded = tuple(e for s in SECTIONS for e in ledger.excluded[s])
+    excluded = tuple(
+        _plan_item(item, reason, detail=detail, pin=pin)
+        for s in SECTIONS
+        for item, reason, detail, pin in ledger.excluded[s]
+    )
     sections = tuple(
         SectionUsage(
             name=s,

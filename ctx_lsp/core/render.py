@@ -50,11 +50,7 @@ def _split(result: PlanResult) -> tuple[list[str], list[Chosen], list[str]]:
         item = c.item
         if item.messages:
             conversation.append(c)
-        elif (
-            item.kind == SYSTEM_PROMPT
-            or (c.pin is not None and c.pin.kind == "sticky")
-            or c.reason == "scaffold"
-        ):
+        elif item.kind == SYSTEM_PROMPT or (c.pin is not None and c.pin.kind == "sticky") or c.reason == "scaffold":
             system_parts.append(item.text)
         elif item.kind == COMPACTION_SUMMARY:
             later_system.append(item.text)
@@ -108,9 +104,7 @@ def count_openai(counter: TokenCounter, messages: list[dict[str, Any]], calibrat
     return scaled(total, calibration)
 
 
-def render(
-    result: PlanResult, fmt: RenderFormat, counter: TokenCounter, calibration: float = 1.0
-) -> RenderedPrompt:
+def render(result: PlanResult, fmt: RenderFormat, counter: TokenCounter, calibration: float = 1.0) -> RenderedPrompt:
     system_text, messages = _ordered_messages(result)
     openai = ([{"role": "system", "content": system_text}] if system_text else []) + [
         _openai_message(m) for m in messages

@@ -127,9 +127,7 @@ def tool_call_cost(counter: TokenCounter, name: str, arguments: str) -> int:
     return counter.count(name) + counter.count(arguments) + 3
 
 
-def message_cost(
-    counter: TokenCounter, role: str, content: str, tool_calls=(), name: str | None = None
-) -> int:
+def message_cost(counter: TokenCounter, role: str, content: str, tool_calls=(), name: str | None = None) -> int:
     """Tokens one chat message costs: framing, content, tool calls (id/name/arguments)."""
     cost = MESSAGE_OVERHEAD + counter.count(content)
     for call in tool_calls:

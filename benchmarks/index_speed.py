@@ -1,0 +1,372 @@
+"""How fast the workspace index builds, revalidates and re-indexes one file.
+
+    .venv/bin/python benchmarks/index_speed.py              # synthetic 1,600 files x ~500 lines
+    .venv/bin/python benchmarks/index_speed.py PATH         # any workspace (read-only: the
+                                                            # database goes to benchmarks/.data/)
+    .venv/bin/python benchmarks/index_speed.py --files 200  # a smaller synthetic tree
+
+Prints: cold index time (empty database), warm refresh (reopen + refresh, nothing changed),
+the median of 20 single-file re-indexes of a ~500-line file (each a different one-line edit,
+through ``update_file``), median search latency, symbol count and peak RSS.
+The synthetic tree is generated once under ``benchmarks/.data/`` (gitignored) and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ctx_lsp.workspace.index import WorkspaceIndex
+
+DATA = Path(__file__).resolve().parent / ".data"
+GENERATOR_VERSION = "1"
+
+_WORDS = [
+    "account",
+    "address",
+    "amount",
+    "batch",
+    "buffer",
+    "cache",
+    "channel",
+    "client",
+    "config",
+    "connection",
+    "context",
+    "cursor",
+    "data",
+    "delta",
+    "document",
+    "entry",
+    "event",
+    "field",
+    "filter",
+    "format",
+    "frame",
+    "graph",
+    "handler",
+    "header",
+    "index",
+    "item",
+    "key",
+    "layer",
+    "limit",
+    "line",
+    "loader",
+    "manager",
+    "message",
+    "metric",
+    "model",
+    "node",
+    "offset",
+    "order",
+    "packet",
+    "page",
+    "parser",
+    "path",
+    "payload",
+    "policy",
+    "pool",
+    "price",
+    "queue",
+    "record",
+    "region",
+    "registry",
+    "request",
+    "resource",
+    "result",
+    "route",
+    "rule",
+    "schema",
+    "scope",
+    "session",
+    "signal",
+    "source",
+    "state",
+    "stream",
+    "symbol",
+    "table",
+    "task",
+    "token",
+    "total",
+    "tree",
+    "user",
+    "value",
+    "vector",
+    "window",
+    "worker",
+]
+_VERBS = [
+    "build",
+    "check",
+    "collect",
+    "compute",
+    "convert",
+    "create",
+    "decode",
+    "encode",
+    "ensure",
+    "fetch",
+    "filter",
+    "find",
+    "flush",
+    "format",
+    "get",
+    "handle",
+    "load",
+    "merge",
+    "normalize",
+    "parse",
+    "prepare",
+    "process",
+    "read",
+    "refresh",
+    "render",
+    "reset",
+    "resolve",
+    "save",
+    "scan",
+    "select",
+    "send",
+    "split",
+    "store",
+    "sync",
+    "update",
+    "validate",
+    "write",
+]
+
+
+def _ident(rng: random.Random, parts: int = 2) -> str:
+    return "_".join(rng.choice(_WORDS) for _ in range(parts))
+
+
+def _camel(rng: random.Random) -> str:
+    return "".join(rng.choice(_WORDS).capitalize() for _ in range(rng.randint(1, 3)))
+
+
+def _function(rng: random.Random, indent: str, method: bool) -> list[str]:
+    name = f"{rng.choice(_VERBS)}_{_ident(rng, rng.randint(1, 2))}"
+    args = ["self"] if method else []
+    args += [
+        f"{_ident(rng, 1)}_{i}: {rng.choice(['int', 'str', 'list[str]', 'dict[str, int]'])}" for i in range(3)
+    ]
+    out = []
+    if rng.random() < 0.2:
+        out.append(f"{indent}@{rng.choice(['staticmethod', 'functools.lru_cache(maxsize=256)', 'property'])}")
+        if "staticmethod" in out[-1] and method:
+            args = args[1:]
+        if "property" in out[-1]:
+            args = args[:1]
+    prefix = "async def" if rng.random() < 0.1 else "def"
+    out.append(f"{indent}{prefix} {name}({', '.join(args)}) -> {rng.choice(['int', 'str', 'None', 'bool'])}:")
+    body = indent + "    "
+    out.append(
+        f'{body}"""{rng.choice(_VERBS).capitalize()} the {rng.choice(_WORDS)} of the {rng.choice(_WORDS)}.'
+    )
+    out.append("")
+    out.append(
+        f"{body}Returns the {rng.choice(_WORDS)} after {rng.choice(_VERBS)}ing the {rng.choice(_WORDS)}."
+    )
+    out.append(f'{body}"""')
+    for _ in range(rng.randint(6, 16)):
+        kind = rng.random()
+        a, b, c = _ident(rng), _ident(rng), _ident(rng, 1)
+        if kind < 0.3:
+            out.append(
+                f"{body}{a} = {c}.{rng.choice(_VERBS)}_{b}({_ident(rng, 1)}, limit={rng.randint(1, 999)})"
+            )
+        elif kind < 0.5:
+            out.append(f"{body}if {a} is not None and len({b}) > {rng.randint(0, 64)}:")
+            out.append(f"{body}    {b}.append({a})  # keep the {rng.choice(_WORDS)} for later")
+        elif kind < 0.7:
+            out.append(f"{body}for {c} in {a}:")
+            out.append(f"{body}    {b}[{c}.{rng.choice(_WORDS)}] = {_camel(rng)}({c}, {rng.random():.3f})")
+        elif kind < 0.85:
+            out.append(f'{body}{a} = f"{{{b}}}:{{{c}!r}}" if {b} else "{rng.choice(_WORDS)}"')
+        else:
+            out.append(f"{body}try:")
+            out.append(
+                f"{body}    {a} = self.{b} if hasattr(self, '{b}') else {c}"
+                if method
+                else f"{body}    {a} = {c}"
+            )
+            out.append(f"{body}except ({_camel(rng)}Error, KeyError) as exc:")
+            out.append(f"{body}    raise RuntimeError('{rng.choice(_VERBS)} failed') from exc")
+    out.append(f"{body}return {_ident(rng)}" if "-> None" not in out[-1] else f"{body}return None")
+    out.append("")
+    return out
+
+
+def _module(rng: random.Random, target_lines: int, siblings: list[str]) -> str:
+    lines = [
+        f'"""{_camel(rng)} {rng.choice(_WORDS)}s: {rng.choice(_VERBS)} and {rng.choice(_VERBS)} them."""',
+        "",
+    ]
+    lines += ["from __future__ import annotations", "", "import functools", "import os", ""]
+    for sib in rng.sample(siblings, min(3, len(siblings))):
+        lines.append(f"from {sib} import {_camel(rng)} as {_camel(rng)}Alias")
+    lines.append("")
+    for _ in range(rng.randint(2, 5)):
+        lines.append(f"{_ident(rng).upper()} = {rng.randint(1, 10_000)}")
+    lines.append("")
+    while len(lines) < target_lines:
+        if rng.random() < 0.6:
+            lines.append(f"class {_camel(rng)}({rng.choice(['object', 'Exception', 'dict'])}):")
+            lines.append(
+                f'    """A {rng.choice(_WORDS)} that {rng.choice(_VERBS)}s {rng.choice(_WORDS)}s."""'
+            )
+            lines.append("")
+            lines.append(f"    {_ident(rng)}: int = {rng.randint(0, 100)}")
+            lines.append("")
+            for _ in range(rng.randint(2, 6)):
+                lines += _function(rng, "    ", method=True)
+        else:
+            lines += _function(rng, "", method=False)
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def generate(root: Path, files: int, lines: int) -> Path:
+    """A deterministic synthetic package tree (reused when already generated)."""
+    marker = root / ".generated"
+    stamp = f"{GENERATOR_VERSION} {files} {lines}"
+    if marker.exists() and marker.read_text() == stamp:
+        return root
+    if root.exists():
+        import shutil
+
+        shutil.rmtree(root)
+    rng = random.Random(0)
+    packages = [f"pkg{i:02d}" for i in range(max(1, files // 50))]
+    modules: list[str] = []
+    for i in range(files):
+        pkg = packages[i % len(packages)]
+        sub = f"sub{(i // len(packages)) % 4}"
+        modules.append(f"{pkg}.{sub}.mod{i:04d}")
+    for i, mod in enumerate(modules):
+        path = root / (mod.replace(".", "/") + ".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in (path.parent, path.parent.parent):
+            init = parent / "__init__.py"
+            if not init.exists():
+                init.write_text(f'"""Package {parent.name}."""\n')
+        siblings = modules[max(0, i - 20) : i] or modules[:1]
+        path.write_text(_module(rng, lines + rng.randint(-60, 60), siblings))
+    marker.write_text(stamp)
+    return root
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("workspace", nargs="?", type=Path, help="index this tree instead of a synthetic one")
+    parser.add_argument("--files", type=int, default=1600)
+    parser.add_argument("--lines", type=int, default=500)
+    parser.add_argument("--edits", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    if args.workspace is None:
+        t = time.perf_counter()
+        root = generate(DATA / f"synthetic_{args.files}x{args.lines}", args.files, args.lines)
+        print(f"synthetic tree: {root} (ready in {time.perf_counter() - t:.1f} s)")
+    else:
+        root = args.workspace.resolve()
+    key = hashlib.sha1(str(root).encode()).hexdigest()[:10]
+    db = DATA / f"index-{key}.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+
+    idx = WorkspaceIndex(root, db_path=db)
+    cold = idx.refresh()
+    summary = idx.stats()
+    idx.close()
+
+    t = time.perf_counter()
+    idx = WorkspaceIndex(root, db_path=db)
+    warm = idx.refresh()
+    warm_total = time.perf_counter() - t
+
+    # Single-file re-index: the file closest to 500 lines, a different one-line edit each time.
+    files = sorted(root.rglob("*.py"))
+    sizes = []
+    total_lines = 0
+    for p in files:
+        try:
+            n = p.read_bytes().count(b"\n")
+        except OSError:
+            continue
+        total_lines += n
+        sizes.append((abs(n - 500), str(p.relative_to(root).as_posix()), n))
+    sizes.sort()
+    _, rel, n_file = sizes[0]
+    original = (root / rel).read_bytes()
+    text_lines = original.split(b"\n")
+    mid = len(text_lines) // 2
+    times = []
+    for i in range(args.edits):
+        edited = b"\n".join([*text_lines[:mid], b"# edit %d" % i, *text_lines[mid:]])
+        t = time.perf_counter()
+        idx.update_file(rel, edited)
+        times.append((time.perf_counter() - t) * 1000)
+    idx.update_file(rel, original)
+
+    queries = [
+        "where is parse_token_total defined",
+        "how does the session cache refresh its window",
+        "validate request payload schema",
+        "RegistryManager",
+    ]
+    search_ms = []
+    for q in queries:
+        for _ in range(3):
+            t = time.perf_counter()
+            idx.search(q)
+            search_ms.append((time.perf_counter() - t) * 1000)
+    idx.close()
+
+    rows = [
+        ("workspace", str(root)),
+        ("files / lines", f"{cold.files_seen:,} / {total_lines:,}"),
+        (
+            "cold index (empty db)",
+            f"{cold.seconds:.2f} s ({cold.files_indexed:,} parsed, {len(cold.errors)} errors)",
+        ),
+        (
+            "warm refresh (reopen + refresh, no change)",
+            f"{warm_total * 1000:.0f} ms ({warm.files_unchanged:,} unchanged)",
+        ),
+        (
+            f"single-file re-index, median of {args.edits}",
+            f"{statistics.median(times):.1f} ms ({rel}, {n_file} lines)",
+        ),
+        ("search, median (200 hits)", f"{statistics.median(search_ms):.1f} ms"),
+        ("symbols", f"{summary.symbols:,}"),
+        ("tokens (all files / all cards)", f"{summary.tokens:,} / {summary.card_tokens:,}"),
+        ("database size", f"{db.stat().st_size / 1e6:.1f} MB"),
+        ("peak RSS", f"{_rss_mb():.0f} MB"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"| {'measure'.ljust(width)} | value |")
+    print(f"| {'-' * width} | ----- |")
+    for name, value in rows:
+        print(f"| {name.ljust(width)} | {value} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,227 @@
+"""`ctx-lsp`: the command line.
+
+    ctx-lsp plan WORKSPACE --query "..."     plan context for a question, print the tree
+    ctx-lsp index WORKSPACE                  build or refresh the workspace index
+    ctx-lsp models                           list the built-in model registry
+    ctx-lsp serve                            the language server, for editors (stdio)
+
+User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import msgspec
+
+from ctx_lsp import __version__
+from ctx_lsp.core.conversation import ConversationError, parse_messages
+from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.planner import InvalidBudget
+from ctx_lsp.engine import UserError
+
+EXIT_USER_ERROR = 2
+EXIT_OVERFLOW = 3
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """One clear line for a usage error, instead of the whole usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ctx-lsp",
+        description="Decide what goes into an AI assistant's prompt under a hard token budget, and explain why.",
+    )
+    parser.add_argument("--version", action="version", version=f"ctx-lsp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "plan",
+        help="plan context for a question over a workspace",
+        description="Plan the context for one model call and print the budget meter and the "
+        "include/exclude tree (or the plan as JSON, or the assembled prompt).",
+    )
+    p.add_argument("workspace", type=Path, help="a folder of Python code")
+    q = p.add_mutually_exclusive_group()
+    q.add_argument("--query", "-q", help="the user's question")
+    q.add_argument("--query-file", type=Path, help="read the question from a file")
+    p.add_argument("--format", choices=["tree", "json", "prompt"], default="tree", help="output (default: tree)")
+    p.add_argument(
+        "--render", choices=["openai", "anthropic", "text"], default="text", help="prompt shape for --format prompt"
+    )
+    p.add_argument("--model", help="model name (see `ctx-lsp models`); default from config, else gpt-4o")
+    p.add_argument("--context-length", type=_positive, help="override the model's context length")
+    p.add_argument("--max-completion-tokens", type=_positive, help="tokens reserved for the reply")
+    p.add_argument("--safety-buffer", type=_non_negative, help="tokens kept free as a margin (default 2048)")
+    p.add_argument("--rag-budget", type=_non_negative, metavar="N", help="fix the retrieval section to N tokens")
+    p.add_argument("--mode", choices=["off", "light", "heavy"], help="retrieval mode (default light)")
+    p.add_argument("--pin", action="append", default=[], metavar="QUALIFIED.NAME", help="pin a symbol (repeatable)")
+    p.add_argument("--conversation", type=Path, help="JSON list of OpenAI-style chat messages")
+    p.add_argument("--system-prompt", type=Path, help="file with the system prompt")
+    p.add_argument("--all", action="store_true", help="tree: list every excluded item")
+    p.add_argument("--no-index-refresh", action="store_true", help="use the stored index as it is")
+
+    i = sub.add_parser("index", help="build or refresh the workspace index", description="Index a workspace.")
+    i.add_argument("workspace", type=Path)
+    i.add_argument("--quiet", action="store_true", help="print only the summary line")
+
+    sub.add_parser("models", help="list the built-in models and their budgets")
+
+    s = sub.add_parser("serve", help="run the language server (stdio by default)")
+    s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    return parser
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise UserError(f"cannot read {what} {path}: {err.strerror or err}") from None
+    if b"\0" in data[:8192]:
+        raise UserError(f"{what} {path} is a binary file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{what} {path} is not UTF-8 text (byte {err.start})") from None
+
+
+def _load_conversation(path: Path):
+    text = _read_text(path, "conversation file")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(f"conversation file {path} is not valid JSON: {err.msg} (line {err.lineno})") from None
+    if isinstance(raw, dict) and isinstance(raw.get("messages"), list):
+        raw = raw["messages"]
+    try:
+        return parse_messages(raw)
+    except ConversationError as err:
+        raise UserError(f"conversation file {path}: {err}") from None
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from ctx_lsp.cli_render import print_tree
+    from ctx_lsp.engine import Engine, PlanRequest
+
+    query = args.query
+    if args.query_file is not None:
+        query = _read_text(args.query_file, "query file")
+    conversation = _load_conversation(args.conversation) if args.conversation else []
+    system_prompt = _read_text(args.system_prompt, "system prompt file") if args.system_prompt else None
+    if not (query or "").strip() and not conversation:
+        raise UserError("give a question with --query or --query-file (or a --conversation ending with one)")
+    engine = Engine(args.workspace)
+    try:
+        for message in engine.config_messages:
+            print(f"ctx-lsp: {message}", file=sys.stderr)
+        if not args.no_index_refresh:
+            stats = engine.refresh_index()
+            for err in stats.errors[:5]:
+                print(f"ctx-lsp: skipped {err}", file=sys.stderr)
+        outcome = engine.plan(
+            PlanRequest(
+                query=query or "",
+                model=args.model,
+                context_length=args.context_length,
+                max_completion_tokens=args.max_completion_tokens,
+                safety_buffer=args.safety_buffer,
+                rag_budget=args.rag_budget,
+                mode=args.mode,
+                pins=args.pin,
+                conversation=conversation,
+                system_prompt=system_prompt,
+            )
+        )
+    finally:
+        engine.close()
+    out = sys.stdout
+    if args.format == "json":
+        out.write(msgspec.json.encode(outcome.result.plan).decode() + "\n")
+    elif args.format == "prompt":
+        rendered = outcome.render(args.render)
+        if args.render == "text":
+            out.write(rendered.text or "")
+        else:
+            out.write(msgspec.json.encode(rendered).decode() + "\n")
+    else:
+        print_tree(outcome, show_all=args.all)
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from ctx_lsp.cli_render import index_with_progress
+    from ctx_lsp.engine import Engine
+
+    engine = Engine(args.workspace)
+    try:
+        index_with_progress(engine, quiet=args.quiet)
+    finally:
+        engine.close()
+    return 0
+
+
+def _cmd_models(_: argparse.Namespace) -> int:
+    from ctx_lsp.core.models import BUILTIN_MODELS
+
+    print(f"{'model':<22} {'provider':<10} {'context':>10} {'max out':>8}  encoding      calibration")
+    for m in BUILTIN_MODELS:
+        enc = m.encoding + ("" if m.native else " (approx.)")
+        print(f"{m.name:<22} {m.provider:<10} {m.context_length:>10,} {m.max_output:>8,}  {enc:<22} ×{m.calibration}")
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from ctx_lsp.server.app import serve
+    except ImportError:
+        raise UserError("the language server is not available in this build") from None
+    return serve(tcp=args.tcp)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USER_ERROR
+    handler = {"plan": _cmd_plan, "index": _cmd_index, "models": _cmd_models, "serve": _cmd_serve}[args.command]
+    try:
+        return handler(args)
+    except ContextOverflow as err:
+        print(f"ctx-lsp: {err}", file=sys.stderr)
+        return EXIT_OVERFLOW
+    except (UserError, InvalidBudget) as err:
+        print(f"ctx-lsp: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

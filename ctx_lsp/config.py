@@ -1,0 +1,123 @@
+"""User configuration: `ctx.toml` or `[tool.ctx-lsp]` in pyproject.toml, then editor settings.
+
+Validated by pydantic. An invalid value never stops the tool: it is named in a message and its
+default is used instead (DESIGN.md §7: bad input gets a clear message, the server keeps serving).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class SharesConfig(_Model):
+    system: float = Field(0.15, ge=0, le=1)
+    conversation: float = Field(0.55, ge=0, le=1)
+    rag: float = Field(0.30, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> SharesConfig:
+        total = self.system + self.conversation + self.rag
+        if not 0.99 <= total <= 1.01:
+            raise ValueError(f"section shares must add up to 1.0, got {total:.2f}")
+        return self
+
+
+class ModelOverride(_Model):
+    name: str = Field(min_length=1)
+    context_length: int = Field(gt=0)
+    max_output: int = Field(gt=0)
+    encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+    native: bool = False
+    calibration: float = Field(1.0, ge=0.5, le=3.0)
+    provider: str = "custom"
+    aliases: tuple[str, ...] = ()
+
+
+class LlmEndpoint(_Model):
+    """An OpenAI-compatible chat-completions endpoint (summaries, capsules)."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_seconds: float = Field(30.0, gt=0)
+    retries: int = Field(2, ge=0, le=10)
+    context_length: int = Field(16_000, gt=512)
+
+
+class CtxConfig(_Model):
+    model: str = "gpt-4o"
+    mode: Literal["off", "light", "heavy"] = "light"
+    default_context_length: int = Field(128_000, gt=0)
+    max_completion_tokens: int | None = Field(None, gt=0)
+    default_max_completion_tokens: int = Field(4_096, gt=0)
+    safety_buffer: int = Field(2_048, ge=0)
+    shares: SharesConfig = SharesConfig()
+    models: tuple[ModelOverride, ...] = ()
+    allow_encoding_download: bool = False
+    store_dir: str = ".ctx"
+    system_prompt: str | None = None
+    retrieval_limit: int = Field(200, gt=0, le=5_000)
+    summarizer: Literal["extractive", "llm"] = "extractive"
+    llm: LlmEndpoint = LlmEndpoint()
+
+
+def _describe(err: ValidationError) -> list[str]:
+    out = []
+    for e in err.errors(include_url=False):
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = "unknown setting" if e["type"] == "extra_forbidden" else e["msg"]
+        out.append(f"{where}: {msg}")
+    return out
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key).replace("-", "_")
+
+
+def validate(raw: dict[str, Any], source: str, base: CtxConfig | None = None) -> tuple[CtxConfig, list[str]]:
+    """Validate ``raw`` over ``base``; each invalid top-level key keeps its current value and is
+    reported as ``"<source>: <key>: <problem> (using the default)"``."""
+    base = base or CtxConfig()
+    merged = {**base.model_dump(), **{_snake(k): v for k, v in raw.items()}}
+    messages: list[str] = []
+    for _ in range(len(raw) + 1):
+        try:
+            return CtxConfig.model_validate(merged), messages
+        except ValidationError as err:
+            messages.extend(f"{source}: {line} (using the default)" for line in _describe(err))
+            bad = {_snake(str(e["loc"][0])) for e in err.errors() if e["loc"]}
+            if not bad:
+                break
+            for key in bad:
+                if key in CtxConfig.model_fields:
+                    merged[key] = getattr(base, key)
+                else:
+                    merged.pop(key, None)
+    return base, messages
+
+
+def load_workspace_config(root: Path) -> tuple[CtxConfig, list[str]]:
+    """`ctx.toml` in the workspace root wins over `[tool.ctx-lsp]` in pyproject.toml."""
+    for name, pick in (("ctx.toml", lambda d: d), ("pyproject.toml", lambda d: d.get("tool", {}).get("ctx-lsp"))):
+        path = root / name
+        if not path.is_file():
+            continue
+        try:
+            data = pick(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as err:
+            return CtxConfig(), [f"{name}: cannot read it ({err}); using defaults"]
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            return CtxConfig(), [f"{name}: expected a table of settings; using defaults"]
+        return validate(data, name)
+    return CtxConfig(), []

@@ -1,0 +1,311 @@
+"""The engine: composes the pure core with the workspace index (and, later, memory).
+
+The CLI and the language server both call this; neither holds business logic of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import msgspec
+
+from ctx_lsp import __version__
+from ctx_lsp.config import CtxConfig, load_workspace_config
+from ctx_lsp.core.conversation import build_turns
+from ctx_lsp.core.items import (
+    FOCUS_HINT,
+    SYSTEM_PROMPT,
+    BudgetSpec,
+    Conversation,
+    EstimatorInfo,
+    Item,
+    Message,
+    Mode,
+    PinnedItem,
+    PinSpec,
+    PlanInput,
+    Shares,
+)
+from ctx_lsp.core.models import ModelRegistry, ModelSpec
+from ctx_lsp.core.planner import PlanResult, plan
+from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
+from ctx_lsp.core.tokens import TokenCounter, counter_for, scaled
+from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an AI coding assistant working in the Python workspace `{workspace}`. The context "
+    "below was selected by ctx_lsp under a token budget: symbol cards show signatures, docstrings "
+    "and the first lines; bodies show full code. Ask for what is missing instead of guessing, "
+    "and cite code as path:line."
+)
+SCAFFOLD_MAX_ENTRIES = 40
+UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
+
+
+class UserError(ValueError):
+    """Something the user can fix; its message says what."""
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    path: str  # workspace-relative
+    line: int | None = None
+
+
+@dataclass(slots=True)
+class PlanRequest:
+    query: str
+    model: str | None = None
+    context_length: int | None = None
+    max_completion_tokens: int | None = None
+    safety_buffer: int | None = None
+    rag_budget: int | None = None
+    mode: Mode | None = None
+    pins: list[str] = field(default_factory=list)  # qualified names, pinned sticky for this plan
+    extra_pins: list[PinnedItem] = field(default_factory=list)
+    conversation: list[Message] = field(default_factory=list)
+    system_prompt: str | None = None
+    focus: Focus | None = None
+    open_files: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    spec: ModelSpec
+    known: bool
+    estimator: EstimatorInfo
+    counter: TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOutcome:
+    result: PlanResult
+    inputs: PlanInput
+    counter: TokenCounter
+    timings_ms: dict[str, float]
+
+    def render(self, fmt: RenderFormat) -> RenderedPrompt:
+        return render(self.result, fmt, self.counter, self.inputs.estimator.calibration)
+
+
+class Engine:
+    """One workspace: its configuration, index and model registry."""
+
+    def __init__(self, root: Path, config: CtxConfig | None = None, *, db_path: Path | None = None) -> None:
+        self.root = root.resolve()
+        if not self.root.is_dir():
+            raise UserError(f"workspace {root} is not a directory")
+        if config is None:
+            config, self.config_messages = load_workspace_config(self.root)
+        else:
+            self.config_messages = []
+        self.config = config
+        self.registry = ModelRegistry(
+            [ModelSpec(**m.model_dump()) for m in config.models]  # user overrides win
+        )
+        store = self.root / config.store_dir
+        self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3")
+        self._scaffold_cache: tuple[int, Item] | None = None
+
+    def close(self) -> None:
+        self.index.close()
+
+    # ---- index -----------------------------------------------------------------------------
+
+    def refresh_index(self, progress=None) -> IndexStats:
+        stats = self.index.refresh(progress)
+        self._scaffold_cache = None
+        return stats
+
+    # ---- models and tokens -----------------------------------------------------------------
+
+    def resolve_model(self, name: str | None) -> ResolvedModel:
+        name = name or self.config.model
+        spec = self.registry.lookup(name)
+        known = spec is not None
+        if spec is None:
+            spec = ModelSpec(
+                name=name,
+                provider="unknown",
+                context_length=self.config.default_context_length,
+                max_output=self.config.default_max_completion_tokens,
+                encoding="cl100k_base",
+                native=False,
+                calibration=UNKNOWN_MODEL_CALIBRATION,
+            )
+        counter = counter_for(spec.encoding, self.config.allow_encoding_download)
+        exact = spec.native and counter.exact_encoding
+        # cl100k standing in for o200k over-counts code slightly: no factor needed to stay safe
+        calibration = 1.0 if spec.native else spec.calibration
+        estimator = EstimatorInfo(encoding=counter.encoding, exact=exact, calibration=calibration)
+        return ResolvedModel(spec=spec, known=known, estimator=estimator, counter=counter)
+
+    # ---- planning --------------------------------------------------------------------------
+
+    def build_inputs(self, req: PlanRequest) -> tuple[PlanInput, TokenCounter, dict[str, float]]:
+        t0 = time.perf_counter()
+        model = self.resolve_model(req.model)
+        cal = model.estimator.calibration
+        notes: list[str] = []
+        if not model.known:
+            notes.append(
+                f"unknown model {model.spec.name!r}: using defaults (context {model.spec.context_length}, "
+                f"max output {model.spec.max_output}, cl100k × {cal}); add it under [[models]] in ctx.toml"
+            )
+        if not model.estimator.exact:
+            notes.append(
+                f"token counts are estimates: {model.estimator.encoding} × {cal} stands in for "
+                f"{model.spec.name}'s own tokenizer"
+            )
+        context_length = req.context_length or model.spec.context_length
+        max_completion = (
+            req.max_completion_tokens
+            or self.config.max_completion_tokens
+            or min(model.spec.max_output, self.config.default_max_completion_tokens)
+        )
+        safety = self.config.safety_buffer if req.safety_buffer is None else req.safety_buffer
+        for label, value in (("context length", context_length), ("max completion tokens", max_completion)):
+            if value <= 0:
+                raise UserError(f"{label} must be positive, got {value}")
+        if safety < 0:
+            raise UserError(f"safety buffer must be zero or positive, got {safety}")
+        if req.rag_budget is not None and req.rag_budget < 0:
+            raise UserError(f"rag budget must be zero or positive, got {req.rag_budget}")
+        mode: Mode = req.mode or self.config.mode
+        shares = self.config.shares
+        budget = BudgetSpec(
+            context_length=context_length,
+            max_completion_tokens=max_completion,
+            safety_buffer=safety,
+            shares=Shares(shares.system, shares.conversation, shares.rag),
+            rag_budget=req.rag_budget,
+        )
+
+        counter = model.counter
+        system_text = req.system_prompt or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
+        system_text = system_text.replace("{workspace}", self.root.name)
+        required = [self._text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
+        if req.focus is not None:
+            required.append(self._focus_item(req.focus, counter, cal))
+
+        messages = list(req.conversation)
+        query = req.query.strip()
+        if query and not (messages and messages[-1].role == "user" and messages[-1].content.strip() == query):
+            messages.append(Message(id=f"q-{_digest(query)}", role="user", content=query))
+        if not any(m.role == "user" for m in messages):
+            raise UserError("nothing to plan for: give a query (--query or --query-file) or a conversation")
+        conversation = Conversation(turns=build_turns(messages, counter, cal))
+        t_inputs = time.perf_counter()
+
+        pins = [self._pin_by_name(name, n, cal) for n, name in enumerate(req.pins)] + list(req.extra_pins)
+        candidates: list[Item] = []
+        scaffold: list[Item] = []
+        retrieval_set_id = None
+        if mode != "off":
+            rag_query = "\n".join([query, *(m.content for m in messages[-3:] if m.role == "user")])
+            hits = self.index.search(rag_query, limit=min(self.config.retrieval_limit * 2, 1000))
+            ranked = retrieval.rank(
+                hits,
+                rag_query,
+                open_files=req.open_files,
+                focus_path=req.focus.path if req.focus else None,
+            )
+            candidates = retrieval.candidates(ranked, mode, cal)
+            retrieval_set_id = "rs-" + _digest(*(f"{c.id}:{c.score}" for c in candidates))
+            scaffold = [self._scaffold(counter, cal)]
+        t_retrieval = time.perf_counter()
+
+        inputs = PlanInput(
+            model=model.spec.name,
+            budget=budget,
+            estimator=model.estimator,
+            mode=mode,
+            required=tuple(required),
+            pins=tuple(pins),
+            scaffold=tuple(scaffold),
+            conversation=conversation,
+            candidates=tuple(candidates),
+            retrieval_set_id=retrieval_set_id,
+            notes=tuple(notes),
+        )
+        timings = {
+            "inputs": (t_inputs - t0) * 1000,
+            "retrieval": (t_retrieval - t_inputs) * 1000,
+        }
+        return inputs, counter, timings
+
+    def plan(self, req: PlanRequest) -> PlanOutcome:
+        inputs, counter, timings = self.build_inputs(req)
+        t0 = time.perf_counter()
+        result = plan(inputs)
+        timings["plan"] = (time.perf_counter() - t0) * 1000
+        return PlanOutcome(result=result, inputs=inputs, counter=counter, timings_ms=timings)
+
+    # ---- items -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _text_item(section, kind: str, title: str, text: str, counter: TokenCounter, cal: float) -> Item:
+        return Item(
+            id=f"{kind}:{_digest(text)}",
+            section=section,
+            kind=kind,
+            title=title,
+            text=text,
+            tokens=scaled(counter.count(text) + retrieval.SEPARATOR_TOKENS, cal),
+        )
+
+    def _focus_item(self, focus: Focus, counter: TokenCounter, cal: float) -> Item:
+        where = focus.path if focus.line is None else f"{focus.path}:{focus.line + 1}"
+        text = f"The user is looking at {where}."
+        sym = self.index.symbol_at(focus.path, focus.line) if focus.line is not None else None
+        if sym is not None:
+            text += f" The cursor is in {sym.kind} {sym.qualname} ({sym.signature or sym.name})."
+        item = self._text_item("system", FOCUS_HINT, f"focus: {where}", text, counter, cal)
+        return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None)
+
+    def _pin_by_name(self, name: str, seq: int, cal: float) -> PinnedItem:
+        sym = self.index.resolve_name(name)
+        if sym is None:
+            hints = [h.symbol.qualname for h in self.index.search(name, limit=3)]
+            hint = f"; did you mean {', '.join(hints)}?" if hints else ""
+            raise UserError(f"cannot pin {name!r}: no such symbol in the workspace index{hint}")
+        item = retrieval.body_item(sym, cal, section="system")
+        return PinnedItem(PinSpec(pin_id=f"cli-{seq}", kind="sticky", seq=seq), item)
+
+    def _scaffold(self, counter: TokenCounter, cal: float) -> Item:
+        stats = self.index.stats()
+        key = hash((stats.files, stats.symbols, cal))
+        if self._scaffold_cache and self._scaffold_cache[0] == key:
+            return self._scaffold_cache[1]
+        per_module = self.index.module_symbol_counts()
+        if len(per_module) > SCAFFOLD_MAX_ENTRIES:  # fold modules into their packages
+            folded: Counter[str] = Counter()
+            for path, n in per_module:
+                parent = PurePosixPath(path).parent
+                folded[f"{parent}/" if str(parent) != "." else path] += n
+            entries = sorted(folded.items(), key=lambda kv: (-kv[1], kv[0]))[:SCAFFOLD_MAX_ENTRIES]
+            entries.sort()
+        else:
+            entries = per_module
+        central = self.index.central_symbols(5)
+        item = retrieval.scaffold_item(entries, central, self.root.name, counter.count)
+        item = msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))
+        self._scaffold_cache = (key, item)
+        return item
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def version_string() -> str:
+    return f"ctx-lsp {__version__}"

@@ -1,0 +1,611 @@
+"""The memory store: sessions, conversation trees, pins, plans, usage — in SQLite (WAL).
+
+Everything a user made lives here and survives restarts: `.ctx/memory.sqlite3` in the
+workspace. (The symbol index is a separate file, `.ctx/index.sqlite3`: it is a cache that can
+be deleted and rebuilt at any time, while this one must never lose a pin or a message.)
+
+Two editors on one workspace run two server processes on one file: every write is one short
+`BEGIN IMMEDIATE` transaction, and `busy_timeout` makes the other writer wait instead of fail.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ctx_lsp.core.items import Message, Mode, PinKind, PinPolicy, ToolCall
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions(
+    id TEXT PRIMARY KEY, created REAL NOT NULL, mode TEXT, model TEXT,
+    branch TEXT NOT NULL DEFAULT 'main', turn INTEGER NOT NULL DEFAULT 0,
+    compaction_threshold REAL, rolling INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS branches(
+    session TEXT NOT NULL, name TEXT NOT NULL, head TEXT, forked_from TEXT, created REAL NOT NULL,
+    PRIMARY KEY(session, name));
+CREATE TABLE IF NOT EXISTS messages(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, id TEXT NOT NULL, parent TEXT,
+    role TEXT NOT NULL, content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, name TEXT,
+    turn INTEGER NOT NULL, archived_by INTEGER, created REAL NOT NULL,
+    UNIQUE(session, id));
+CREATE TABLE IF NOT EXISTS pins(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, session TEXT NOT NULL,
+    branch TEXT NOT NULL, kind TEXT NOT NULL, policy TEXT NOT NULL, ttl INTEGER,
+    ttl_remaining INTEGER, lease_scope TEXT NOT NULL DEFAULT 'turn', priority INTEGER NOT NULL,
+    created_by TEXT NOT NULL, symbol TEXT, path TEXT, start_line INTEGER, end_line INTEGER,
+    title TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'active', created_turn INTEGER NOT NULL,
+    created REAL NOT NULL, UNIQUE(session, branch, id));
+CREATE TABLE IF NOT EXISTS plans(
+    id TEXT NOT NULL, session TEXT NOT NULL, branch TEXT NOT NULL, turn INTEGER NOT NULL,
+    created REAL NOT NULL, query TEXT NOT NULL, inputs BLOB NOT NULL, plan BLOB NOT NULL,
+    retrieval_set_id TEXT, tokens INTEGER NOT NULL, prompt_budget INTEGER NOT NULL,
+    timings TEXT NOT NULL, PRIMARY KEY(id, session));
+CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created);
+CREATE TABLE IF NOT EXISTS usage(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, plan_id TEXT NOT NULL, session TEXT NOT NULL,
+    model TEXT NOT NULL, estimate INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
+    cached_input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS usage_model ON usage(model);
+"""
+
+
+class StoreError(ValueError):
+    """A request about something that does not exist (unknown session, message, pin)."""
+
+
+class PinRecord(msgspec.Struct, kw_only=True, rename="camel"):
+    id: str
+    session: str
+    branch: str
+    kind: PinKind
+    policy: PinPolicy
+    ttl: int | None
+    ttl_remaining: int | None
+    lease_scope: str
+    priority: int
+    created_by: str
+    symbol: str | None
+    path: str | None
+    start_line: int | None
+    end_line: int | None
+    title: str
+    status: str
+    created_turn: int
+    seq: int
+
+
+class StoredMessage(msgspec.Struct, kw_only=True, rename="camel"):
+    id: str
+    parent: str | None
+    role: str
+    content: str
+    tool_calls: list[dict[str, str]] | None
+    tool_call_id: str | None
+    name: str | None
+    turn: int
+    archived_by: int | None
+    seq: int
+
+    def to_message(self) -> Message:
+        calls = tuple(ToolCall(**c) for c in self.tool_calls or [])
+        return Message(
+            id=self.id,
+            role=self.role,  # type: ignore[arg-type]
+            content=self.content,
+            tool_calls=calls,
+            tool_call_id=self.tool_call_id,
+            name=self.name,
+        )
+
+
+class SessionRecord(msgspec.Struct, kw_only=True, rename="camel"):
+    id: str
+    mode: Mode | None
+    model: str | None
+    branch: str
+    turn: int
+
+
+class UsageStats(msgspec.Struct, kw_only=True):
+    reports: int
+    factor: float | None  # median actual/estimate, once reports exist
+    spread: float | None  # (max - min) of actual/estimate
+    last_estimate: int | None
+    last_actual: int | None
+
+
+_PIN_COLUMNS = (
+    "id, session, branch, kind, policy, ttl, ttl_remaining, lease_scope, priority, created_by, "
+    "symbol, path, start_line, end_line, title, status, created_turn, seq"
+)
+_MSG_COLUMNS = "id, parent, role, content, tool_calls, tool_call_id, name, turn, archived_by, seq"
+
+
+class MemoryStore:
+    def __init__(self, db_path: Path) -> None:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db_path = db_path
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA busy_timeout = 30000")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        with self.write() as conn:
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                conn.execute(statement)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One short write transaction; other processes wait on the busy timeout."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    # ---- sessions and branches ----------------------------------------------------------------
+
+    def ensure_session(self, session: str) -> SessionRecord:
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO sessions(id, created) VALUES (?, ?)", (session, time.time()))
+            conn.execute(
+                "INSERT OR IGNORE INTO branches(session, name, head, created) VALUES (?, 'main', NULL, ?)",
+                (session, time.time()),
+            )
+        return self.session(session)
+
+    def session(self, session: str) -> SessionRecord:
+        rows = self._read("SELECT id, mode, model, branch, turn FROM sessions WHERE id = ?", (session,))
+        if not rows:
+            raise StoreError(f"unknown session {session!r}")
+        sid, mode, model, branch, turn = rows[0]
+        return SessionRecord(id=sid, mode=mode, model=model, branch=branch, turn=turn)
+
+    def session_ids(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT id FROM sessions ORDER BY created")]
+
+    def set_mode(self, session: str, mode: Mode) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session))
+
+    def set_model(self, session: str, model: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session))
+
+    def branches(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT name, head, forked_from, created FROM branches WHERE session = ? ORDER BY created",
+            (session,),
+        )
+        active = self.session(session).branch
+        return [{"name": n, "head": h, "forkedFrom": f, "active": n == active} for n, h, f, _ in rows]
+
+    def _head(self, conn: sqlite3.Connection, session: str, branch: str) -> str | None:
+        row = conn.execute("SELECT head FROM branches WHERE session = ? AND name = ?", (session, branch)).fetchone()
+        if row is None:
+            raise StoreError(f"unknown branch {branch!r} in session {session!r}")
+        return row[0]
+
+    def fork(self, session: str, from_message: str, name: str | None) -> dict[str, Any]:
+        """A new branch whose path ends at ``from_message``; the current branch's active pins are
+        copied to it, and it becomes the active branch."""
+        with self.write() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM messages WHERE session = ? AND id = ?", (session, from_message)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"cannot branch: no message {from_message!r} in session {session!r}")
+            current = conn.execute("SELECT branch FROM sessions WHERE id = ?", (session,)).fetchone()[0]
+            if name is None:
+                n = conn.execute("SELECT COUNT(*) FROM branches WHERE session = ?", (session,)).fetchone()[0]
+                name = f"branch-{n}"
+            exists = conn.execute("SELECT 1 FROM branches WHERE session = ? AND name = ?", (session, name)).fetchone()
+            if exists:
+                raise StoreError(f"a branch named {name!r} already exists")
+            conn.execute(
+                "INSERT INTO branches(session, name, head, forked_from, created) VALUES (?, ?, ?, ?, ?)",
+                (session, name, from_message, from_message, time.time()),
+            )
+            conn.execute(
+                "INSERT INTO pins(id, session, branch, kind, policy, ttl, ttl_remaining, lease_scope, priority, "
+                "created_by, symbol, path, start_line, end_line, title, status, created_turn, created) "
+                "SELECT id, session, ?, kind, policy, ttl, ttl_remaining, lease_scope, priority, created_by, symbol, "
+                "path, start_line, end_line, title, status, created_turn, ? FROM pins "
+                "WHERE session = ? AND branch = ? AND status IN ('active', 'grace')",
+                (name, time.time(), session, current),
+            )
+            conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
+        return {"name": name, "head": from_message, "forkedFrom": from_message, "active": True}
+
+    def switch_branch(self, session: str, name: str) -> None:
+        with self.write() as conn:
+            self._head(conn, session, name)
+            conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
+
+    # ---- messages --------------------------------------------------------------------------
+
+    def append(self, session: str, branch: str | None, messages: list[Message]) -> list[StoredMessage]:
+        """Append to the branch's path (each message's parent is the previous head)."""
+        out = []
+        with self.write() as conn:
+            sess = conn.execute("SELECT branch, turn FROM sessions WHERE id = ?", (session,)).fetchone()
+            if sess is None:
+                raise StoreError(f"unknown session {session!r}")
+            branch = branch or sess[0]
+            head = self._head(conn, session, branch)
+            for m in messages:
+                if conn.execute("SELECT 1 FROM messages WHERE session = ? AND id = ?", (session, m.id)).fetchone():
+                    raise StoreError(f"message id {m.id!r} is already in session {session!r}")
+                calls = (
+                    msgspec.json.encode([msgspec.to_builtins(c) for c in m.tool_calls]).decode()
+                    if m.tool_calls
+                    else None
+                )
+                cur = conn.execute(
+                    "INSERT INTO messages(session, id, parent, role, content, tool_calls, tool_call_id, name, turn, "
+                    "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session,
+                        m.id,
+                        head,
+                        m.role,
+                        m.content,
+                        calls,
+                        m.tool_call_id,
+                        m.name,
+                        sess[1],
+                        time.time(),
+                    ),
+                )
+                out.append(
+                    StoredMessage(
+                        id=m.id,
+                        parent=head,
+                        role=m.role,
+                        content=m.content,
+                        tool_calls=[msgspec.to_builtins(c) for c in m.tool_calls] or None,
+                        tool_call_id=m.tool_call_id,
+                        name=m.name,
+                        turn=sess[1],
+                        archived_by=None,
+                        seq=cur.lastrowid or 0,
+                    )
+                )
+                head = m.id
+            conn.execute("UPDATE branches SET head = ? WHERE session = ? AND name = ?", (head, session, branch))
+        return out
+
+    def path(self, session: str, branch: str | None = None) -> list[StoredMessage]:
+        """The messages on the branch's path, oldest first (archived ones included, marked)."""
+        with self._lock:
+            branch = branch or self.session(session).branch
+            head = self._head(self._conn, session, branch)
+            if head is None:
+                return []
+            rows = self._conn.execute(
+                f"""WITH RECURSIVE chain(id, depth) AS (
+                        SELECT ?, 0
+                        UNION ALL
+                        SELECT m.parent, chain.depth + 1 FROM messages m JOIN chain ON m.id = chain.id
+                        WHERE m.session = ? AND m.parent IS NOT NULL)
+                    SELECT {", ".join("m." + c.strip() for c in _MSG_COLUMNS.split(","))}
+                    FROM chain JOIN messages m ON m.id = chain.id AND m.session = ?
+                    ORDER BY chain.depth DESC""",
+                (head, session, session),
+            ).fetchall()
+        return [_stored(r) for r in rows]
+
+    def message_count(self, session: str) -> int:
+        return self._read("SELECT COUNT(*) FROM messages WHERE session = ?", (session,))[0][0]
+
+    # ---- pins ------------------------------------------------------------------------------
+
+    def add_pin(self, pin: PinRecord) -> PinRecord:
+        with self.write() as conn:
+            existing = conn.execute(
+                "SELECT status FROM pins WHERE session = ? AND branch = ? AND id = ?",
+                (pin.session, pin.branch, pin.id),
+            ).fetchone()
+            if existing is not None:  # re-pinning renews the pin rather than duplicating it
+                conn.execute(
+                    "UPDATE pins SET status = 'active', kind = ?, policy = ?, ttl = ?, ttl_remaining = ?, "
+                    "lease_scope = ?, priority = ?, created_by = ?, created_turn = ? "
+                    "WHERE session = ? AND branch = ? AND id = ?",
+                    (
+                        pin.kind,
+                        pin.policy,
+                        pin.ttl,
+                        pin.ttl_remaining,
+                        pin.lease_scope,
+                        pin.priority,
+                        pin.created_by,
+                        pin.created_turn,
+                        pin.session,
+                        pin.branch,
+                        pin.id,
+                    ),
+                )
+            else:
+                conn.execute(
+                    f"INSERT INTO pins({_PIN_COLUMNS.replace(', seq', '')}, created) VALUES ({', '.join('?' * 17)}, ?)",
+                    (
+                        pin.id,
+                        pin.session,
+                        pin.branch,
+                        pin.kind,
+                        pin.policy,
+                        pin.ttl,
+                        pin.ttl_remaining,
+                        pin.lease_scope,
+                        pin.priority,
+                        pin.created_by,
+                        pin.symbol,
+                        pin.path,
+                        pin.start_line,
+                        pin.end_line,
+                        pin.title,
+                        "active",
+                        pin.created_turn,
+                        time.time(),
+                    ),
+                )
+        return self.pin(pin.session, pin.branch, pin.id)
+
+    def pin(self, session: str, branch: str, pin_id: str) -> PinRecord:
+        rows = self._read(
+            f"SELECT {_PIN_COLUMNS} FROM pins WHERE session = ? AND branch = ? AND id = ?",
+            (session, branch, pin_id),
+        )
+        if not rows:
+            raise StoreError(f"no pin {pin_id!r} in session {session!r} (branch {branch!r})")
+        return _pin(rows[0])
+
+    def pins(self, session: str, branch: str, *, include_inactive: bool = False) -> list[PinRecord]:
+        where = "" if include_inactive else " AND status IN ('active', 'grace')"
+        rows = self._read(
+            f"SELECT {_PIN_COLUMNS} FROM pins WHERE session = ? AND branch = ?{where} ORDER BY seq",
+            (session, branch),
+        )
+        return [_pin(r) for r in rows]
+
+    def remove_pin(self, session: str, branch: str, pin_id: str) -> PinRecord:
+        pin = self.pin(session, branch, pin_id)
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE pins SET status = 'removed' WHERE session = ? AND branch = ? AND id = ?",
+                (session, branch, pin_id),
+            )
+        pin.status = "removed"
+        return pin
+
+    def advance_turn(self, session: str) -> tuple[int, list[PinRecord], list[PinRecord]]:
+        """A turn ended: tick the TTLs of the active branch's pins. Returns the new turn number,
+        the pins that entered their `ask` grace turn (the user is asked) and those that expired."""
+        with self.write() as conn:
+            row = conn.execute("SELECT branch, turn FROM sessions WHERE id = ?", (session,)).fetchone()
+            if row is None:
+                raise StoreError(f"unknown session {session!r}")
+            branch, turn = row
+            turn += 1
+            conn.execute("UPDATE sessions SET turn = ? WHERE id = ?", (turn, session))
+            conn.execute(
+                "UPDATE pins SET ttl_remaining = ttl_remaining - 1 WHERE session = ? AND branch = ? "
+                "AND status IN ('active', 'grace') AND ttl_remaining IS NOT NULL AND policy != 'unlimited'",
+                (session, branch),
+            )
+            rows = conn.execute(
+                f"SELECT {_PIN_COLUMNS} FROM pins WHERE session = ? AND branch = ? AND status IN ('active', 'grace') "
+                "AND ttl_remaining IS NOT NULL AND ttl_remaining <= 0 AND policy != 'unlimited'",
+                (session, branch),
+            ).fetchall()
+            asked, expired = [], []
+            for r in rows:
+                pin = _pin(r)
+                if pin.policy == "ask" and pin.ttl_remaining == 0:
+                    pin.status = "grace"
+                    asked.append(pin)
+                else:
+                    pin.status = "expired"
+                    expired.append(pin)
+                conn.execute(
+                    "UPDATE pins SET status = ? WHERE session = ? AND branch = ? AND id = ?",
+                    (pin.status, session, branch, pin.id),
+                )
+        return turn, asked, expired
+
+    # ---- plans and usage -------------------------------------------------------------------
+
+    def save_plan(
+        self,
+        session: str,
+        branch: str,
+        turn: int,
+        plan_id: str,
+        query: str,
+        inputs: bytes,
+        plan: bytes,
+        retrieval_set_id: str | None,
+        tokens: int,
+        prompt_budget: int,
+        timings: dict[str, float],
+    ) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO plans(id, session, branch, turn, created, query, inputs, plan, "
+                "retrieval_set_id, tokens, prompt_budget, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    plan_id,
+                    session,
+                    branch,
+                    turn,
+                    time.time(),
+                    query,
+                    inputs,
+                    plan,
+                    retrieval_set_id,
+                    tokens,
+                    prompt_budget,
+                    msgspec.json.encode(timings).decode(),
+                ),
+            )
+
+    def plan_row(self, plan_id: str, session: str | None = None) -> dict[str, Any]:
+        sql = "SELECT id, session, branch, turn, query, inputs, plan, tokens, timings FROM plans WHERE id = ?"
+        args: tuple[Any, ...] = (plan_id,)
+        if session is not None:
+            sql += " AND session = ?"
+            args += (session,)
+        rows = self._read(sql + " ORDER BY created DESC LIMIT 1", args)
+        if not rows:
+            raise StoreError(f"no stored plan {plan_id!r}")
+        pid, sess, branch, turn, query, inputs, plan, tokens, timings = rows[0]
+        return {
+            "id": pid,
+            "session": sess,
+            "branch": branch,
+            "turn": turn,
+            "query": query,
+            "inputs": inputs,
+            "plan": plan,
+            "tokens": tokens,
+            "timings": timings,
+        }
+
+    def latest_plan_id(self, session: str) -> str | None:
+        rows = self._read("SELECT id FROM plans WHERE session = ? ORDER BY created DESC LIMIT 1", (session,))
+        return rows[0][0] if rows else None
+
+    def plans(self, session: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        sql = "SELECT id, session, turn, plan, created FROM plans"
+        args: tuple[Any, ...] = ()
+        if session is not None:
+            sql += " WHERE session = ?"
+            args = (session,)
+        rows = self._read(sql + " ORDER BY created DESC LIMIT ?", (*args, limit))
+        return [{"id": r[0], "session": r[1], "turn": r[2], "plan": r[3], "created": r[4]} for r in rows]
+
+    def record_usage(
+        self,
+        plan_id: str,
+        session: str,
+        model: str,
+        estimate: int,
+        input_tokens: int,
+        cached: int,
+        output: int,
+    ) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO usage(plan_id, session, model, estimate, input_tokens, cached_input_tokens, "
+                "output_tokens, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (plan_id, session, model, estimate, input_tokens, cached, output, time.time()),
+            )
+
+    def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
+        rows = self._read(
+            "SELECT estimate, input_tokens FROM usage WHERE model = ? AND estimate > 0 ORDER BY seq", (model,)
+        )
+        last = None
+        if session is not None:
+            r = self._read(
+                "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1",
+                (session,),
+            )
+            last = r[0] if r else None
+        if not rows:
+            return UsageStats(
+                reports=0, factor=None, spread=None, last_estimate=last and last[0], last_actual=last and last[1]
+            )
+        ratios = sorted(actual / est for est, actual in rows)
+        median = (
+            ratios[len(ratios) // 2]
+            if len(ratios) % 2
+            else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+        )
+        return UsageStats(
+            reports=len(rows),
+            factor=median,
+            spread=ratios[-1] - ratios[0],
+            last_estimate=last and last[0],
+            last_actual=last and last[1],
+        )
+
+    def usage_rows(self) -> list[tuple[str, int, int]]:
+        return self._read("SELECT model, estimate, input_tokens FROM usage ORDER BY seq")
+
+
+def _pin(r: tuple) -> PinRecord:
+    (
+        pid,
+        session,
+        branch,
+        kind,
+        policy,
+        ttl,
+        ttl_remaining,
+        scope,
+        priority,
+        created_by,
+        symbol,
+        path,
+        start,
+        end,
+        title,
+        status,
+        created_turn,
+        seq,
+    ) = r
+    return PinRecord(
+        id=pid,
+        session=session,
+        branch=branch,
+        kind=kind,
+        policy=policy,
+        ttl=ttl,
+        ttl_remaining=ttl_remaining,
+        lease_scope=scope,
+        priority=priority,
+        created_by=created_by,
+        symbol=symbol,
+        path=path,
+        start_line=start,
+        end_line=end,
+        title=title,
+        status=status,
+        created_turn=created_turn,
+        seq=seq,
+    )
+
+
+def _stored(r: tuple) -> StoredMessage:
+    mid, parent, role, content, calls, call_id, name, turn, archived_by, seq = r
+    return StoredMessage(
+        id=mid,
+        parent=parent,
+        role=role,
+        content=content,
+        tool_calls=msgspec.json.decode(calls) if calls else None,
+        tool_call_id=call_id,
+        name=name,
+        turn=turn,
+        archived_by=archived_by,
+        seq=seq,
+    )

@@ -1,0 +1,294 @@
+"""Find the workspace's Python files: fast, deterministic, and respectful of what a developer
+has excluded (VCS and tool folders, virtualenvs, build output, ``.gitignore``).
+
+One ``os.scandir`` per directory, directories pruned before descending, one ``stat`` per
+``.py`` file. Content checks (binary, encoding) read the file, so the indexer turns them off
+and checks the bytes it reads anyway (:func:`classify_content`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from ctx_lsp.workspace.parse import decode_source
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+
+SKIP_DIR_NAMES = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".ctx",
+        "build",
+        "dist",
+        "site-packages",
+        ".eggs",
+        ".direnv",
+    }
+)
+_VENV_NAMES = frozenset({"venv", ".venv", "env", ".env"})
+# Markers found in a directory's own listing that make it an environment, not source.
+_ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
+
+# Reasons a file is left out (``Skipped.reason``).
+TOO_LARGE = "too_large"
+BINARY = "binary"
+NOT_UTF8 = "not_utf8"
+UNREADABLE = "unreadable"
+OUTSIDE_ROOT = "outside_root"  # a symlink whose target is outside the workspace
+
+
+@dataclass(frozen=True, slots=True)
+class WalkEntry:
+    """A Python file to index. ``rel`` is workspace-relative POSIX."""
+
+    path: Path
+    rel: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file (or an unreadable directory) left out, and why."""
+
+    rel: str
+    reason: str
+
+
+def classify_content(data: bytes) -> str | None:
+    """Why these file bytes must not be indexed (``"binary"``, ``"not_utf8"``), or None.
+
+    ``not_utf8`` means the bytes do not decode with the file's declared encoding (PEP 263
+    cookie, UTF-8 by default).
+    """
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return BINARY
+    _, _, ok = decode_source(data)
+    return None if ok else NOT_UTF8
+
+
+@dataclass(slots=True)
+class _Ignore:
+    """One ``.gitignore``: its directory (workspace-relative, "" for the root) and patterns."""
+
+    base: str
+    spec: pathspec.GitIgnoreSpec
+
+
+@dataclass(slots=True)
+class _Frame:
+    path: str  # filesystem path as walked (may pass through a followed symlink)
+    rel: str  # workspace-relative POSIX, "" for the root
+    ignores: tuple[_Ignore, ...]
+    real: str  # canonical real path of this directory (for loop / duplicate detection)
+
+
+def _load_ignore(file: str, base: str) -> _Ignore | None:
+    try:
+        with open(file, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return _Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))
+
+
+def _ignored(ignores: tuple[_Ignore, ...], rel: str, is_dir: bool) -> bool:
+    """Git's rule: the deepest ``.gitignore`` with a matching pattern decides (a ``!`` negation
+    re-includes); within one file the last matching pattern wins (pathspec does that)."""
+    for ign in reversed(ignores):
+        sub = rel[len(ign.base) + 1 :] if ign.base else rel
+        result = ign.spec.check_file(sub + "/" if is_dir else sub)
+        if result.include is not None:
+            return result.include
+    return False
+
+
+def _is_inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@dataclass
+class WorkspaceWalker:
+    """Walks a workspace for Python files.
+
+    ``walk()`` returns the files sorted by ``rel``; ``skipped`` then lists what was left out
+    and why. With ``check_content`` (default) every file is read to reject binary and
+    undecodable ones; the indexer passes False and checks the bytes it reads itself.
+    """
+
+    root: Path
+    check_content: bool = True
+    use_gitignore: bool = True
+    max_file_bytes: int = MAX_FILE_BYTES
+    suffixes: tuple[str, ...] = (".py",)
+    skipped: list[Skipped] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+
+    def walk(self) -> list[WalkEntry]:
+        """All Python files of the workspace, sorted by ``rel``; fills ``self.skipped``."""
+        self.skipped = []
+        root = os.path.abspath(self.root)
+        root_real = os.path.realpath(root)
+        entries: list[WalkEntry] = []
+        ignores: tuple[_Ignore, ...] = ()
+        if self.use_gitignore:
+            info = _load_ignore(os.path.join(root, ".git", "info", "exclude"), "")
+            if info is not None:
+                ignores = (info,)
+        # Real directories are walked first so files keep their canonical paths; directory
+        # symlinks are followed afterwards, only into parts of the root not yet visited.
+        visited: set[str] = set()
+        links: list[_Frame] = []
+        stack = [_Frame(root, "", ignores, root_real)]
+        while True:
+            while stack:
+                frame = stack.pop()
+                if frame.real in visited:
+                    continue
+                visited.add(frame.real)
+                self._scan(frame, root_real, stack, links, entries)
+            if not links:
+                break
+            links.sort(key=lambda f: f.rel)
+            for link in links:
+                target = os.path.realpath(link.path)
+                if not _is_inside(target, root_real):
+                    self.skipped.append(Skipped(link.rel, OUTSIDE_ROOT))
+                elif (
+                    target not in visited
+                    and os.path.isdir(target)
+                    and not self._pruned_target(target, root_real)
+                ):
+                    stack.append(_Frame(link.path, link.rel, link.ignores, target))
+            links = []
+        entries.sort(key=lambda e: e.rel)
+        self.skipped.sort(key=lambda s: (s.rel, s.reason))
+        return entries
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _pruned_target(self, target: str, root_real: str) -> bool:
+        """A symlink must not smuggle in a folder the walk prunes (e.g. ``lib -> .venv/lib``)."""
+        rel = os.path.relpath(target, root_real)
+        parts = [] if rel == "." else rel.split(os.sep)
+        cur = root_real
+        for part in parts:
+            cur = os.path.join(cur, part)
+            if self._skip_dir_name(part, cur):
+                return True
+        return False
+
+    @staticmethod
+    def _skip_dir_name(name: str, path: str) -> bool:
+        if name in SKIP_DIR_NAMES or name.endswith(".egg-info"):
+            return True
+        if name in _VENV_NAMES:
+            return (
+                os.path.exists(os.path.join(path, "pyvenv.cfg"))
+                or os.path.lexists(os.path.join(path, "bin", "python"))
+                or os.path.isdir(os.path.join(path, "Scripts"))
+            )
+        return False
+
+    def _scan(
+        self,
+        frame: _Frame,
+        root_real: str,
+        stack: list[_Frame],
+        links: list[_Frame],
+        entries: list[WalkEntry],
+    ) -> None:
+        try:
+            with os.scandir(frame.path) as it:
+                listing = sorted(it, key=lambda e: e.name)
+        except OSError:
+            if frame.rel:
+                self.skipped.append(Skipped(frame.rel, UNREADABLE))
+            return
+        names = {e.name for e in listing}
+        if frame.rel and any(marker in names for marker in _ENV_MARKERS):
+            return  # a virtualenv / conda env, whatever its name
+        ignores = frame.ignores
+        if self.use_gitignore and ".gitignore" in names:
+            ign = _load_ignore(os.path.join(frame.path, ".gitignore"), frame.rel)
+            if ign is not None:
+                ignores = (*ignores, ign)
+        prefix = frame.rel + "/" if frame.rel else ""
+        subdirs: list[_Frame] = []
+        for entry in listing:
+            name = entry.name
+            rel = prefix + name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir()  # follows symlinks
+            except OSError:
+                continue
+            if is_dir:
+                if self._skip_dir_name(name, entry.path):
+                    continue
+                if ignores and _ignored(ignores, rel, True):
+                    continue
+                child = _Frame(entry.path, rel, ignores, os.path.join(frame.real, name))
+                (links if is_link else subdirs).append(child)
+                continue
+            if not name.endswith(self.suffixes):
+                continue
+            if ignores and _ignored(ignores, rel, False):
+                continue
+            self._file(entry, rel, is_link, root_real, entries)
+        # Reverse so the stack pops them in name order (keeps ``skipped`` order stable too).
+        stack.extend(reversed(subdirs))
+
+    def _file(
+        self, entry: os.DirEntry[str], rel: str, is_link: bool, root_real: str, entries: list[WalkEntry]
+    ) -> None:
+        try:
+            if is_link and not _is_inside(os.path.realpath(entry.path), root_real):
+                self.skipped.append(Skipped(rel, OUTSIDE_ROOT))
+                return
+            st = entry.stat()  # follows a (checked) file symlink
+        except OSError:
+            self.skipped.append(Skipped(rel, UNREADABLE))
+            return
+        if not entry.is_file():
+            return  # a FIFO or socket named *.py
+        if st.st_size > self.max_file_bytes:
+            self.skipped.append(Skipped(rel, TOO_LARGE))
+            return
+        if self.check_content:
+            try:
+                with open(entry.path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                self.skipped.append(Skipped(rel, UNREADABLE))
+                return
+            reason = classify_content(data)
+            if reason is not None:
+                self.skipped.append(Skipped(rel, reason))
+                return
+        entries.append(WalkEntry(Path(entry.path), rel, st.st_size, st.st_mtime_ns))
+
+
+def iter_python_files(root: Path) -> Iterator[WalkEntry]:
+    """Yield the workspace's Python files in ``rel`` order (see :class:`WorkspaceWalker`)."""
+    yield from WorkspaceWalker(root).walk()

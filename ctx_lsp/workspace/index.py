@@ -1,0 +1,952 @@
+"""The workspace symbol index: SQLite (WAL) with an FTS5 table for lexical (BM25) search.
+
+Kept in ``<root>/.ctx/index.sqlite3`` so that a restart on an indexed workspace only stats the
+files (notes/perf-anchors.md §4: re-indexing costs seconds, revalidating by stat milliseconds).
+Token counts of cards and bodies are computed once here, at index time, and stored: the
+request path never tokenizes (perf-anchors, conclusion 3).
+
+Search text is pre-split: identifiers become their lowercase sub-words plus the joined
+compound (``parseHTTPResponse`` → ``parse http response parsehttpresponse``), so a query for
+either spelling, snake_case or camelCase, matches; FTS5's ``unicode61`` tokenizer then only
+splits on the spaces we put there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import msgspec
+
+from ctx_lsp.core.tokens import FALLBACK_ENCODING, counter_for
+from ctx_lsp.workspace.files import BINARY, NOT_UTF8, UNREADABLE, WorkspaceWalker, classify_content
+from ctx_lsp.workspace.parse import ParsedModule, Symbol, module_name_for, parse_module
+
+SCHEMA_VERSION = "1"
+BATCH_FILES = 200
+# bm25 column weights, in the column order of ``symbols_fts``: names matter most.
+FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
+FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
+_COLUMN_LABELS = {
+    "qualname_terms": "name",
+    "signature": "signature",
+    "docstring": "docstring",
+    "identifiers": "body",
+    "path_terms": "path",
+}
+MAX_QUERY_TERMS = 32
+
+# English function words: never worth an index entry or a query term.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "this",
+        "those",
+        "to",
+        "was",
+        "were",
+        "will",
+        "with",
+    ]
+)
+# Words of a question about code that name nothing in it ("where is X defined?").
+_QUERY_STOPWORDS = _STOPWORDS | frozenset(
+    [
+        "where",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "when",
+        "does",
+        "do",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "defined",
+        "define",
+        "defines",
+        "definition",
+        "declared",
+        "declare",
+        "implemented",
+        "implement",
+        "implementation",
+        "located",
+        "please",
+        "explain",
+        "tell",
+        "me",
+        "my",
+        "our",
+        "we",
+        "you",
+        "i",
+    ]
+)
+
+_IDENT_RE = re.compile(r"[^\W\d]\w*")
+# Sub-words of one underscore-free chunk: ``HTTPResponse2x`` → HTTP, Response2x.
+_SUBWORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+|[^\W\d_]+\d*")
+
+_SYMBOL_COLUMNS = (
+    "id",
+    "qualname",
+    "name",
+    "kind",
+    "path",
+    "start_line",
+    "end_line",
+    "start_col",
+    "end_col",
+    "signature",
+    "docstring",
+    "decorators",
+    "parent",
+    "identifiers",
+    "card",
+    "body",
+    "card_tokens",
+    "body_tokens",
+)
+_INSERT_SYMBOL = (
+    f"INSERT INTO symbols({', '.join(_SYMBOL_COLUMNS)}) VALUES ({', '.join('?' * len(_SYMBOL_COLUMNS))})"
+)
+_SELECT = "SELECT " + ", ".join(f"s.{c}" for c in _SYMBOL_COLUMNS) + " FROM symbols s"
+
+
+class IndexedSymbol(Symbol, frozen=True, kw_only=True):
+    """A stored symbol: the parsed fields plus its row id and the token counts of its card and
+    body (for the module symbol, ``body_tokens`` is the cost of the whole file, whose text is
+    not stored)."""
+
+    id: int
+    card_tokens: int
+    body_tokens: int
+
+
+class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
+    """One search result: ``score`` is -bm25 (higher is better); ``matched`` says which query
+    terms matched in which field, e.g. ``"name: invoice total; path: billing"``."""
+
+    symbol: IndexedSymbol
+    score: float
+    matched: str
+
+
+class IndexStats(msgspec.Struct, kw_only=True):
+    """What one ``refresh`` did. ``symbols`` is the total in the index afterwards."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_skipped: int = 0
+    symbols: int = 0
+    seconds: float = 0.0
+    errors: list[str] = msgspec.field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)  # "rel (reason)"
+
+
+class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Totals of the index: ``tokens`` is the token count of all indexed files."""
+
+    files: int
+    symbols: int
+    files_with_errors: int
+    card_tokens: int
+    tokens: int
+
+
+@lru_cache(maxsize=65536)
+def _subwords(word: str) -> tuple[str, ...]:
+    return tuple(m.lower() for chunk in word.split("_") if chunk for m in _SUBWORD_RE.findall(chunk))
+
+
+def split_identifier(name: str) -> str:
+    """Lowercase sub-words of an identifier: ``parseHTTPResponse_v2`` → ``parse http response v2``."""
+    return " ".join(_subwords(name))
+
+
+@lru_cache(maxsize=131072)
+def _word_terms(word: str) -> str:
+    """Index terms of one identifier: its sub-words (no 1-char ones, no stopwords) and, when it
+    has several, the joined compound, so an exact-name query gets a rare, strong term."""
+    subwords = _subwords(word)
+    parts = [p for p in subwords if len(p) > 1 and p not in _STOPWORDS]
+    whole = "".join(subwords)
+    if len(subwords) > 1 and len(whole) > 1:
+        parts.append(whole)
+    return " ".join(parts)
+
+
+def search_terms(text: str) -> str:
+    """The space-joined terms stored in the FTS table for ``text`` (sub-words + compounds)."""
+    # map + join over a cached function: this runs for every symbol's identifiers at index
+    # time, so it stays out of the Python loop.
+    return " ".join(map(_word_terms, _IDENT_RE.findall(text)))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct search terms of a user query, in order; stopwords and 1-char terms dropped."""
+    seen: dict[str, None] = {}
+    for word in _IDENT_RE.findall(query):
+        subwords = _subwords(word)
+        for p in subwords:
+            if len(p) > 1 and p not in _QUERY_STOPWORDS:
+                seen.setdefault(p, None)
+        if len(subwords) > 1:  # the compound, as the index stores it
+            seen.setdefault("".join(subwords), None)
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+@dataclass(slots=True)
+class _Work:
+    """The outcome of reading and parsing one changed file, written later in a batch."""
+
+    rel: str
+    size: int
+    mtime_ns: int
+    sha256: str = ""
+    action: str = "replace"  # replace | stat | error | skip | remove
+    reason: str = ""
+    parsed: ParsedModule | None = None
+    tokens: list[tuple[int, int]] | None = None  # (card, body) per symbol
+    known: bool = True  # False: the file has no rows yet, nothing to delete first
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    rel TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, error TEXT);
+CREATE TABLE IF NOT EXISTS symbols(
+    id INTEGER PRIMARY KEY, qualname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+    path TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    start_col INTEGER NOT NULL, end_col INTEGER NOT NULL, signature TEXT NOT NULL,
+    docstring TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
+    identifiers TEXT NOT NULL, card TEXT NOT NULL, body TEXT NOT NULL,
+    card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path, start_line);
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE TABLE IF NOT EXISTS imports(path TEXT NOT NULL, local_name TEXT NOT NULL, target TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS imports_path ON imports(path);
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
+    qualname_terms, signature, docstring, identifiers, path_terms,
+    tokenize = 'unicode61 remove_diacritics 2');
+"""
+_OWN_TABLES = ("files", "symbols", "imports", "symbols_fts", "index_meta")
+
+
+def _connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    if readonly:
+        conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+class WorkspaceIndex:
+    """Symbols of one workspace, persisted in SQLite and searchable with BM25.
+
+    Thread-safe: writes are serialised by a lock on one connection; reads use one connection
+    per thread (WAL lets them run while a refresh writes). Two processes may share the file.
+    """
+
+    def __init__(self, root: Path, db_path: Path | None = None, encoding: str = FALLBACK_ENCODING) -> None:
+        self.root = Path(root).resolve()
+        if db_path is None:
+            ctx = self.root / ".ctx"
+            ctx.mkdir(parents=True, exist_ok=True)
+            ignore = ctx / ".gitignore"
+            if not ignore.exists():  # the index is a cache: keep it out of version control
+                ignore.write_text("*\n", encoding="utf-8")
+            db_path = ctx / "index.sqlite3"
+        self.db_path = Path(db_path)
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.encoding = encoding
+        self._counter = counter_for(encoding)
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self._conn = _connect(self.db_path)
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")  # WAL-safe; a crash loses the last batch only
+        self._conn.execute("PRAGMA temp_store = MEMORY")
+        self._init_schema()
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def _init_schema(self) -> None:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                meta: dict[str, str] = {}
+                if "index_meta" in have:
+                    meta = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
+                wanted = {"schema": SCHEMA_VERSION, "encoding": self._counter.encoding}
+                if meta and meta != wanted:
+                    # Another schema or tokenizer: the stored rows are a stale cache; rebuild.
+                    for table in _OWN_TABLES:
+                        conn.execute(f"DROP TABLE IF EXISTS {table}")
+                # Statement by statement: executescript() would COMMIT our transaction.
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.executemany(
+                    "INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)", sorted(wanted.items())
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise RuntimeError("WorkspaceIndex is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.db_path, readonly=True)
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection. The index can not be used afterwards."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("PRAGMA optimize")
+            self._conn.close()
+
+    def __enter__(self) -> WorkspaceIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def refresh(self, progress: Callable[[int, int, str], None] | None = None) -> IndexStats:
+        """Bring the index in line with the files on disk.
+
+        Unchanged files (same size and mtime) are not read; changed ones are hashed and only
+        re-parsed when the content differs; files gone from disk lose their rows. A file with
+        a syntax error keeps its last good symbols and records the error. ``progress`` is
+        called as ``(done, total, rel)`` over the files that need reading.
+        """
+        t0 = time.perf_counter()
+        walker = WorkspaceWalker(self.root, check_content=False)
+        entries = walker.walk()
+        stats = IndexStats(files_seen=len(entries))
+        stats.skipped = [f"{s.rel} ({s.reason})" for s in walker.skipped]
+        stats.files_skipped = len(walker.skipped)
+
+        with self._lock:
+            known = {
+                r[0]: (r[1], r[2], r[3], r[4])
+                for r in self._conn.execute("SELECT rel, size, mtime_ns, sha256, error FROM files")
+            }
+        changed = []
+        for e in entries:
+            prev = known.get(e.rel)
+            if prev is not None and prev[0] == e.size and prev[1] == e.mtime_ns:
+                stats.files_unchanged += 1
+                if prev[3] and prev[3].startswith("skipped:"):
+                    stats.files_skipped += 1
+                    stats.skipped.append(f"{e.rel} ({prev[3].removeprefix('skipped: ')})")
+            else:
+                changed.append(e)
+
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # ASTs are acyclic; the cyclic GC only re-traverses them (≈25% of parse time)
+        try:
+            batch: list[_Work] = []
+            for done, e in enumerate(changed, 1):
+                prev = known.get(e.rel)
+                work = self._prepare(e.rel, e.path, e.size, e.mtime_ns, prev[2] if prev else None)
+                work.known = prev is not None
+                batch.append(work)
+                if len(batch) >= BATCH_FILES:
+                    self._write(batch, stats)
+                    batch = []
+                if progress is not None:
+                    progress(done, len(changed), e.rel)
+            if batch:
+                self._write(batch, stats)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+        present = {e.rel for e in entries}
+        gone = sorted(rel for rel in known if rel not in present)
+        if gone:
+            self._write([_Work(rel, 0, 0, action="remove") for rel in gone], stats)
+        with self._lock:
+            stats.symbols = self._conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+        stats.skipped.sort()
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def _prepare(self, rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None) -> _Work:
+        """Read, hash and parse one file (no database access)."""
+        work = _Work(rel, size, mtime_ns)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            work.action, work.reason = "skip", UNREADABLE
+            return work
+        work.sha256 = hashlib.sha256(data).hexdigest()
+        if work.sha256 == prev_sha:
+            work.action = "stat"  # touched, not changed
+            return work
+        if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
+            work.action, work.reason = "skip", BINARY
+            return work
+        parsed = parse_module(rel, data)
+        return self._classify_parse(work, parsed)
+
+    def _classify_parse(self, work: _Work, parsed: ParsedModule) -> _Work:
+        if parsed.decode_error:
+            work.action, work.reason = "skip", NOT_UTF8
+        elif parsed.error is not None:
+            work.action, work.reason = "error", parsed.error
+        else:
+            work.action, work.parsed = "replace", parsed
+            work.tokens = self._token_counts(parsed)
+        return work
+
+    def _token_counts(self, parsed: ParsedModule) -> list[tuple[int, int]]:
+        """(card_tokens, body_tokens) per symbol, counting each source line about once.
+
+        A leaf (function, method, variable) is counted on its exact body text. A container
+        (class, module) is its own lines outside its children plus its children's counts, so
+        a class is not re-tokenized on top of its methods. At the seams this can differ from
+        counting the joined text by a token or so (newline runs are split), usually upward.
+        """
+        count = self._counter.count
+        syms = parsed.symbols
+        lines = parsed.lines
+        body = [0] * len(syms)
+        children: dict[int, list[int]] = {}
+        stack: list[int] = []
+        for i, s in enumerate(syms):
+            while stack and not (syms[stack[-1]].start_line <= s.start_line <= syms[stack[-1]].end_line):
+                stack.pop()
+            if stack and syms[stack[-1]].qualname == s.parent:
+                children.setdefault(stack[-1], []).append(i)
+            if s.kind in ("module", "class"):
+                stack.append(i)
+        for i in range(len(syms) - 1, -1, -1):  # children come after their container
+            s = syms[i]
+            kids = children.get(i)
+            if not kids:
+                body[i] = count(s.body) if s.kind != "module" else count("".join(lines))
+                continue
+            ranges: dict[tuple[int, int], int] = {}
+            for k in kids:  # ``a = b = 1`` gives two symbols over one range: count it once
+                ranges[(syms[k].start_line, syms[k].end_line)] = body[k]
+            total = sum(ranges.values())
+            cur = s.start_line
+            for start, end in sorted(ranges):
+                if start > cur:
+                    total += count("".join(lines[cur:start]))
+                cur = max(cur, end + 1)
+            if cur <= s.end_line:
+                total += count("".join(lines[cur : s.end_line + 1]))
+            body[i] = total
+        return [(count(s.card), body[i]) for i, s in enumerate(syms)]
+
+    def _write(self, batch: list[_Work], stats: IndexStats | None) -> None:
+        """Apply a batch of file results in one write transaction."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                next_id = (conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0) + 1
+                for work in batch:
+                    next_id = self._apply(conn, work, next_id, stats)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _delete_rows(self, conn: sqlite3.Connection, rel: str) -> int:
+        n = conn.execute(
+            "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE path = ?)", (rel,)
+        ).rowcount
+        conn.execute("DELETE FROM symbols WHERE path = ?", (rel,))
+        conn.execute("DELETE FROM imports WHERE path = ?", (rel,))
+        return n
+
+    def _apply(self, conn: sqlite3.Connection, work: _Work, next_id: int, stats: IndexStats | None) -> int:
+        rel = work.rel
+        upsert = "INSERT OR REPLACE INTO files(rel, size, mtime_ns, sha256, error) VALUES (?, ?, ?, ?, ?)"
+        if work.action == "remove":
+            self._delete_rows(conn, rel)
+            conn.execute("DELETE FROM files WHERE rel = ?", (rel,))
+            if stats is not None:
+                stats.files_removed += 1
+        elif work.action == "stat":
+            conn.execute(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE rel = ?", (work.size, work.mtime_ns, rel)
+            )
+            if stats is not None:
+                stats.files_unchanged += 1
+        elif work.action == "skip":
+            self._delete_rows(conn, rel)
+            if work.reason == UNREADABLE:
+                conn.execute("DELETE FROM files WHERE rel = ?", (rel,))  # retry next time
+            else:  # remember the verdict so an unchanged binary file is not re-read
+                conn.execute(upsert, (rel, work.size, work.mtime_ns, work.sha256, f"skipped: {work.reason}"))
+            if stats is not None:
+                stats.files_skipped += 1
+                stats.skipped.append(f"{rel} ({work.reason})")
+        elif work.action == "error":
+            # Keep the last good symbols: a half-typed edit must not empty the file's outline.
+            conn.execute(upsert, (rel, work.size, work.mtime_ns, work.sha256, work.reason))
+            if stats is not None:
+                stats.files_indexed += 1
+                stats.errors.append(f"{rel}: {work.reason}")
+        else:
+            parsed = work.parsed
+            assert parsed is not None and work.tokens is not None
+            if work.known:
+                self._delete_rows(conn, rel)
+            conn.execute(upsert, (rel, work.size, work.mtime_ns, work.sha256, None))
+            next_id = self._insert_symbols(conn, parsed, work.tokens, next_id)
+            if stats is not None:
+                stats.files_indexed += 1
+        return next_id
+
+    def _insert_symbols(
+        self, conn: sqlite3.Connection, parsed: ParsedModule, tokens: list[tuple[int, int]], next_id: int
+    ) -> int:
+        rows = []
+        fts_rows = []
+        path_terms = search_terms(parsed.rel.removesuffix(".py").replace("/", " "))
+        prefix = parsed.module + "."
+        encode = msgspec.json.encode
+        for s, (card_tokens, body_tokens) in zip(parsed.symbols, tokens, strict=True):
+            rows.append(
+                (
+                    next_id,
+                    s.qualname,
+                    s.name,
+                    s.kind,
+                    s.path,
+                    s.start_line,
+                    s.end_line,
+                    s.start_col,
+                    s.end_col,
+                    s.signature,
+                    s.docstring,
+                    encode(s.decorators).decode() if s.decorators else "[]",
+                    s.parent,
+                    s.identifiers,
+                    s.card,
+                    s.body,
+                    card_tokens,
+                    body_tokens,
+                )
+            )
+            # Name column: the symbol's own name plus enclosing classes (the module's parts are
+            # in the path column; repeating them would make every symbol of a file match).
+            if s.kind == "module":
+                name_text = s.qualname.replace(".", " ")
+            else:
+                classes = s.parent[len(prefix) :] if s.parent.startswith(prefix) else ""
+                name_text = f"{s.name} {classes.replace('.', ' ')}" if classes else s.name
+            fts_rows.append(
+                (
+                    next_id,
+                    search_terms(name_text),
+                    search_terms(s.signature),
+                    search_terms(s.docstring) if s.docstring else "",
+                    # identifiers are already space-separated words: no regex needed
+                    " ".join(map(_word_terms, s.identifiers.split())),
+                    path_terms,
+                )
+            )
+            next_id += 1
+        conn.executemany(_INSERT_SYMBOL, rows)
+        conn.executemany(
+            f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows
+        )
+        conn.executemany(
+            "INSERT INTO imports(path, local_name, target) VALUES (?, ?, ?)",
+            [(parsed.rel, local, target) for local, target in parsed.imports],
+        )
+        return next_id
+
+    def update_file(self, rel: str, source: bytes | None) -> bool:
+        """Re-index one file from ``source`` (e.g. an unsaved buffer) or, when None, from disk.
+
+        Returns whether the file's symbols changed. A syntax error keeps the old symbols and
+        returns False; a file missing from disk (``source`` None) is removed. The file's disk
+        size and mtime are recorded, so a later ``refresh`` leaves these symbols alone until
+        the file changes on disk.
+        """
+        rel = rel.replace("\\", "/").lstrip("/")
+        path = self.root / rel
+        try:
+            st = path.stat()
+            size, mtime_ns = st.st_size, st.st_mtime_ns
+        except OSError:
+            size, mtime_ns = -1, -1
+        if source is None:
+            try:
+                source = path.read_bytes()
+            except OSError:
+                return self.remove_file(rel)
+        work = _Work(rel, size, mtime_ns, sha256=hashlib.sha256(source).hexdigest())
+        with self._lock:
+            conn = self._conn
+            prev = conn.execute("SELECT sha256, error FROM files WHERE rel = ?", (rel,)).fetchone()
+            if prev is not None and prev[0] == work.sha256:
+                conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE rel = ?", (size, mtime_ns, rel))
+                return False
+            old = [self._row_key(r) for r in conn.execute(_KEY_SELECT, (rel,))]
+        if b"\x00" in source[:8192]:
+            work.action, work.reason = "skip", BINARY
+        else:
+            self._classify_parse(work, parse_module(rel, source))
+        self._write([work], None)
+        if work.action != "replace":
+            return work.action == "skip" and bool(old)
+        assert work.parsed is not None
+        return old != [self._sym_key(s) for s in work.parsed.symbols]
+
+    def remove_file(self, rel: str) -> bool:
+        """Drop a file and its symbols; returns whether it had any."""
+        rel = rel.replace("\\", "/").lstrip("/")
+        with self._lock:
+            had = self._conn.execute("SELECT 1 FROM symbols WHERE path = ? LIMIT 1", (rel,)).fetchone()
+            self._write([_Work(rel, 0, 0, action="remove")], None)
+        return had is not None
+
+    @staticmethod
+    def _row_key(r: tuple) -> tuple:
+        return (*r[:10], tuple(msgspec.json.decode(r[10])), r[11])
+
+    @staticmethod
+    def _sym_key(s: Symbol) -> tuple:
+        return (
+            s.qualname,
+            s.kind,
+            s.start_line,
+            s.end_line,
+            s.start_col,
+            s.end_col,
+            s.signature,
+            s.docstring,
+            s.parent,
+            s.card,
+            s.decorators,
+            s.body,
+        )
+
+    # -- queries ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _symbol(row: tuple) -> IndexedSymbol:
+        return IndexedSymbol(
+            id=row[0],
+            qualname=row[1],
+            name=row[2],
+            kind=row[3],
+            path=row[4],
+            start_line=row[5],
+            end_line=row[6],
+            start_col=row[7],
+            end_col=row[8],
+            signature=row[9],
+            docstring=row[10],
+            decorators=tuple(msgspec.json.decode(row[11])) if row[11] != "[]" else (),
+            parent=row[12],
+            identifiers=row[13],
+            card=row[14],
+            body=row[15],
+            card_tokens=row[16],
+            body_tokens=row[17],
+        )
+
+    def search(self, query: str, limit: int = 200, kinds: set[str] | None = None) -> list[SearchHit]:
+        """Symbols matching any term of ``query``, best first; ties by qualname, path, line.
+
+        ``score`` = −bm25 over all columns (weighted: name 10, signature 4, docstring 2, body
+        identifiers 1, path 3) plus −bm25 of the name column alone. Why the second part: FTS5
+        normalises by the length of the whole row and saturates each term, so a one-line
+        ``__all__ = ["calculate_invoice_total"]`` would otherwise outrank the definition of
+        ``calculate_invoice_total``; a match on the symbol's own name must win.
+
+        Any text is accepted: only identifier-like words are used, so quotes, parentheses
+        and FTS operators in the query are inert. No usable terms → [].
+        """
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        any_term = " OR ".join(f'"{t}"' for t in terms)
+        weights = ", ".join(str(w) for w in FTS_WEIGHTS)
+        name_weights = ", ".join(str(w if i == 0 else 0.0) for i, w in enumerate(FTS_WEIGHTS))
+        sql = (
+            "WITH a AS (SELECT rowid AS id, bm25(symbols_fts, " + weights + ") AS r "
+            "FROM symbols_fts WHERE symbols_fts MATCH ?), "
+            "b AS (SELECT rowid AS id, bm25(symbols_fts, " + name_weights + ") AS r "
+            "FROM symbols_fts WHERE symbols_fts MATCH ?) "
+            f"SELECT {', '.join(f's.{c}' for c in _SYMBOL_COLUMNS)}, -(a.r + coalesce(b.r, 0.0)) AS score "
+            "FROM a JOIN symbols s ON s.id = a.id LEFT JOIN b ON b.id = a.id"
+        )
+        params: list[object] = [any_term, f"{{qualname_terms}} : ({any_term})"]
+        if kinds:
+            kind_list = sorted(kinds)
+            sql += f" WHERE s.kind IN ({', '.join('?' * len(kind_list))})"
+            params.extend(kind_list)
+        sql += " ORDER BY score DESC, s.qualname, s.path, s.start_line LIMIT ?"
+        params.append(int(limit))
+        conn = self._reader()
+        try:
+            rows = conn.execute(sql, params).fetchall()
+            if not rows:
+                return []
+            ids = [r[0] for r in rows]
+            texts = {
+                r[0]: r[1:]
+                for r in conn.execute(
+                    f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts "
+                    f"WHERE rowid IN ({', '.join('?' * len(ids))})",
+                    ids,
+                )
+            }
+        except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
+            return []
+        n = len(_SYMBOL_COLUMNS)
+        hits = []
+        for row in rows:
+            parts = []
+            for label, text in zip(FTS_COLUMNS, texts.get(row[0], ()), strict=False):
+                words = set(text.split())
+                found = [t for t in terms if t in words]
+                if found:
+                    parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(found)}")
+            hits.append(SearchHit(symbol=self._symbol(row[:n]), score=row[n], matched="; ".join(parts)))
+        return hits
+
+    def get_all(self, qualname: str) -> list[IndexedSymbol]:
+        """Every symbol with this qualname (overloads, property setters, redefinitions)."""
+        rows = self._reader().execute(
+            f"{_SELECT} WHERE s.qualname = ? ORDER BY s.path, s.start_line", (qualname,)
+        )
+        return [self._symbol(r) for r in rows]
+
+    def get(self, qualname: str) -> IndexedSymbol | None:
+        """The symbol with this qualname; of several, the first that is not an ``@overload`` stub."""
+        found = self.get_all(qualname)
+        if not found:
+            return None
+        for sym in found:
+            if not any(d.rsplit(".", 1)[-1] == "overload" for d in sym.decorators):
+                return sym
+        return found[0]
+
+    def symbols_in(self, rel: str) -> list[IndexedSymbol]:
+        """The symbols of one file in source order (the module symbol first)."""
+        rows = self._reader().execute(f"{_SELECT} WHERE s.path = ? ORDER BY s.start_line, s.id", (rel,))
+        return [self._symbol(r) for r in rows]
+
+    def symbol_at(self, rel: str, line: int) -> IndexedSymbol | None:
+        """The innermost symbol of ``rel`` whose range contains the 0-based ``line``."""
+        row = (
+            self._reader()
+            .execute(
+                f"{_SELECT} WHERE s.path = ? AND s.start_line <= ? AND s.end_line >= ? "
+                "ORDER BY s.start_line DESC, s.end_line ASC, s.id LIMIT 1",
+                (rel, line, line),
+            )
+            .fetchone()
+        )
+        return self._symbol(row) if row else None
+
+    def imports_of(self, rel: str) -> list[tuple[str, str]]:
+        """``(local_name, target_qualname)`` pairs of one file."""
+        rows = self._reader().execute(
+            "SELECT local_name, target FROM imports WHERE path = ? ORDER BY rowid", (rel,)
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def resolve_name(self, name: str, from_rel: str | None = None) -> IndexedSymbol | None:
+        """Find the symbol a (possibly dotted) name refers to.
+
+        Order: exact qualname; then, from ``from_rel``, the file's own module and its imports
+        (following re-exports through packages' ``__init__``); then a unique ``*.name`` suffix.
+        """
+        name = name.strip().strip(".")
+        if not name:
+            return None
+        sym = self.get(name)
+        if sym is not None:
+            return sym
+        if from_rel:
+            from_rel = from_rel.replace("\\", "/").lstrip("/")
+            for candidate in self._candidates(name, from_rel):
+                sym = self._follow(candidate, 0)
+                if sym is not None:
+                    return sym
+        return self._follow(name, 0)  # re-exports (``pkg.Name``), then a unique suffix
+
+    def _module_of(self, rel: str) -> str:
+        row = (
+            self._reader()
+            .execute("SELECT qualname FROM symbols WHERE path = ? AND kind = 'module'", (rel,))
+            .fetchone()
+        )
+        return row[0] if row else module_name_for(rel)
+
+    def _candidates(self, name: str, rel: str) -> list[str]:
+        head, _, rest = name.partition(".")
+        out = [f"{self._module_of(rel)}.{name}"]
+        stars = []
+        for local, target in self.imports_of(rel):
+            if local == head:
+                out.append(f"{target}.{rest}" if rest else target)
+            elif local == "*":
+                stars.append(f"{target}.{name}")
+        return out + stars
+
+    def _follow(self, qualname: str, depth: int) -> IndexedSymbol | None:
+        """``qualname`` itself, or what it names through a module's imports (re-exports)."""
+        sym = self.get(qualname)
+        if sym is not None or depth > 4:
+            return sym
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+            module = ".".join(parts[:cut])
+            row = (
+                self._reader()
+                .execute("SELECT path FROM symbols WHERE qualname = ? AND kind = 'module' LIMIT 1", (module,))
+                .fetchone()
+            )
+            if row is None:
+                continue
+            rest = ".".join(parts[cut:])
+            for candidate in self._candidates(rest, row[0])[1:]:  # [0] is qualname itself
+                if candidate != qualname:
+                    sym = self._follow(candidate, depth + 1)
+                    if sym is not None:
+                        return sym
+            return None
+        return self._unique_suffix(qualname)  # e.g. a src/ layout: ``pkg.mod`` is ``src.pkg.mod``
+
+    def _unique_suffix(self, name: str) -> IndexedSymbol | None:
+        last = name.rpartition(".")[2]
+        suffix = "." + name
+        rows = self._reader().execute("SELECT DISTINCT qualname FROM symbols WHERE name = ?", (last,))
+        found = [q for (q,) in rows if q.endswith(suffix)]
+        return self.get(found[0]) if len(found) == 1 else None
+
+    def stats(self) -> IndexSummary:
+        """Totals: files, symbols, files with errors, card tokens, tokens of all files."""
+        conn = self._reader()
+        files, errors = conn.execute(
+            "SELECT count(*), count(error) - sum(coalesce(error LIKE 'skipped:%', 0)) FROM files"
+        ).fetchone()
+        symbols, card_tokens, tokens = conn.execute(
+            "SELECT count(*), coalesce(sum(card_tokens), 0), "
+            "coalesce(sum(CASE WHEN kind = 'module' THEN body_tokens ELSE 0 END), 0) FROM symbols"
+        ).fetchone()
+        return IndexSummary(
+            files=files,
+            symbols=symbols,
+            files_with_errors=errors or 0,
+            card_tokens=card_tokens,
+            tokens=tokens,
+        )
+
+    def module_symbol_counts(self) -> list[tuple[str, int]]:
+        """``(path, number of symbols)`` per indexed file, by path (for the scaffold)."""
+        rows = self._reader().execute("SELECT path, count(*) FROM symbols GROUP BY path ORDER BY path")
+        return [(r[0], r[1]) for r in rows]
+
+    def central_symbols(self, n: int = 10) -> list[str]:
+        """Qualnames imported by the most files (a cheap stand-in for reference-graph rank
+        until the graph exists); ties by name, so the answer is deterministic."""
+        rows = self._reader().execute(
+            "SELECT i.target, count(DISTINCT i.path) AS refs FROM imports i "
+            "WHERE i.target IN (SELECT qualname FROM symbols WHERE kind != 'module') "
+            "GROUP BY i.target ORDER BY refs DESC, i.target LIMIT ?",
+            (int(n),),
+        )
+        return [r[0] for r in rows]
+
+    def iter_symbols(self, kinds: Iterable[str] | None = None) -> list[IndexedSymbol]:
+        """Every stored symbol (optionally of some kinds), ordered by path and line."""
+        sql = _SELECT
+        params: list[object] = []
+        if kinds:
+            kind_list = sorted(kinds)
+            sql += f" WHERE s.kind IN ({', '.join('?' * len(kind_list))})"
+            params = kind_list
+        rows = self._reader().execute(sql + " ORDER BY s.path, s.start_line, s.id", params)
+        return [self._symbol(r) for r in rows]
+
+
+_KEY_SELECT = (
+    "SELECT qualname, kind, start_line, end_line, start_col, end_col, signature, docstring, parent, "
+    "card, decorators, body FROM symbols WHERE path = ? ORDER BY id"
+)
+
+
+def default_db_path(root: Path) -> Path:
+    """Where a workspace's index lives unless told otherwise."""
+    return Path(root) / ".ctx" / "index.sqlite3"

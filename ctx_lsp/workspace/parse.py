@@ -1,0 +1,504 @@
+"""Parse one Python module into symbols with the stdlib ``ast`` (never jedi: see
+notes/perf-anchors.md §2–3 — jedi is 12–100x slower and crashed on real files).
+
+The output is what the index stores and what retrieval renders: a symbol per module, class
+(nested classes included), function, method and module-level variable, each with its range,
+signature, docstring, a compact "card" and the exact source of its body.
+
+Lines are 0-based (LSP). Columns are ``ast``'s, i.e. UTF-8 byte offsets into the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import io
+import keyword
+import re
+import tokenize
+from collections.abc import Iterable
+
+import msgspec
+
+SymbolKind = str  # one of KINDS
+KINDS = ("module", "class", "function", "method", "variable")
+
+MAX_IDENTIFIERS = 200
+_VALUE_CHARS = 80
+_CARD_BODY_LINES = 5
+_CARD_DOC_CHARS = 400
+_CARD_METHODS = 12
+
+# Python's own line breaks (not str.splitlines, which also splits on \x0c, \x1c, \u2028, ...
+# and would disagree with ast's line numbers).
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+# The separators str.splitlines knows and Python does not; without them splitlines is exact.
+_EXOTIC_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Identifiers of 2+ ASCII characters: 1-char names (i, x, _) say nothing to a search, and the
+# ASCII class scans ~40% faster than a Unicode one (this runs over every line of the tree).
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]+", re.ASCII)
+# Words that say nothing about what a body does; dropped from ``identifiers``.
+_NOISE_IDENTIFIERS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
+
+
+class Symbol(msgspec.Struct, frozen=True, kw_only=True):
+    """One indexed definition. ``start_line``/``end_line`` are 0-based and inclusive, and the
+    range starts at the first decorator."""
+
+    qualname: str
+    name: str
+    kind: SymbolKind
+    path: str
+    start_line: int
+    end_line: int
+    start_col: int
+    end_col: int
+    signature: str = ""
+    docstring: str = ""
+    decorators: tuple[str, ...] = ()
+    parent: str = ""
+    identifiers: str = ""
+    body: str = ""
+    card: str = ""
+
+
+class ParsedModule(msgspec.Struct, kw_only=True):
+    """The result of parsing one file. On a syntax error ``error`` is set and ``symbols`` and
+    ``imports`` are empty: the caller keeps the last good symbols."""
+
+    rel: str
+    module: str
+    symbols: list[Symbol] = msgspec.field(default_factory=list)
+    # (local name, target qualname); ``("*", "pkg.mod")`` for a star import.
+    imports: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    error: str | None = None
+    encoding: str = "utf-8"
+    decode_error: bool = False  # bytes were not valid in ``encoding``; decoded with replacement
+    line_count: int = 0
+    # The decoded source split into lines (endings kept); the indexer counts tokens from it.
+    lines: list[str] = msgspec.field(default_factory=list)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python splits them (\\n, \\r\\n, \\r)."""
+    if _EXOTIC_BREAKS.search(text) is None:
+        return text.splitlines(keepends=True)
+    return _LINE_RE.findall(text)
+
+
+def module_name_for(rel: str) -> str:
+    """Dotted module path of a workspace-relative file: ``pkg/sub/mod.py`` → ``pkg.sub.mod``,
+    ``pkg/__init__.py`` → ``pkg``. A top-level ``__init__.py`` maps to ``__init__``."""
+    path = rel.replace("\\", "/")
+    for suffix in (".py", ".pyi"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    parts = [p for p in path.split("/") if p]
+    if len(parts) > 1 and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def decode_source(source: bytes) -> tuple[str, str, bool]:
+    """Decode Python source bytes: PEP 263 cookie or BOM first, UTF-8 otherwise.
+
+    Returns ``(text, encoding, ok)``; when the bytes do not decode, the text is decoded as
+    UTF-8 with replacement characters and ``ok`` is False.
+    """
+    encoding = "utf-8"
+    # Fast path: no BOM and no cookie in the first two lines → plain UTF-8 (the common case).
+    head = source[:512]
+    if not head.startswith(b"\xef\xbb\xbf") and b"coding" not in head:
+        try:
+            return source.decode("utf-8"), encoding, True
+        except UnicodeDecodeError:
+            return source.decode("utf-8", errors="replace"), encoding, False
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        return source.decode(encoding), encoding, True
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        text = source.decode("utf-8", errors="replace")
+        return text.removeprefix("\ufeff"), encoding, False
+
+
+def _package_of(module: str, rel: str) -> str:
+    """The package a module's relative imports are resolved against."""
+    if rel.endswith("__init__.py") or rel.endswith("__init__.pyi"):
+        return module
+    return module.rpartition(".")[0]
+
+
+def _resolve_from(module: str, rel: str, level: int, target: str | None) -> str:
+    if level == 0:
+        return target or ""
+    base = _package_of(module, rel).split(".") if module else []
+    base = [p for p in base if p]
+    if level > 1:
+        # Going above the top of the workspace is an error for Python; keep what we can.
+        base = base[: max(0, len(base) - (level - 1))]
+    if target:
+        base.append(target)
+    return ".".join(base)
+
+
+def _unparse(node: ast.AST | None) -> str:
+    if node is None:
+        return ""
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError):  # pathological nesting: a placeholder beats a crash
+        return "…"
+
+
+def _first_paragraph(doc: str) -> str:
+    para = doc.strip().split("\n\n", 1)[0].strip()
+    if len(para) > _CARD_DOC_CHARS:
+        para = para[: _CARD_DOC_CHARS - 1].rstrip() + "…"
+    return para.replace('"""', '\\"\\"\\"')
+
+
+def _distinct_identifiers(texts: Iterable[str], extra: Iterable[str] = ()) -> str:
+    """Distinct identifiers in first-seen order, without keywords, capped at MAX_IDENTIFIERS.
+
+    A regex over the source text instead of an ``ast`` walk: it runs at C speed (an ast walk
+    over every expression costs about as much as parsing again, perf-anchors §2 "defs + refs")
+    and it also picks up argument names and words in comments, which help lexical search.
+    """
+    seen = dict.fromkeys(extra)
+    for text in texts:
+        seen.update(dict.fromkeys(_IDENT_RE.findall(text)))
+    for word in _NOISE_IDENTIFIERS.intersection(seen):
+        del seen[word]
+    if len(seen) > MAX_IDENTIFIERS:
+        return " ".join(list(seen)[:MAX_IDENTIFIERS])
+    return " ".join(seen)
+
+
+class _Builder:
+    """Walks statements (never expressions) to find definitions and imports."""
+
+    def __init__(self, rel: str, module: str, text: str) -> None:
+        self.rel = rel
+        self.module = module
+        self.lines: list[str] = split_lines(text)
+        self.symbols: list[Symbol] = []
+        self.imports: list[tuple[str, str]] = []
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _segment(self, start: int, end: int) -> str:
+        return "".join(self.lines[start : end + 1])
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports.append((alias.asname, alias.name))
+                else:  # ``import a.b.c`` binds ``a``
+                    top = alias.name.partition(".")[0]
+                    self.imports.append((top, top))
+            return
+        base = _resolve_from(self.module, self.rel, node.level, node.module)
+        for alias in node.names:
+            if alias.name == "*":
+                self.imports.append(("*", base))
+            else:
+                target = f"{base}.{alias.name}" if base else alias.name
+                self.imports.append((alias.asname or alias.name, target))
+
+    def _imports_in(self, body: list[ast.stmt]) -> None:
+        """Imports nested anywhere in a function body (local imports break cycles; they still
+        tell us what a name in this file refers to)."""
+        stack = list(body)
+        while stack:
+            stmt = stack.pop()
+            if isinstance(stmt, ast.Import | ast.ImportFrom):
+                self._import(stmt)
+            else:
+                for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    sub = getattr(stmt, attr, None)
+                    if sub:
+                        stack.extend(sub)
+
+    @staticmethod
+    def _compound_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+        """Statement lists under a module- or class-level if/try/with/match: definitions
+        there are still module- or class-level (``if TYPE_CHECKING:``, ``try: import``)."""
+        if isinstance(stmt, ast.If | ast.For | ast.AsyncFor | ast.While):
+            return [stmt.body, stmt.orelse]
+        if isinstance(stmt, ast.With | ast.AsyncWith):
+            return [stmt.body]
+        if isinstance(stmt, ast.Try | ast.TryStar):
+            return [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+        if isinstance(stmt, ast.Match):
+            return [c.body for c in stmt.cases]
+        return []
+
+    # -- definitions ---------------------------------------------------------------------
+
+    def visit_body(self, body: list[ast.stmt], parent: str, in_class: bool) -> list[tuple[int, int, str]]:
+        """Index the definitions in ``body``; returns the line ranges and names of the direct
+        child definitions (so the parent can leave them out of its own identifiers)."""
+        children: list[tuple[int, int, str]] = []
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                sym = self._function(stmt, parent, in_class)
+                children.append((sym.start_line, sym.end_line, sym.name))
+            elif isinstance(stmt, ast.ClassDef):
+                sym = self._class(stmt, parent)
+                children.append((sym.start_line, sym.end_line, sym.name))
+            elif isinstance(stmt, ast.Import | ast.ImportFrom):
+                self._import(stmt)
+            elif not in_class and isinstance(stmt, ast.Assign | ast.AnnAssign):
+                nxt = body[i + 1] if i + 1 < len(body) else None
+                self._variables(stmt, parent, nxt)
+            else:
+                for sub in self._compound_bodies(stmt):
+                    children.extend(self.visit_body(sub, parent, in_class))
+        return children
+
+    def _start(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> int:
+        line = node.lineno
+        for dec in node.decorator_list:
+            line = min(line, dec.lineno)
+        return line - 1
+
+    def _own_text(self, start: int, end: int, children: list[tuple[int, int, str]]) -> list[str]:
+        """The lines of [start, end] outside the child definitions' ranges."""
+        out: list[str] = []
+        cur = start
+        for c_start, c_end, _ in sorted(children):
+            if c_start > cur:
+                out.append(self._segment(cur, c_start - 1))
+            cur = max(cur, c_end + 1)
+        if cur <= end:
+            out.append(self._segment(cur, end))
+        return out
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, parent: str, in_class: bool) -> Symbol:
+        start = self._start(node)
+        end = (node.end_lineno or node.lineno) - 1
+        decorators = tuple(_unparse(d) for d in node.decorator_list)
+        prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        signature = f"{prefix} {node.name}({_unparse(node.args)})"
+        if node.returns is not None:
+            signature += f" -> {_unparse(node.returns)}"
+        docstring = ast.get_docstring(node) or ""
+        body = self._segment(start, end)
+        if "import" in body:  # a text check is far cheaper than walking every statement
+            self._imports_in(node.body)
+
+        # Card: header, decorators, signature, first paragraph of the docstring, then the
+        # first few non-blank lines of the body proper.
+        stmts = node.body
+        if docstring and stmts and isinstance(stmts[0], ast.Expr):
+            stmts = stmts[1:]
+        preview: list[str] = []
+        more = False
+        if stmts:
+            indent = stmts[0].col_offset
+            first = stmts[0].lineno - 1
+            for line in self.lines[first : end + 1]:
+                if not line.strip():
+                    continue
+                if len(preview) == _CARD_BODY_LINES:
+                    more = True
+                    break
+                # Dedent to the body's indentation (a continuation line may be less indented).
+                head = line[:indent]
+                text = line[indent:] if not head.strip() else line.lstrip()
+                preview.append("    " + text.rstrip("\r\n"))
+        qualname = f"{parent}.{node.name}"
+        sym = Symbol(
+            qualname=qualname,
+            name=node.name,
+            kind="method" if in_class else "function",
+            path=self.rel,
+            start_line=start,
+            end_line=end,
+            start_col=node.col_offset,
+            end_col=node.end_col_offset or 0,
+            signature=signature,
+            docstring=docstring,
+            decorators=decorators,
+            parent=parent,
+            identifiers=_distinct_identifiers((body,)),
+            body=body,
+            card=self._card(start, end, decorators, signature, docstring, preview, more),
+        )
+        self.symbols.append(sym)
+        return sym
+
+    def _class(self, node: ast.ClassDef, parent: str) -> Symbol:
+        start = self._start(node)
+        end = (node.end_lineno or node.lineno) - 1
+        decorators = tuple(_unparse(d) for d in node.decorator_list)
+        args = [_unparse(b) for b in node.bases] + [_unparse(k) for k in node.keywords]
+        signature = f"class {node.name}({', '.join(args)})" if args else f"class {node.name}"
+        docstring = ast.get_docstring(node) or ""
+        qualname = f"{parent}.{node.name}"
+        index = len(self.symbols)  # children are appended after this class; keep source order
+        children = self.visit_body(node.body, qualname, in_class=True)
+        names = [name for _, _, name in children]
+        preview: list[str] = []
+        if names:
+            shown = ", ".join(dict.fromkeys(names[:_CARD_METHODS]))
+            extra = f" (+{len(names) - _CARD_METHODS} more)" if len(names) > _CARD_METHODS else ""
+            preview.append(f"    # members: {shown}{extra}")
+        sym = Symbol(
+            qualname=qualname,
+            name=node.name,
+            kind="class",
+            path=self.rel,
+            start_line=start,
+            end_line=end,
+            start_col=node.col_offset,
+            end_col=node.end_col_offset or 0,
+            signature=signature,
+            docstring=docstring,
+            decorators=decorators,
+            parent=parent,
+            identifiers=_distinct_identifiers(self._own_text(start, end, children), names),
+            body=self._segment(start, end),
+            card=self._card(start, end, decorators, signature, docstring, preview, False),
+        )
+        self.symbols.insert(index, sym)
+        return sym
+
+    def _variables(self, node: ast.Assign | ast.AnnAssign, parent: str, nxt: ast.stmt | None) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names:
+            return
+        start = node.lineno - 1
+        end = (node.end_lineno or node.lineno) - 1
+        value = self._value_text(node.value) if node.value is not None else ""
+        # Attribute docstring convention: a string literal right after the assignment.
+        docstring = ""
+        if (
+            isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docstring = inspect.cleandoc(nxt.value.value)
+        body = self._segment(start, end)
+        for name in names:
+            if isinstance(node, ast.AnnAssign):
+                signature = f"{name}: {_unparse(node.annotation)}"
+                if value:
+                    signature += f" = {value}"
+            else:
+                signature = f"{name} = {value}"
+            self.symbols.append(
+                Symbol(
+                    qualname=f"{parent}.{name}",
+                    name=name,
+                    kind="variable",
+                    path=self.rel,
+                    start_line=start,
+                    end_line=end,
+                    start_col=node.col_offset,
+                    end_col=node.end_col_offset or 0,
+                    signature=signature,
+                    docstring=docstring,
+                    parent=parent,
+                    identifiers=_distinct_identifiers((body,)),
+                    body=body,
+                    card=self._card(start, end, (), signature, docstring, [], False),
+                )
+            )
+
+    def _value_text(self, value: ast.expr) -> str:
+        end = value.end_lineno or value.lineno
+        if end - value.lineno <= 2:
+            text = _unparse(value)
+        else:
+            # A big literal (a table, a generated dict): unparsing all of it only to cut it
+            # to 80 characters is slow; take the start of its source instead.
+            text = self._segment(value.lineno - 1, value.lineno + 1)
+            text = text.encode("utf-8")[value.col_offset :].decode("utf-8", "replace")
+            text = " ".join(text.split())
+        if len(text) > _VALUE_CHARS:
+            text = text[: _VALUE_CHARS - 1] + "…"
+        return text
+
+    def _card(
+        self,
+        start: int,
+        end: int,
+        decorators: tuple[str, ...],
+        signature: str,
+        docstring: str,
+        preview: list[str],
+        more: bool,
+    ) -> str:
+        out = [f"# {self.rel}:{start + 1}-{end + 1}"]
+        out.extend(f"@{d}" for d in decorators)
+        out.append(signature + (":" if signature.startswith(("def ", "async def ", "class ")) else ""))
+        if docstring:
+            para = _first_paragraph(docstring).replace("\n", "\n    ")
+            out.append(f'    """{para}"""')
+        out.extend(preview)
+        if more:
+            out.append("    ...")
+        return "\n".join(out)
+
+    def module_symbol(self, tree: ast.Module, children: list[tuple[int, int, str]]) -> Symbol:
+        end_line = max(len(self.lines) - 1, 0)
+        last = self.lines[end_line].rstrip("\r\n") if self.lines else ""
+        docstring = ast.get_docstring(tree) or ""
+        card = f"# {self.rel}:1-{end_line + 1} (module {self.module})"
+        if docstring:
+            card += f'\n"""{_first_paragraph(docstring)}"""'
+        names = [name for _, _, name in children]
+        return Symbol(
+            qualname=self.module,
+            name=self.module.rpartition(".")[2],
+            kind="module",
+            path=self.rel,
+            start_line=0,
+            end_line=end_line,
+            start_col=0,
+            end_col=len(last.encode("utf-8")),
+            docstring=docstring,
+            parent="",
+            identifiers=_distinct_identifiers(self._own_text(0, end_line, children), names),
+            body="",  # the whole file is not duplicated into the index
+            card=card,
+        )
+
+
+def parse_module(rel: str, source: bytes | str, module: str | None = None) -> ParsedModule:
+    """Parse one module's source into symbols and imports.
+
+    ``rel`` is the workspace-relative POSIX path; ``module`` overrides the dotted module name
+    derived from it. Never raises on bad input: undecodable bytes are replaced (and flagged),
+    a syntax error returns a module with ``error`` set and no symbols.
+    """
+    module = module if module is not None else module_name_for(rel)
+    if isinstance(source, str):
+        text, encoding, ok = source, "utf-8", True
+    else:
+        text, encoding, ok = decode_source(source)
+    result = ParsedModule(rel=rel, module=module, encoding=encoding, decode_error=not ok)
+    try:
+        tree = ast.parse(text, filename=rel)
+    except SyntaxError as exc:
+        result.error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        return result
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    builder = _Builder(rel, module, text)
+    try:
+        children = builder.visit_body(tree.body, module, in_class=False)
+        mod = builder.module_symbol(tree, children)
+    except RecursionError as exc:  # thousands of nested classes: give up on this file, not the run
+        result.error = f"RecursionError: {exc}"
+        return result
+    result.symbols = [mod, *builder.symbols]
+    result.imports = builder.imports
+    result.line_count = len(builder.lines)
+    result.lines = builder.lines
+    return result

@@ -1,0 +1,164 @@
+"""`ctx-lsp plan` end to end on a fixture workspace: every format, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parent / "fixtures" / "sample_ws"
+QUERY = "how is the invoice total calculated with tax?"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    target = tmp_path / "ws"
+    shutil.copytree(FIXTURE, target)
+    return target
+
+
+def ctx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctx_lsp", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def test_tree_shows_meter_sections_and_reasons(ws):
+    out = ctx("plan", str(ws), "--query", QUERY)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("ctx ") and " / " in first and "gpt-4o" in first and "cl100k" in first
+    for section in ("system", "conversation", "rag"):
+        assert f"\n{section}  " in out.stdout
+    assert "calculate_invoice_total" in out.stdout
+    assert "latest_user" in out.stdout and "relevant" in out.stdout
+    assert "Traceback" not in out.stderr
+
+
+def test_json_plan_rag_budget_and_byte_identical_runs(ws, tmp_path):
+    qfile = tmp_path / "q.txt"
+    qfile.write_text(QUERY)
+    args = ("plan", str(ws), "--query-file", str(qfile), "--rag-budget", "150", "--format", "json")
+    first = ctx(*args)
+    second = ctx(*args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout  # same inputs, same bytes
+    plan = json.loads(first.stdout)
+    rag = [i for i in plan["included"] if i["section"] == "rag"]
+    assert rag, "something was retrieved"
+    assert all(i["path"] and i["range"] for i in rag)
+    assert sum(i["tokens"] for i in rag) <= 150
+    assert plan["totals"]["tokens"] <= plan["promptBudget"]
+    for key in ("id", "section", "kind", "title", "path", "range", "symbol", "tokens", "priority", "score", "reason"):
+        assert key in rag[0]
+    # budget exclusions are explained
+    assert any(i["reason"] == "budget" for i in plan["excluded"])
+
+
+def test_prompt_formats(ws):
+    text = ctx("plan", str(ws), "-q", QUERY, "--format", "prompt", "--render", "text")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("### system")
+    assert text.stdout.rstrip().endswith(QUERY)  # the latest user message is last
+    openai = json.loads(ctx("plan", str(ws), "-q", QUERY, "--format", "prompt", "--render", "openai").stdout)
+    assert openai["messages"][0]["role"] == "system"
+    assert openai["messages"][-1] == {"role": "user", "content": QUERY}
+    plan = json.loads(ctx("plan", str(ws), "-q", QUERY, "--format", "json").stdout)
+    # the rendered prompt costs what the plan says (within one token per item separator)
+    assert openai["tokens"] <= plan["totals"]["tokens"]
+    assert plan["totals"]["tokens"] - openai["tokens"] <= plan["totals"]["items"] + plan["totals"]["framing"]
+    anthropic = json.loads(ctx("plan", str(ws), "-q", QUERY, "--format", "prompt", "--render", "anthropic").stdout)
+    assert anthropic["system"] and anthropic["messages"][-1]["role"] == "user"
+
+
+def test_pins_conversation_and_system_prompt(ws, tmp_path):
+    conv = tmp_path / "conv.json"
+    conv.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "run the tests"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "pytest", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_1", "content": "1 failed: test_tax_rounding"},
+                {"role": "assistant", "content": "The tax rounding test fails."},
+            ]
+        )
+    )
+    sysprompt = tmp_path / "system.txt"
+    sysprompt.write_text("You are a careful billing expert.")
+    out = ctx(
+        "plan", str(ws), "-q", QUERY, "--format", "json", "--conversation", str(conv),
+        "--system-prompt", str(sysprompt), "--pin", "shop.inventory.Product", "--model", "claude-sonnet-4-5",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    pinned = [i for i in plan["included"] if i["reason"] == "pinned"]
+    assert [p["symbol"] for p in pinned] == ["shop.inventory.Product"]
+    assert any(i["kind"] == "tool_episode" for i in plan["included"])
+    assert plan["estimator"]["calibration"] >= 1.4 and plan["estimator"]["exact"] is False
+    prompt = ctx(
+        "plan", str(ws), "-q", QUERY, "--format", "prompt", "--render", "openai", "--conversation", str(conv),
+        "--system-prompt", str(sysprompt),
+    )  # fmt: skip
+    messages = json.loads(prompt.stdout)["messages"]
+    assert messages[0]["content"].startswith("You are a careful billing expert.")
+    roles = [m["role"] for m in messages]
+    assert roles.index("assistant") < roles.index("tool")  # a tool call precedes its result
+
+
+def test_mode_off_retrieves_nothing(ws):
+    plan = json.loads(ctx("plan", str(ws), "-q", QUERY, "--format", "json", "--mode", "off").stdout)
+    assert not [i for i in plan["included"] if i["section"] == "rag"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "acme-9000"), None),  # unknown model: a note, not an error
+        (("--max-completion-tokens", "0"), "must be greater than 0"),
+        (("--safety-buffer", "-5"), "must be 0 or more"),
+        (("--context-length", "2000", "--max-completion-tokens", "4000"), "prompt budget is"),
+        (("--context-length", "80", "--max-completion-tokens", "10", "--safety-buffer", "0"), "context overflow"),
+        (("--pin", "shop.nope.Missing"), "cannot pin 'shop.nope.Missing'"),
+    ],
+)
+def test_bad_options_get_one_clear_line(ws, args, message):
+    out = ctx("plan", str(ws), "-q", QUERY, *args)
+    assert "Traceback" not in out.stderr
+    if message is None:
+        assert out.returncode == 0, out.stderr
+        assert "unknown model 'acme-9000'" in out.stdout
+    else:
+        assert out.returncode != 0
+        assert message in out.stderr
+        assert len(out.stderr.strip().splitlines()) <= 2
+
+
+def test_bad_files_are_skipped_or_reported(ws, tmp_path):
+    (ws / "blob.py").write_bytes(b"\x00\x01\x02binary")
+    (ws / "latin.py").write_bytes("name = 'caf\xe9'\n".encode("latin-1"))
+    (ws / "huge.py").write_text("x = 1\n" * 1_000_000)  # 6 MB
+    out = ctx("plan", str(ws), "-q", QUERY)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{'role': 'user'")
+    out = ctx("plan", str(ws), "-q", QUERY, "--conversation", str(broken))
+    assert out.returncode == 2 and "is not valid JSON" in out.stderr and "Traceback" not in out.stderr
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps([{"role": "robot", "content": "hi"}]))
+    out = ctx("plan", str(ws), "-q", QUERY, "--conversation", str(wrong))
+    assert out.returncode == 2 and "message 1: 'role' must be one of" in out.stderr
+    out = ctx("plan", str(tmp_path / "missing"), "-q", QUERY)
+    assert out.returncode == 2 and "is not a directory" in out.stderr
+    out = ctx("plan", str(ws))
+    assert out.returncode == 2 and "--query" in out.stderr
