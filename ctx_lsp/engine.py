@@ -6,10 +6,12 @@ The CLI and the language server both call this; neither holds business logic of 
 from __future__ import annotations
 
 import hashlib
+import re
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import msgspec
 
@@ -25,15 +27,19 @@ from ctx_lsp.core.items import (
     Item,
     Message,
     Mode,
+    PinKind,
     PinnedItem,
+    PinPolicy,
     PinSpec,
     PlanInput,
     Shares,
 )
+from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.models import ModelRegistry, ModelSpec
 from ctx_lsp.core.planner import PlanResult, plan
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import TokenCounter, counter_for, scaled
+from ctx_lsp.memory.store import MemoryStore, PinRecord, SessionRecord, StoredMessage, StoreError, UsageStats
 from ctx_lsp.workspace import retrieval
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 
@@ -147,9 +153,11 @@ class Engine:
 
     # ---- planning --------------------------------------------------------------------------
 
-    def build_inputs(self, req: PlanRequest) -> tuple[PlanInput, TokenCounter, dict[str, float]]:
+    def build_inputs(
+        self, req: PlanRequest, *, model: ResolvedModel | None = None
+    ) -> tuple[PlanInput, TokenCounter, dict[str, float]]:
         t0 = time.perf_counter()
-        model = self.resolve_model(req.model)
+        model = model or self.resolve_model(req.model)
         cal = model.estimator.calibration
         notes: list[str] = []
         if not model.known:
@@ -309,3 +317,437 @@ def _digest(*parts: str) -> str:
 
 def version_string() -> str:
     return f"ctx-lsp {__version__}"
+
+
+# ==== sessions: pins, conversation, plans, usage (the language server's engine) ================
+
+SESSION_PLAN_CACHE = 16
+CALIBRATION_MIN_REPORTS = 3  # fewer measurements than this keep the registry's factor
+LEDGER_TURNS = 5
+_WORD_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class PinIntent:
+    """A pin to make (or, in a what-if plan, to imagine)."""
+
+    symbol: str | None = None
+    path: str | None = None
+    line: int | None = None
+    character: int | None = None
+    text: str | None = None  # the buffer's text when it differs from disk
+    kind: PinKind = "sticky"
+    ttl: int | None = None
+    policy: PinPolicy = "automatic"
+    priority: int = 0
+    lease_scope: str = "turn"
+    created_by: str = "user"
+
+
+@dataclass(slots=True)
+class SessionPlanRequest:
+    session: str
+    query: str
+    model: str | None = None
+    mode: Mode | None = None
+    context_length: int | None = None
+    max_completion_tokens: int | None = None
+    safety_buffer: int | None = None
+    rag_budget: int | None = None
+    focus: Focus | None = None
+    open_files: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    extra_pins: list[PinIntent] = field(default_factory=list)
+    drop_items: list[str] = field(default_factory=list)
+
+
+class NotFound(UserError):
+    """Something named in a request does not exist (session, plan, pin, symbol, message)."""
+
+
+class SessionEngine:
+    """The engine behind the language server: an Engine plus the memory store."""
+
+    def __init__(self, engine: Engine, store: MemoryStore | None = None) -> None:
+        self.engine = engine
+        self.store = store or MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
+        self._outcomes: OrderedDict[str, PlanOutcome] = OrderedDict()
+
+    def close(self) -> None:
+        self.store.close()
+        self.engine.close()
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    def open_session(self, session: str) -> SessionRecord:
+        return self.store.ensure_session(session)
+
+    def set_mode(self, session: str, mode: Mode) -> Mode:
+        self.open_session(session)
+        self.store.set_mode(session, mode)
+        return mode
+
+    # ---- symbols and pins ------------------------------------------------------------------
+
+    def resolve(self, intent: PinIntent):
+        """The indexed symbol a pin intent names: by qualified name, or at a position (the
+        name under the cursor if it resolves, else the innermost enclosing definition)."""
+        index = self.engine.index
+        if intent.symbol:
+            sym = index.resolve_name(intent.symbol, intent.path)
+            if sym is None:
+                hints = [h.symbol.qualname for h in index.search(intent.symbol, limit=3)]
+                hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+                raise NotFound(f"no symbol {intent.symbol!r} in the workspace index{hint}")
+            return sym
+        if intent.path is None or intent.line is None:
+            raise UserError("a pin needs a symbol name, or a document and a position")
+        if intent.text is not None:
+            index.update_file(intent.path, intent.text.encode("utf-8"))
+        word = self._word_at(intent)
+        enclosing = index.symbol_at(intent.path, intent.line)
+        if word and not (enclosing is not None and enclosing.name == word and enclosing.start_line <= intent.line):
+            sym = index.resolve_name(word, intent.path)
+            if sym is not None:
+                return sym
+        if enclosing is None or enclosing.kind == "module":
+            where = f"{intent.path}:{intent.line + 1}:{(intent.character or 0) + 1}"
+            raise NotFound(
+                f"no symbol at {where}: put the cursor on a function, class or method (or its name), "
+                "or pin by qualified name"
+            )
+        return enclosing
+
+    def _word_at(self, intent: PinIntent) -> str | None:
+        if intent.character is None or intent.path is None or intent.line is None:
+            return None
+        text = intent.text
+        if text is None:
+            try:
+                text = (self.engine.root / intent.path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return None
+        lines = text.splitlines()
+        if intent.line >= len(lines):
+            return None
+        line = lines[intent.line]
+        for m in _WORD_AT.finditer(line):
+            if m.start() <= intent.character <= m.end():
+                return m.group(0)
+        return None
+
+    def _pin_item(self, sym, calibration: float) -> Item:
+        return retrieval.body_item(sym, calibration, section="system")
+
+    def pin(self, session: str, intent: PinIntent) -> PinRecord:
+        record = self.open_session(session)
+        sym = self.resolve(intent)
+        if intent.ttl is not None and intent.ttl < 0:
+            raise UserError(f"ttl must be 0 or more turns, got {intent.ttl}")
+        ttl = intent.ttl if intent.kind != "sticky" or intent.ttl is not None else None
+        pin = PinRecord(
+            id=f"pin:{sym.qualname}",
+            session=session,
+            branch=record.branch,
+            kind=intent.kind,
+            policy=intent.policy,
+            ttl=ttl,
+            ttl_remaining=ttl,
+            lease_scope=intent.lease_scope,
+            priority=intent.priority,
+            created_by=intent.created_by,
+            symbol=sym.qualname,
+            path=sym.path,
+            start_line=sym.start_line,
+            end_line=sym.end_line,
+            title=f"{sym.kind} {sym.qualname}",
+            status="active",
+            created_turn=record.turn,
+            seq=0,
+        )
+        return self.store.add_pin(pin)
+
+    def unpin(self, session: str, pin_id: str) -> PinRecord:
+        record = self.open_session(session)
+        try:
+            return self.store.remove_pin(session, record.branch, pin_id)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+
+    def pins(self, session: str) -> list[PinRecord]:
+        record = self.open_session(session)
+        return self.store.pins(session, record.branch)
+
+    def pin_tokens(self, pin: PinRecord) -> int | None:
+        sym = self.engine.index.get(pin.symbol) if pin.symbol else None
+        return None if sym is None else sym.body_tokens + retrieval.HEADER_TOKENS
+
+    def _pinned_items(self, pins: list[PinRecord], calibration: float, notes: list[str]) -> list[PinnedItem]:
+        out = []
+        for p in pins:
+            sym = self.engine.index.get(p.symbol) if p.symbol else None
+            if sym is None:
+                notes.append(f"pin {p.id}: {p.symbol} is no longer in the workspace; unpin it or pin its new name")
+                continue
+            spec = PinSpec(
+                pin_id=p.id, kind=p.kind, policy=p.policy, ttl_remaining=p.ttl_remaining, priority=p.priority, seq=p.seq
+            )
+            out.append(PinnedItem(spec, self._pin_item(sym, calibration)))
+        return out
+
+    # ---- conversation ----------------------------------------------------------------------
+
+    def append(self, session: str, branch: str | None, messages: list[Message]) -> list[StoredMessage]:
+        self.open_session(session)
+        try:
+            return self.store.append(session, branch, messages)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+
+    def messages(self, session: str, branch: str | None = None) -> list[StoredMessage]:
+        self.open_session(session)
+        try:
+            return self.store.path(session, branch)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+
+    def branch(self, session: str, from_message: str, name: str | None) -> dict[str, Any]:
+        self.open_session(session)
+        try:
+            return self.store.fork(session, from_message, name)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+
+    # ---- planning ----------------------------------------------------------------------------
+
+    def calibrated(self, model_name: str | None, session: str | None = None) -> tuple[ResolvedModel, UsageStats]:
+        """The model with its estimator calibrated by measured usage, once there is some: the
+        90th-percentile ratio of actual to raw-estimated input tokens (conservative: planning
+        must not under-count), never below the registry's own factor for a non-native count."""
+        model = self.engine.resolve_model(model_name)
+        stats = self.store.usage_stats(model.spec.name, session)
+        if stats.reports >= CALIBRATION_MIN_REPORTS and stats.factor is not None and not model.estimator.exact:
+            factor = round(max(stats.p90 if stats.p90 is not None else stats.factor, 0.5), 3)
+            est = msgspec.structs.replace(
+                model.estimator, calibration=factor, spread=stats.spread, reports=stats.reports
+            )
+            model = ResolvedModel(spec=model.spec, known=model.known, estimator=est, counter=model.counter)
+        elif stats.reports:
+            est = msgspec.structs.replace(model.estimator, spread=stats.spread, reports=stats.reports)
+            model = ResolvedModel(spec=model.spec, known=model.known, estimator=est, counter=model.counter)
+        return model, stats
+
+    def plan(self, req: SessionPlanRequest) -> PlanOutcome:
+        record = self.open_session(req.session)
+        model_name = req.model or record.model
+        model, _ = self.calibrated(model_name)
+        cal = model.estimator.calibration
+        notes: list[str] = []
+        stored = self.store.path(req.session, record.branch)
+        conversation = [m.to_message() for m in stored if m.archived_by is None]
+        pins = self._pinned_items(self.store.pins(req.session, record.branch), cal, notes)
+        for n, intent in enumerate(req.extra_pins):
+            sym = self.resolve(intent)
+            ttl = intent.ttl if intent.kind != "sticky" else None
+            spec = PinSpec(
+                pin_id=f"what-if:{sym.qualname}",
+                kind=intent.kind,
+                policy=intent.policy,
+                ttl_remaining=ttl,
+                priority=intent.priority,
+                seq=10**9 + n,
+            )
+            pins.append(PinnedItem(spec, self._pin_item(sym, cal)))
+        drop = set(req.drop_items)
+        if drop:
+            pins = [p for p in pins if p.item.id not in drop and p.pin.pin_id not in drop]
+        request = PlanRequest(
+            query=req.query,
+            model=model_name,
+            context_length=req.context_length,
+            max_completion_tokens=req.max_completion_tokens,
+            safety_buffer=req.safety_buffer,
+            rag_budget=req.rag_budget,
+            mode=req.mode or record.mode,
+            extra_pins=pins,
+            conversation=conversation,
+            focus=req.focus,
+            open_files=req.open_files,
+        )
+        inputs, counter, timings = self.engine.build_inputs(request, model=model)
+        if drop:
+            inputs = msgspec.structs.replace(inputs, candidates=tuple(c for c in inputs.candidates if c.id not in drop))
+        if notes:
+            inputs = msgspec.structs.replace(inputs, notes=inputs.notes + tuple(notes))
+        t0 = time.perf_counter()
+        result = plan(inputs)
+        timings["plan"] = (time.perf_counter() - t0) * 1000
+        outcome = PlanOutcome(result=result, inputs=inputs, counter=counter, timings_ms=timings)
+        if not req.dry_run:
+            self._remember(outcome)
+            self.store.save_plan(
+                req.session,
+                record.branch,
+                record.turn,
+                result.plan.plan_id,
+                req.query,
+                msgspec.msgpack.encode(inputs),
+                msgspec.json.encode(result.plan),
+                inputs.retrieval_set_id,
+                result.plan.totals.tokens,
+                result.plan.prompt_budget,
+                timings,
+            )
+            if model_name and model_name != record.model:
+                self.store.set_model(req.session, model_name)
+        return outcome
+
+    def _remember(self, outcome: PlanOutcome) -> None:
+        self._outcomes[outcome.result.plan.plan_id] = outcome
+        self._outcomes.move_to_end(outcome.result.plan.plan_id)
+        while len(self._outcomes) > SESSION_PLAN_CACHE:
+            self._outcomes.popitem(last=False)
+
+    def outcome(self, session: str, plan_id: str | None) -> PlanOutcome:
+        """A stored plan, rebuilt from its stored inputs when it is not in memory."""
+        plan_id = plan_id or self.store.latest_plan_id(session)
+        if plan_id is None:
+            raise NotFound(f"session {session!r} has no plan yet: call ctx/planContext first")
+        cached = self._outcomes.get(plan_id)
+        if cached is not None:
+            return cached
+        try:
+            row = self.store.plan_row(plan_id)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+        inputs = msgspec.msgpack.decode(row["inputs"], type=PlanInput)
+        counter = counter_for(inputs.estimator.encoding)
+        outcome = PlanOutcome(result=plan(inputs), inputs=inputs, counter=counter, timings_ms={})
+        self._remember(outcome)
+        return outcome
+
+    def replay(self, plan_id: str) -> tuple[bool, PlanResult]:
+        """Rebuild a stored plan from its stored inputs: same id and same bytes?"""
+        try:
+            row = self.store.plan_row(plan_id)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+        inputs = msgspec.msgpack.decode(row["inputs"], type=PlanInput)
+        result = plan(inputs)
+        identical = result.plan.plan_id == plan_id and msgspec.json.encode(result.plan) == row["plan"]
+        return identical, result
+
+    def ledger(self, session: str, plan_id: str | None, turns: int = LEDGER_TURNS) -> list[dict[str, Any]]:
+        """The dropped ledger: excluded items of the session's recent plans, per turn."""
+        self.open_session(session)
+        rows = self.store.plans(session, limit=200)
+        if plan_id is not None:
+            rows = [r for r in rows if r["id"] == plan_id]
+            if not rows:
+                raise NotFound(f"no stored plan {plan_id!r} in session {session!r}")
+        out, seen_turns = [], []
+        for r in rows:
+            if r["turn"] in seen_turns:  # the latest plan of each turn
+                continue
+            seen_turns.append(r["turn"])
+            p = msgspec.json.decode(r["plan"])
+            query = self.store.plan_row(r["id"], session)["query"]
+            out.append({"planId": r["id"], "turn": r["turn"], "query": query, "excluded": p["excluded"]})
+            if len(out) >= turns:
+                break
+        return out
+
+    def excluded_item(self, session: str, item_id: str, plan_id: str | None):
+        """Find an excluded item of the ledger, for restoring it by pinning."""
+        for turn in self.ledger(session, plan_id, turns=50):
+            for item in turn["excluded"]:
+                if item["id"] == item_id:
+                    return item
+        raise NotFound(f"item {item_id!r} is not in the dropped ledger of session {session!r}")
+
+    # ---- usage and the meter -----------------------------------------------------------------
+
+    def report_usage(
+        self, session: str, plan_id: str, input_tokens: int, output_tokens: int, cached: int
+    ) -> tuple[dict[str, Any], list[PinRecord], list[PinRecord]]:
+        for label, value in (
+            ("inputTokens", input_tokens),
+            ("outputTokens", output_tokens),
+            ("cachedInputTokens", cached),
+        ):
+            if value < 0:
+                raise UserError(f"{label} must be 0 or more, got {value}")
+        outcome = self.outcome(session, plan_id)
+        model_name = outcome.inputs.model
+        before, _ = self.calibrated(model_name)
+        estimate = outcome.result.plan.totals.tokens
+        raw = max(1, round(estimate / outcome.inputs.estimator.calibration))
+        self.store.record_usage(plan_id, session, model_name, estimate, raw, input_tokens, cached, output_tokens)
+        turn, asked, expired = self.store.advance_turn(session)
+        after, stats = self.calibrated(model_name)
+        report = {
+            "planId": plan_id,
+            "model": model_name,
+            "estimate": estimate,
+            "inputTokens": input_tokens,
+            "cachedInputTokens": cached,
+            "outputTokens": output_tokens,
+            "error": input_tokens - estimate,
+            "errorPercent": round(100 * (input_tokens - estimate) / estimate, 2) if estimate else 0.0,
+            "calibrationBefore": before.estimator.calibration,
+            "calibrationAfter": after.estimator.calibration,
+            "spread": stats.spread,
+            "reports": stats.reports,
+            "turn": turn,
+            "expiredPins": [p.id for p in expired],
+            "askRepin": [p.id for p in asked],
+        }
+        return report, asked, expired
+
+    def meter(self, session: str) -> dict[str, Any]:
+        record = self.open_session(session)
+        plan_id = self.store.latest_plan_id(session)
+        model, stats = self.calibrated(record.model, session)
+        mode = record.mode or self.engine.config.mode
+        if plan_id is not None:
+            p = self.outcome(session, plan_id).result.plan
+            used, budget, context_length = p.totals.tokens, p.prompt_budget, p.context_length
+            sections = [{"name": s.name, "budget": s.budget, "used": s.used, "count": s.count} for s in p.sections]
+            est = p.estimator
+            estimator = {
+                "encoding": est.encoding,
+                "exact": est.exact,
+                "calibration": est.calibration,
+                "spread": stats.spread,
+                "reports": stats.reports,
+            }
+            model_name = p.model
+        else:
+            context_length = model.spec.context_length
+            max_completion = min(model.spec.max_output, self.engine.config.default_max_completion_tokens)
+            budget = context_length - max_completion - self.engine.config.safety_buffer
+            used, sections, model_name = 0, [], model.spec.name
+            est = model.estimator
+            estimator = {
+                "encoding": est.encoding,
+                "exact": est.exact,
+                "calibration": est.calibration,
+                "spread": stats.spread,
+                "reports": stats.reports,
+            }
+        return {
+            "session": session,
+            "model": model_name,
+            "mode": mode,
+            "contextLength": context_length,
+            "promptBudget": budget,
+            "used": used,
+            "percent": round(100 * used / budget, 1) if budget > 0 else 0.0,
+            "sections": sections,
+            "estimator": estimator,
+            "planId": plan_id,
+            "turn": record.turn,
+            "lastEstimate": stats.last_estimate,
+            "lastActual": stats.last_actual,
+            "text": f"ctx {format_tokens(used)} / {format_tokens(budget)}",
+        }

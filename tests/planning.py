@@ -26,9 +26,7 @@ def item(id: str, tokens: int, section: str = "rag", **kw) -> Item:
 
 
 def sym(name: str, tokens: int, score: float, path: str = "pkg/mod.py", line: int = 0, **kw) -> Item:
-    return item(
-        f"sym:{name}", tokens, score=score, symbol=name, path=path, range=Range.lines(line, line + 5), **kw
-    )
+    return item(f"sym:{name}", tokens, score=score, symbol=name, path=path, range=Range.lines(line, line + 5), **kw)
 
 
 def pinned(it: Item, pin_id: str, **kw) -> PinnedItem:

@@ -184,9 +184,7 @@ def test_current_turn_masks_then_drops_oldest_tool_exchanges():
         msgs.append(
             {
                 "role": "assistant",
-                "tool_calls": [
-                    {"id": f"c{k}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
-                ],
+                "tool_calls": [{"id": f"c{k}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}],
             }
         )
         msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"line {k} " * 600})

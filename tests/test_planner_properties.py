@@ -29,8 +29,7 @@ def messages(draw):
                     "role": "assistant",
                     "content": "",
                     "tool_calls": [
-                        {"id": i, "type": "function", "function": {"name": "run", "arguments": "{}"}}
-                        for i in ids
+                        {"id": i, "type": "function", "function": {"name": "run", "arguments": "{}"}} for i in ids
                     ],
                 }
             )
@@ -68,9 +67,7 @@ def inputs(draw):
         )
         for i in range(draw(st.integers(0, 6)))
     )
-    scaffold = tuple(
-        item(f"scaf{i}", draw(st.integers(1, 300)), section="system", kind="scaffold") for i in range(2)
-    )
+    scaffold = tuple(item(f"scaf{i}", draw(st.integers(1, 300)), section="system", kind="scaffold") for i in range(2))
     required = (item("sys", draw(st.integers(1, 1500)), section="system", kind="system_prompt"),)
     return plan_input(
         context_length=draw(st.integers(2_000, 30_000)),

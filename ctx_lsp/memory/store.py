@@ -10,7 +10,9 @@ Two editors on one workspace run two server processes on one file: every write i
 
 from __future__ import annotations
 
+import math
 import sqlite3
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -50,7 +52,7 @@ CREATE TABLE IF NOT EXISTS plans(
 CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created);
 CREATE TABLE IF NOT EXISTS usage(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, plan_id TEXT NOT NULL, session TEXT NOT NULL,
-    model TEXT NOT NULL, estimate INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
+    model TEXT NOT NULL, estimate INTEGER NOT NULL, raw_estimate INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
     cached_input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, created REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS usage_model ON usage(model);
 """
@@ -115,8 +117,9 @@ class SessionRecord(msgspec.Struct, kw_only=True, rename="camel"):
 
 class UsageStats(msgspec.Struct, kw_only=True):
     reports: int
-    factor: float | None  # median actual/estimate, once reports exist
-    spread: float | None  # (max - min) of actual/estimate
+    factor: float | None  # median of actual / raw estimate, once reports exist
+    p90: float | None  # 90th percentile of the same ratio (the conservative calibration)
+    spread: float | None  # (max - min) of the ratio
     last_estimate: int | None
     last_actual: int | None
 
@@ -508,44 +511,43 @@ class MemoryStore:
         session: str,
         model: str,
         estimate: int,
+        raw_estimate: int,
         input_tokens: int,
         cached: int,
         output: int,
     ) -> None:
+        """``estimate`` is what the plan said (calibrated); ``raw_estimate`` the same before the
+        calibration factor, which is what a new factor is learned from."""
         with self.write() as conn:
             conn.execute(
-                "INSERT INTO usage(plan_id, session, model, estimate, input_tokens, cached_input_tokens, "
-                "output_tokens, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (plan_id, session, model, estimate, input_tokens, cached, output, time.time()),
+                "INSERT INTO usage(plan_id, session, model, estimate, raw_estimate, input_tokens, "
+                "cached_input_tokens, output_tokens, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (plan_id, session, model, estimate, raw_estimate, input_tokens, cached, output, time.time()),
             )
 
     def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
         rows = self._read(
-            "SELECT estimate, input_tokens FROM usage WHERE model = ? AND estimate > 0 ORDER BY seq", (model,)
+            "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq", (model,)
         )
-        last = None
+        last: tuple[int, int] | None = None
         if session is not None:
             r = self._read(
-                "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1",
-                (session,),
+                "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1", (session,)
             )
             last = r[0] if r else None
+        last_estimate, last_actual = last if last else (None, None)
         if not rows:
             return UsageStats(
-                reports=0, factor=None, spread=None, last_estimate=last and last[0], last_actual=last and last[1]
+                reports=0, factor=None, p90=None, spread=None, last_estimate=last_estimate, last_actual=last_actual
             )
         ratios = sorted(actual / est for est, actual in rows)
-        median = (
-            ratios[len(ratios) // 2]
-            if len(ratios) % 2
-            else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
-        )
         return UsageStats(
-            reports=len(rows),
-            factor=median,
+            reports=len(ratios),
+            factor=statistics.median(ratios),
+            p90=ratios[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)],
             spread=ratios[-1] - ratios[0],
-            last_estimate=last and last[0],
-            last_actual=last and last[1],
+            last_estimate=last_estimate,
+            last_actual=last_actual,
         )
 
     def usage_rows(self) -> list[tuple[str, int, int]]:

@@ -34,13 +34,14 @@ SKIP_DIR_NAMES = frozenset(
         ".ruff_cache",
         ".hypothesis",
         ".ctx",
-        "build",
-        "dist",
         "site-packages",
         ".eggs",
         ".direnv",
     }
 )
+# Build output, unless the folder is itself a Python package (pip has ``operations/build/``,
+# pypa/build has ``src/build/``: source, not output).
+_OUTPUT_NAMES = frozenset({"build", "dist"})
 _VENV_NAMES = frozenset({"venv", ".venv", "env", ".env"})
 # Markers found in a directory's own listing that make it an environment, not source.
 _ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
@@ -174,11 +175,7 @@ class WorkspaceWalker:
                 target = os.path.realpath(link.path)
                 if not _is_inside(target, root_real):
                     self.skipped.append(Skipped(link.rel, OUTSIDE_ROOT))
-                elif (
-                    target not in visited
-                    and os.path.isdir(target)
-                    and not self._pruned_target(target, root_real)
-                ):
+                elif target not in visited and os.path.isdir(target) and not self._pruned_target(target, root_real):
                     stack.append(_Frame(link.path, link.rel, link.ignores, target))
             links = []
         entries.sort(key=lambda e: e.rel)
@@ -202,6 +199,8 @@ class WorkspaceWalker:
     def _skip_dir_name(name: str, path: str) -> bool:
         if name in SKIP_DIR_NAMES or name.endswith(".egg-info"):
             return True
+        if name in _OUTPUT_NAMES:
+            return not os.path.exists(os.path.join(path, "__init__.py"))
         if name in _VENV_NAMES:
             return (
                 os.path.exists(os.path.join(path, "pyvenv.cfg"))
@@ -259,9 +258,7 @@ class WorkspaceWalker:
         # Reverse so the stack pops them in name order (keeps ``skipped`` order stable too).
         stack.extend(reversed(subdirs))
 
-    def _file(
-        self, entry: os.DirEntry[str], rel: str, is_link: bool, root_real: str, entries: list[WalkEntry]
-    ) -> None:
+    def _file(self, entry: os.DirEntry[str], rel: str, is_link: bool, root_real: str, entries: list[WalkEntry]) -> None:
         try:
             if is_link and not _is_inside(os.path.realpath(entry.path), root_real):
                 self.skipped.append(Skipped(rel, OUTSIDE_ROOT))

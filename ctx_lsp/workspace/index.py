@@ -16,11 +16,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import os
 import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -150,9 +152,7 @@ _SYMBOL_COLUMNS = (
     "card_tokens",
     "body_tokens",
 )
-_INSERT_SYMBOL = (
-    f"INSERT INTO symbols({', '.join(_SYMBOL_COLUMNS)}) VALUES ({', '.join('?' * len(_SYMBOL_COLUMNS))})"
-)
+_INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(_SYMBOL_COLUMNS)}) VALUES ({', '.join('?' * len(_SYMBOL_COLUMNS))})"
 _SELECT = "SELECT " + ", ".join(f"s.{c}" for c in _SYMBOL_COLUMNS) + " FROM symbols s"
 
 
@@ -256,6 +256,59 @@ class _Work:
     known: bool = True  # False: the file has no rows yet, nothing to delete first
 
 
+def _token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int]]]]:
+    """The texts to count for one file, and how to turn their counts into
+    ``(card_tokens, body_tokens)`` per symbol.
+
+    Each source line is counted about once: a leaf (function, method, variable) on its exact
+    body; a container (class, module) as its own lines outside its children plus its
+    children's totals, so a class is not re-tokenized on top of its methods. At the seams
+    this can differ from counting the joined text by a token or so (runs of newlines split).
+    """
+    syms = parsed.symbols
+    lines = parsed.lines
+    n = len(syms)
+    texts = [s.card for s in syms]  # texts[i] is symbol i's card
+    own: list[list[int]] = [[] for _ in syms]  # indexes into texts making up i's own lines
+    kids: dict[int, list[int]] = {}
+    stack: list[int] = []
+    for i, s in enumerate(syms):  # containers come before their children (source order)
+        while stack and not (syms[stack[-1]].start_line <= s.start_line <= syms[stack[-1]].end_line):
+            stack.pop()
+        if stack and syms[stack[-1]].qualname == s.parent:
+            kids.setdefault(stack[-1], []).append(i)
+        if s.kind in ("module", "class"):
+            stack.append(i)
+    unique_kids: dict[int, list[int]] = {}
+    for i, s in enumerate(syms):
+        children = kids.get(i)
+        if not children:
+            own[i].append(len(texts))
+            texts.append(s.body if s.kind != "module" else "".join(lines))
+            continue
+        by_range: dict[tuple[int, int], int] = {}
+        for k in children:  # ``a = b = 1`` is two symbols over one range: count it once
+            by_range.setdefault((syms[k].start_line, syms[k].end_line), k)
+        unique_kids[i] = list(by_range.values())
+        cur = s.start_line
+        for start, end in sorted(by_range):
+            if start > cur:
+                own[i].append(len(texts))
+                texts.append("".join(lines[cur:start]))
+            cur = max(cur, end + 1)
+        if cur <= s.end_line:
+            own[i].append(len(texts))
+            texts.append("".join(lines[cur : s.end_line + 1]))
+
+    def assemble(counts: list[int]) -> list[tuple[int, int]]:
+        body = [0] * n
+        for i in range(n - 1, -1, -1):  # children (later in the list) first
+            body[i] = sum(counts[j] for j in own[i]) + sum(body[k] for k in unique_kids.get(i, ()))
+        return [(counts[i], body[i]) for i in range(n)]
+
+    return texts, assemble
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
@@ -338,9 +391,7 @@ class WorkspaceIndex:
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         conn.execute(stmt)
-                conn.executemany(
-                    "INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)", sorted(wanted.items())
-                )
+                conn.executemany("INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)", sorted(wanted.items()))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -411,6 +462,9 @@ class WorkspaceIndex:
 
         gc_was_enabled = gc.isenabled()
         gc.disable()  # ASTs are acyclic; the cyclic GC only re-traverses them (≈25% of parse time)
+        pool = None
+        if len(changed) >= 20 and (os.cpu_count() or 1) > 1:
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-tokens")
         try:
             batch: list[_Work] = []
             for done, e in enumerate(changed, 1):
@@ -419,13 +473,17 @@ class WorkspaceIndex:
                 work.known = prev is not None
                 batch.append(work)
                 if len(batch) >= BATCH_FILES:
+                    self._count_batch(batch, pool)
                     self._write(batch, stats)
                     batch = []
                 if progress is not None:
                     progress(done, len(changed), e.rel)
             if batch:
+                self._count_batch(batch, pool)
                 self._write(batch, stats)
         finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
             if gc_was_enabled:
                 gc.enable()
 
@@ -464,49 +522,31 @@ class WorkspaceIndex:
             work.action, work.reason = "error", parsed.error
         else:
             work.action, work.parsed = "replace", parsed
-            work.tokens = self._token_counts(parsed)
         return work
 
-    def _token_counts(self, parsed: ParsedModule) -> list[tuple[int, int]]:
-        """(card_tokens, body_tokens) per symbol, counting each source line about once.
-
-        A leaf (function, method, variable) is counted on its exact body text. A container
-        (class, module) is its own lines outside its children plus its children's counts, so
-        a class is not re-tokenized on top of its methods. At the seams this can differ from
-        counting the joined text by a token or so (newline runs are split), usually upward.
-        """
+    def _count_batch(self, batch: list[_Work], pool: ThreadPoolExecutor | None) -> None:
+        """Fill ``work.tokens`` for every parsed file of a batch, counting all texts at once
+        (on two threads when a pool is given: tiktoken releases the GIL, 1.5x measured)."""
+        plans = []
+        texts: list[str] = []
+        for work in batch:
+            if work.parsed is not None and work.tokens is None:
+                own_texts, assemble = _token_plan(work.parsed)
+                plans.append((work, len(texts), len(own_texts), assemble))
+                texts.extend(own_texts)
+        if not plans:
+            return
         count = self._counter.count
-        syms = parsed.symbols
-        lines = parsed.lines
-        body = [0] * len(syms)
-        children: dict[int, list[int]] = {}
-        stack: list[int] = []
-        for i, s in enumerate(syms):
-            while stack and not (syms[stack[-1]].start_line <= s.start_line <= syms[stack[-1]].end_line):
-                stack.pop()
-            if stack and syms[stack[-1]].qualname == s.parent:
-                children.setdefault(stack[-1], []).append(i)
-            if s.kind in ("module", "class"):
-                stack.append(i)
-        for i in range(len(syms) - 1, -1, -1):  # children come after their container
-            s = syms[i]
-            kids = children.get(i)
-            if not kids:
-                body[i] = count(s.body) if s.kind != "module" else count("".join(lines))
-                continue
-            ranges: dict[tuple[int, int], int] = {}
-            for k in kids:  # ``a = b = 1`` gives two symbols over one range: count it once
-                ranges[(syms[k].start_line, syms[k].end_line)] = body[k]
-            total = sum(ranges.values())
-            cur = s.start_line
-            for start, end in sorted(ranges):
-                if start > cur:
-                    total += count("".join(lines[cur:start]))
-                cur = max(cur, end + 1)
-            if cur <= s.end_line:
-                total += count("".join(lines[cur : s.end_line + 1]))
-            body[i] = total
-        return [(count(s.card), body[i]) for i, s in enumerate(syms)]
+        if pool is None or len(texts) < 64:
+            counts = [count(t) for t in texts]
+        else:
+            # Interleaved halves keep the two threads about equally busy.
+            other = pool.submit(lambda: [count(t) for t in texts[1::2]])
+            counts = [0] * len(texts)
+            counts[0::2] = [count(t) for t in texts[0::2]]
+            counts[1::2] = other.result()
+        for work, start, n, assemble in plans:
+            work.tokens = assemble(counts[start : start + n])
 
     def _write(self, batch: list[_Work], stats: IndexStats | None) -> None:
         """Apply a batch of file results in one write transaction."""
@@ -539,9 +579,7 @@ class WorkspaceIndex:
             if stats is not None:
                 stats.files_removed += 1
         elif work.action == "stat":
-            conn.execute(
-                "UPDATE files SET size = ?, mtime_ns = ? WHERE rel = ?", (work.size, work.mtime_ns, rel)
-            )
+            conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE rel = ?", (work.size, work.mtime_ns, rel))
             if stats is not None:
                 stats.files_unchanged += 1
         elif work.action == "skip":
@@ -662,6 +700,7 @@ class WorkspaceIndex:
             work.action, work.reason = "skip", BINARY
         else:
             self._classify_parse(work, parse_module(rel, source))
+            self._count_batch([work], None)
         self._write([work], None)
         if work.action != "replace":
             return work.action == "skip" and bool(old)
@@ -785,9 +824,7 @@ class WorkspaceIndex:
 
     def get_all(self, qualname: str) -> list[IndexedSymbol]:
         """Every symbol with this qualname (overloads, property setters, redefinitions)."""
-        rows = self._reader().execute(
-            f"{_SELECT} WHERE s.qualname = ? ORDER BY s.path, s.start_line", (qualname,)
-        )
+        rows = self._reader().execute(f"{_SELECT} WHERE s.qualname = ? ORDER BY s.path, s.start_line", (qualname,))
         return [self._symbol(r) for r in rows]
 
     def get(self, qualname: str) -> IndexedSymbol | None:
@@ -820,9 +857,7 @@ class WorkspaceIndex:
 
     def imports_of(self, rel: str) -> list[tuple[str, str]]:
         """``(local_name, target_qualname)`` pairs of one file."""
-        rows = self._reader().execute(
-            "SELECT local_name, target FROM imports WHERE path = ? ORDER BY rowid", (rel,)
-        )
+        rows = self._reader().execute("SELECT local_name, target FROM imports WHERE path = ? ORDER BY rowid", (rel,))
         return [(r[0], r[1]) for r in rows]
 
     def resolve_name(self, name: str, from_rel: str | None = None) -> IndexedSymbol | None:
@@ -847,9 +882,7 @@ class WorkspaceIndex:
 
     def _module_of(self, rel: str) -> str:
         row = (
-            self._reader()
-            .execute("SELECT qualname FROM symbols WHERE path = ? AND kind = 'module'", (rel,))
-            .fetchone()
+            self._reader().execute("SELECT qualname FROM symbols WHERE path = ? AND kind = 'module'", (rel,)).fetchone()
         )
         return row[0] if row else module_name_for(rel)
 

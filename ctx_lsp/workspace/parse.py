@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import inspect
 import io
+import itertools
 import keyword
 import re
 import tokenize
@@ -34,11 +35,12 @@ _CARD_METHODS = 12
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # The separators str.splitlines knows and Python does not; without them splitlines is exact.
 _EXOTIC_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-# Identifiers of 2+ ASCII characters: 1-char names (i, x, _) say nothing to a search, and the
-# ASCII class scans ~40% faster than a Unicode one (this runs over every line of the tree).
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]+", re.ASCII)
+# Identifiers of 2+ ASCII characters, on bytes (faster than str): 1-char names (i, x, _) say
+# nothing to a search.
+_IDENT_BYTES_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]+")
 # Words that say nothing about what a body does; dropped from ``identifiers``.
 _NOISE_IDENTIFIERS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
+_NOISE_BYTES = frozenset(w.encode() for w in _NOISE_IDENTIFIERS)
 
 
 class Symbol(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,21 +160,22 @@ def _first_paragraph(doc: str) -> str:
     return para.replace('"""', '\\"\\"\\"')
 
 
-def _distinct_identifiers(texts: Iterable[str], extra: Iterable[str] = ()) -> str:
-    """Distinct identifiers in first-seen order, without keywords, capped at MAX_IDENTIFIERS.
+def _distinct_identifiers(text: str, extra: Iterable[str] = ()) -> str:
+    """Distinct identifiers of ``text`` (2+ ASCII characters, no keywords), after ``extra``,
+    in first-seen order, capped at MAX_IDENTIFIERS, space-joined.
 
-    A regex over the source text instead of an ``ast`` walk: it runs at C speed (an ast walk
-    over every expression costs about as much as parsing again, perf-anchors §2 "defs + refs")
-    and it also picks up argument names and words in comments, which help lexical search.
+    A regex over the source bytes instead of an ``ast`` walk: an ast walk over every
+    expression costs about as much as parsing again (perf-anchors §2, "defs + refs"); this
+    stays in C end to end (findall, dict.fromkeys, set difference, join). It also picks up
+    argument names and words in comments, which help lexical search.
     """
-    seen = dict.fromkeys(extra)
-    for text in texts:
-        seen.update(dict.fromkeys(_IDENT_RE.findall(text)))
-    for word in _NOISE_IDENTIFIERS.intersection(seen):
-        del seen[word]
-    if len(seen) > MAX_IDENTIFIERS:
-        return " ".join(list(seen)[:MAX_IDENTIFIERS])
-    return " ".join(seen)
+    words = dict.fromkeys(_IDENT_BYTES_RE.findall(text.encode("utf-8", "surrogatepass")))
+    for noise in _NOISE_BYTES.intersection(words):
+        del words[noise]
+    if extra:
+        words = {**dict.fromkeys(e.encode("utf-8", "surrogatepass") for e in extra), **words}
+    keys = list(words)[:MAX_IDENTIFIERS] if len(words) > MAX_IDENTIFIERS else words
+    return b" ".join(keys).decode("utf-8", "replace")
 
 
 class _Builder:
@@ -181,14 +184,20 @@ class _Builder:
     def __init__(self, rel: str, module: str, text: str) -> None:
         self.rel = rel
         self.module = module
+        self.text = text
         self.lines: list[str] = split_lines(text)
+        # offsets[i] = where line i starts in text: a body is one slice, not a join of lines
+        self.offsets: list[int] = [0, *itertools.accumulate(map(len, self.lines))]
         self.symbols: list[Symbol] = []
         self.imports: list[tuple[str, str]] = []
 
     # -- helpers -------------------------------------------------------------------------
 
     def _segment(self, start: int, end: int) -> str:
-        return "".join(self.lines[start : end + 1])
+        """Source text of lines ``start..end`` (inclusive, clamped)."""
+        offsets = self.offsets
+        last = len(offsets) - 1
+        return self.text[offsets[min(max(start, 0), last)] : offsets[min(max(end + 1, 0), last)]]
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -323,7 +332,7 @@ class _Builder:
             docstring=docstring,
             decorators=decorators,
             parent=parent,
-            identifiers=_distinct_identifiers((body,)),
+            identifiers=_distinct_identifiers(body),
             body=body,
             card=self._card(start, end, decorators, signature, docstring, preview, more),
         )
@@ -359,7 +368,7 @@ class _Builder:
             docstring=docstring,
             decorators=decorators,
             parent=parent,
-            identifiers=_distinct_identifiers(self._own_text(start, end, children), names),
+            identifiers=_distinct_identifiers("".join(self._own_text(start, end, children)), names),
             body=self._segment(start, end),
             card=self._card(start, end, decorators, signature, docstring, preview, False),
         )
@@ -376,13 +385,10 @@ class _Builder:
         value = self._value_text(node.value) if node.value is not None else ""
         # Attribute docstring convention: a string literal right after the assignment.
         docstring = ""
-        if (
-            isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
+        if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
             docstring = inspect.cleandoc(nxt.value.value)
         body = self._segment(start, end)
+        identifiers = _distinct_identifiers(body)
         for name in names:
             if isinstance(node, ast.AnnAssign):
                 signature = f"{name}: {_unparse(node.annotation)}"
@@ -403,7 +409,7 @@ class _Builder:
                     signature=signature,
                     docstring=docstring,
                     parent=parent,
-                    identifiers=_distinct_identifiers((body,)),
+                    identifiers=identifiers,
                     body=body,
                     card=self._card(start, end, (), signature, docstring, [], False),
                 )
@@ -463,7 +469,7 @@ class _Builder:
             end_col=len(last.encode("utf-8")),
             docstring=docstring,
             parent="",
-            identifiers=_distinct_identifiers(self._own_text(0, end_line, children), names),
+            identifiers=_distinct_identifiers("".join(self._own_text(0, end_line, children)), names),
             body="",  # the whole file is not duplicated into the index
             card=card,
         )

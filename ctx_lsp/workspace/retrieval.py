@@ -64,9 +64,7 @@ def body_text(sym: SymbolRow) -> str:
     return f"# {sym.path}:{sym.start_line + 1}-{sym.end_line + 1} · {sym.qualname}\n{sym.body.rstrip()}"
 
 
-def card_item(
-    sym: SymbolRow, calibration: float, *, score: float | None = None, why: str | None = None
-) -> Item:
+def card_item(sym: SymbolRow, calibration: float, *, score: float | None = None, why: str | None = None) -> Item:
     return Item(
         id=f"card:{sym.qualname}@{_short_hash(sym.card)}",
         section="rag",

@@ -1,0 +1,637 @@
+"""The language server: LSP plus the ctx/ methods (DESIGN.md §5). Handlers are thin: decode
+params at the edge, call the engine on its worker thread, encode the result, push notifications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlparse
+
+import msgspec
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from ctx_lsp import __version__
+from ctx_lsp.config import load_workspace_config, validate
+from ctx_lsp.core.conversation import ConversationError, parse_messages
+from ctx_lsp.core.items import ContextOverflow, Message, Position, Range
+from ctx_lsp.core.meter import format_tokens
+from ctx_lsp.core.planner import InvalidBudget
+from ctx_lsp.engine import Engine, Focus, NotFound, PinIntent, SessionEngine, SessionPlanRequest, UserError
+from ctx_lsp.memory.store import PinRecord, StoreError
+from ctx_lsp.server import protocol as P
+from ctx_lsp.workspace.parse import parse_module
+
+log = logging.getLogger("ctx_lsp.server")
+T = TypeVar("T")
+INDEX_DEBOUNCE_SECONDS = 0.2
+
+
+class CtxServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("ctx-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.engine: SessionEngine | None = None
+        self.session_id = f"conn-{uuid.uuid4().hex[:12]}"
+        self.config_messages: list[str] = []
+        # One worker thread owns the engine: requests are served in order, SQLite stays simple.
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-engine")
+        self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index")
+        self.index_ready = asyncio.Event()
+        self._pending_index: dict[str, asyncio.TimerHandle] = {}
+        self._background: set[asyncio.Task] = set()
+
+    # ---- helpers used by handlers ----------------------------------------------------------
+
+    @property
+    def core(self) -> SessionEngine:
+        if self.engine is None:
+            raise JsonRpcServerError("the server is not initialized yet", P.INDEX_NOT_READY)
+        return self.engine
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run engine work on the worker thread, mapping domain errors to JSON-RPC errors a
+        person can act on (no tracebacks leak to the client)."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.worker, lambda: fn(*args))
+        except ContextOverflow as err:
+            raise JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by}) from None
+        except (NotFound, StoreError) as err:
+            raise JsonRpcServerError(str(err), P.NOT_FOUND) from None
+        except (UserError, InvalidBudget, ConversationError, P.ParamsError) as err:
+            raise JsonRpcInvalidParams(str(err)) from None
+        except JsonRpcException:
+            raise
+        except Exception as err:  # a bug: say so plainly, log the traceback, keep serving
+            log.exception("internal error")
+            raise JsonRpcInternalError(f"internal error: {type(err).__name__}: {err}") from None
+
+    def session_of(self, session: str | None) -> str:
+        return session or self.session_id
+
+    def rel(self, uri: str) -> str:
+        if self.engine is None:
+            raise JsonRpcServerError("the server is not initialized yet", P.INDEX_NOT_READY)
+        path = to_fs_path(uri) if uri.startswith("file:") else uri
+        if path is None:
+            raise JsonRpcInvalidParams(f"not a file URI: {uri!r}")
+        try:
+            return Path(path).resolve().relative_to(self.core.engine.root).as_posix()
+        except ValueError:
+            raise JsonRpcInvalidParams(f"{uri} is outside the workspace {self.core.engine.root}") from None
+
+    def uri(self, rel: str) -> str:
+        return from_fs_path(str(self.core.engine.root / rel)) or rel
+
+    def open_text(self, uri: str) -> str | None:
+        """The buffer's text if the editor has the document open (it may be unsaved)."""
+        doc = self.workspace.text_documents.get(uri)
+        return doc.source if doc is not None else None
+
+    def notify_meter(self, session: str, meter: dict[str, Any]) -> None:
+        self.protocol.notify("ctx/budgetChanged", meter)
+
+    def spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+server = CtxServer()
+
+
+def decode(params: Any, kind: type[T]) -> T:
+    try:
+        return P.decode(params, kind)
+    except P.ParamsError as err:
+        raise JsonRpcInvalidParams(str(err)) from None
+
+
+def pin_out(ls: CtxServer, pin: PinRecord) -> dict[str, Any]:
+    rng = None
+    if pin.start_line is not None and pin.end_line is not None:
+        rng = Range(Position(pin.start_line, 0), Position(pin.end_line, 0))
+    out = P.Pin(
+        id=pin.id,
+        kind=pin.kind,
+        policy=pin.policy,
+        ttl=pin.ttl,
+        ttl_remaining=pin.ttl_remaining,
+        lease_scope=pin.lease_scope,
+        priority=pin.priority,
+        created_by=pin.created_by,
+        title=pin.title,
+        status=pin.status,
+        symbol=pin.symbol,
+        path=pin.path,
+        uri=ls.uri(pin.path) if pin.path else None,
+        range=rng,
+        tokens=ls.core.pin_tokens(pin),
+    )
+    return P.encode(out)
+
+
+def intent_of(ls: CtxServer, req: P.PinRequest) -> PinIntent:
+    path = text = None
+    line = character = None
+    if req.text_document is not None:
+        path = ls.rel(req.text_document.uri)
+        text = ls.open_text(req.text_document.uri)
+    if req.position is not None:
+        line, character = req.position.line, req.position.character
+    if req.symbol is None and (path is None or line is None):
+        raise JsonRpcInvalidParams("give either 'symbol' (a qualified name) or 'textDocument' and 'position'")
+    return PinIntent(
+        symbol=req.symbol,
+        path=path,
+        line=line,
+        character=character,
+        text=text,
+        kind=req.kind,
+        ttl=req.ttl,
+        policy=req.policy,
+        priority=req.priority,
+        lease_scope=req.lease_scope,
+    )
+
+
+# ---- lifecycle ----------------------------------------------------------------------------
+
+
+def _root_of(params: types.InitializeParams) -> Path:
+    if params.workspace_folders:
+        uri = params.workspace_folders[0].uri
+    elif params.root_uri:
+        uri = params.root_uri
+    elif params.root_path:
+        return Path(params.root_path)
+    else:
+        return Path.cwd()
+    return Path(unquote(urlparse(uri).path))
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: CtxServer, params: types.InitializeParams) -> None:
+    """Open the workspace: configuration (files, then initializationOptions), index, memory."""
+    root = _root_of(params)
+    options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+    if isinstance(options.get("session"), str) and options["session"]:
+        ls.session_id = options["session"]
+    config, messages = load_workspace_config(root)
+    settings = options.get("settings", {k: v for k, v in options.items() if k != "session"})
+    if isinstance(settings, dict) and settings:
+        config, more = validate(settings, "initializationOptions", base=config)
+        messages += more
+    ls.config_messages = messages
+    ls.engine = SessionEngine(Engine(root, config))
+    ls.engine.open_session(ls.session_id)
+    log.info("ctx-lsp %s serving %s (session %s)", __version__, root, ls.session_id)
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: CtxServer, params: types.InitializedParams) -> None:
+    for message in ls.config_messages:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
+    caps = ls.client_capabilities
+    watch = caps.workspace and caps.workspace.did_change_watched_files
+    if watch and watch.dynamic_registration:
+        ls.spawn(_register_watchers(ls))
+    ls.spawn(_index_with_progress(ls))
+
+
+async def _register_watchers(ls: CtxServer) -> None:
+    try:
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id="ctx-watch-python",
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                            watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")]
+                        ),
+                    )
+                ]
+            )
+        )
+    except Exception as err:  # the client declined: document events still keep the index current
+        log.info("file watcher registration declined: %s", err)
+
+
+async def _index_with_progress(ls: CtxServer) -> None:
+    caps = ls.client_capabilities
+    use_progress = bool(caps.window and caps.window.work_done_progress)
+    token = f"ctx-index-{uuid.uuid4().hex[:8]}"
+    loop = asyncio.get_running_loop()
+    if use_progress:
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="ctx: indexing", percentage=0))
+        except Exception:
+            use_progress = False
+    last = [-1]
+
+    def report(done: int, total: int, rel: str) -> None:
+        pct = int(100 * done / total) if total else 100
+        if use_progress and pct != last[0]:
+            last[0] = pct
+            loop.call_soon_threadsafe(
+                ls.work_done_progress.report,
+                token,
+                types.WorkDoneProgressReport(message=f"{done}/{total} {rel}", percentage=pct),
+            )
+
+    try:
+        stats = await loop.run_in_executor(ls.indexer, ls.core.engine.refresh_index, report)
+        summary = f"{stats.symbols} symbols in {stats.files_seen} files ({stats.seconds:.1f} s)"
+        log.info("indexed: %s", summary)
+    except Exception as err:
+        log.exception("indexing failed")
+        summary = f"indexing failed: {err}"
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"ctx-lsp: {summary}"))
+    finally:
+        ls.index_ready.set()
+        if use_progress:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
+
+
+@server.feature(types.SHUTDOWN)
+def on_shutdown(ls: CtxServer, params: Any) -> None:
+    for task in list(ls._background):
+        task.cancel()
+    if ls.engine is not None:
+        ls.worker.submit(ls.engine.close).result(timeout=10)
+        ls.engine = None
+
+
+# ---- documents keep the index current ---------------------------------------------------------
+
+
+def _schedule_index(ls: CtxServer, uri: str) -> None:
+    if not uri.endswith(".py") or ls.engine is None:
+        return
+    loop = asyncio.get_running_loop()
+    old = ls._pending_index.pop(uri, None)
+    if old is not None:
+        old.cancel()
+
+    def fire() -> None:
+        ls._pending_index.pop(uri, None)
+        text = ls.open_text(uri)
+        try:
+            rel = ls.rel(uri)
+        except JsonRpcException:
+            return
+        data = text.encode("utf-8") if text is not None else None
+        loop.run_in_executor(ls.indexer, ls.core.engine.index.update_file, rel, data)
+
+    ls._pending_index[uri] = loop.call_later(INDEX_DEBOUNCE_SECONDS, fire)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: CtxServer, params: types.DidOpenTextDocumentParams) -> None:
+    _schedule_index(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: CtxServer, params: types.DidChangeTextDocumentParams) -> None:
+    _schedule_index(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: CtxServer, params: types.DidSaveTextDocumentParams) -> None:
+    _schedule_index(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: CtxServer, params: types.DidCloseTextDocumentParams) -> None:
+    _schedule_index(ls, params.text_document.uri)  # back to the text on disk
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched(ls: CtxServer, params: types.DidChangeWatchedFilesParams) -> None:
+    for change in params.changes:
+        if change.type == types.FileChangeType.Deleted:
+            try:
+                rel = ls.rel(change.uri)
+            except JsonRpcException:
+                continue
+            asyncio.get_running_loop().run_in_executor(ls.indexer, ls.core.engine.index.remove_file, rel)
+        else:
+            _schedule_index(ls, change.uri)
+
+
+# ---- code lenses: "Pin to context" ----------------------------------------------------------
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: CtxServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+    """One lens per function, class and method; cheap (the command is built on resolve)."""
+    uri = params.text_document.uri
+    doc = ls.workspace.get_text_document(uri)
+    try:
+        rel = ls.rel(uri)
+    except JsonRpcException:
+        return None
+    parsed = parse_module(rel, doc.source)
+    lenses = []
+    for sym in parsed.symbols:
+        if sym.kind in ("class", "function", "method"):
+            line = sym.start_line + len(sym.decorators)
+            rng = types.Range(types.Position(line, 0), types.Position(line, 0))
+            lenses.append(types.CodeLens(range=rng, data={"uri": uri, "symbol": sym.qualname}))
+    return lenses
+
+
+@server.feature(types.CODE_LENS_RESOLVE)
+async def code_lens_resolve(ls: CtxServer, lens: types.CodeLens) -> types.CodeLens:
+    data = lens.data if isinstance(lens.data, dict) else {}
+    symbol = data.get("symbol", "")
+    pins = await ls.run(ls.core.pins, ls.session_id)
+    pin = next((p for p in pins if p.symbol == symbol), None)
+    if pin is None:
+        lens.command = types.Command(
+            title="📌 Pin to context", command="ctx.pinSymbol", arguments=[data.get("uri"), symbol]
+        )
+    else:
+        ttl = "no ttl" if pin.ttl_remaining is None else f"ttl {pin.ttl_remaining}"
+        tokens = ls.core.pin_tokens(pin)
+        tok = f" · {format_tokens(tokens)} tok" if tokens is not None else ""
+        lens.command = types.Command(title=f"📌 Pinned · {ttl}{tok} · unpin", command="ctx.unpin", arguments=[pin.id])
+    return lens
+
+
+@server.command("ctx.pinSymbol")
+async def cmd_pin(ls: CtxServer, *args: Any) -> dict[str, Any]:
+    """ctx.pinSymbol(uri, qualifiedName) or ctx.pinSymbol(uri, {line, character})."""
+    if len(args) < 2:
+        raise JsonRpcInvalidParams("ctx.pinSymbol takes a document URI and a symbol name or a position")
+    uri, target = args[0], args[1]
+    pos = P.to_builtin(target)
+    if isinstance(pos, dict):
+        req = P.PinRequest(text_document=P.TextDocument(uri=uri), position=Position(pos["line"], pos["character"]))
+    else:
+        req = P.PinRequest(text_document=P.TextDocument(uri=uri), symbol=str(target))
+    return await _pin(ls, req, ls.session_id)
+
+
+@server.command("ctx.unpin")
+async def cmd_unpin(ls: CtxServer, *args: Any) -> dict[str, Any]:
+    if not args:
+        raise JsonRpcInvalidParams("ctx.unpin takes a pin id")
+    return await _unpin(ls, str(args[0]), ls.session_id)
+
+
+@server.command("ctx.plan")
+async def cmd_plan(ls: CtxServer, *args: Any) -> dict[str, Any]:
+    if not args or not isinstance(args[0], str):
+        raise JsonRpcInvalidParams("ctx.plan takes a query")
+    return await plan_context(ls, {"query": args[0]})
+
+
+# ---- ctx/ methods -------------------------------------------------------------------------
+
+
+async def _replan_latest(ls: CtxServer, session: str) -> None:
+    """Something that changes the budget happened: re-plan the session's latest question so the
+    meter and tree show the new state, and push them."""
+
+    def work() -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        plan_id = ls.core.store.latest_plan_id(session)
+        changed = None
+        if plan_id is not None:
+            row = ls.core.store.plan_row(plan_id, session)
+            out = ls.core.plan(SessionPlanRequest(session=session, query=row["query"]))
+            p = out.result.plan
+            changed = {
+                "session": session,
+                "planId": p.plan_id,
+                "tokens": p.totals.tokens,
+                "promptBudget": p.prompt_budget,
+            }
+        return changed, ls.core.meter(session)
+
+    changed, meter = await ls.run(work)
+    if changed is not None:
+        ls.protocol.notify("ctx/planChanged", changed)
+    ls.notify_meter(session, meter)
+
+
+@server.feature("ctx/planContext")
+async def plan_context(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.PlanContextParams)
+    session = ls.session_of(p.session)
+    focus = None
+    if p.focus is not None:
+        focus = Focus(path=ls.rel(p.focus.uri), line=p.focus.position.line if p.focus.position else None)
+    req = SessionPlanRequest(
+        session=session,
+        query=p.query,
+        model=p.model,
+        mode=p.mode,
+        context_length=p.context_length,
+        max_completion_tokens=p.max_completion_tokens,
+        safety_buffer=p.safety_buffer,
+        rag_budget=p.rag_budget,
+        focus=focus,
+        open_files=[ls.rel(u) if u.startswith("file:") else u for u in p.open_files or []],
+        dry_run=p.dry_run,
+        extra_pins=[intent_of(ls, x) for x in p.extra_pins or []],
+        drop_items=list(p.drop_items or []),
+    )
+    outcome = await ls.run(ls.core.plan, req)
+    plan = outcome.result.plan
+    if not p.dry_run:
+        ls.protocol.notify(
+            "ctx/planChanged",
+            {
+                "session": session,
+                "planId": plan.plan_id,
+                "tokens": plan.totals.tokens,
+                "promptBudget": plan.prompt_budget,
+            },
+        )
+        ls.notify_meter(session, await ls.run(ls.core.meter, session))
+    return P.encode(plan)
+
+
+@server.feature("ctx/renderPrompt")
+async def render_prompt(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.RenderPromptParams)
+    outcome = await ls.run(ls.core.outcome, ls.session_of(p.session), p.plan_id)
+    return P.encode(await ls.run(outcome.render, p.format))
+
+
+@server.feature("ctx/showBudget")
+async def show_budget(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.SessionParams)
+    return await ls.run(ls.core.meter, ls.session_of(p.session))
+
+
+async def _pin(ls: CtxServer, req: P.PinRequest, session: str) -> dict[str, Any]:
+    intent = intent_of(ls, req)
+    pin = await ls.run(ls.core.pin, session, intent)
+    out = pin_out(ls, pin)
+    await _replan_latest(ls, session)
+    return out
+
+
+async def _unpin(ls: CtxServer, pin_id: str, session: str) -> dict[str, Any]:
+    pin = await ls.run(ls.core.unpin, session, pin_id)
+    out = pin_out(ls, pin)
+    await _replan_latest(ls, session)
+    return out
+
+
+@server.feature("ctx/pinSymbol")
+async def pin_symbol(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.PinSymbolParams)
+    return await _pin(ls, p, ls.session_of(p.session))
+
+
+@server.feature("ctx/unpin")
+async def unpin(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.UnpinParams)
+    return await _unpin(ls, p.pin_id, ls.session_of(p.session))
+
+
+@server.feature("ctx/listPins")
+async def list_pins(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
+    p = decode(params, P.SessionParams)
+    pins = await ls.run(ls.core.pins, ls.session_of(p.session))
+    return [pin_out(ls, pin) for pin in pins]
+
+
+@server.feature("ctx/restoreItem")
+async def restore_item(ls: CtxServer, params: Any) -> dict[str, Any]:
+    """Restore an item of the dropped ledger in one call: pin what it shows."""
+    p = decode(params, P.RestoreItemParams)
+    session = ls.session_of(p.session)
+    item = await ls.run(ls.core.excluded_item, session, p.item_id, p.plan_id)
+    if not item.get("symbol"):
+        raise JsonRpcInvalidParams(f"item {p.item_id!r} ({item.get('kind')}) is not code and cannot be pinned")
+    req = P.PinRequest(symbol=item["symbol"], kind=p.kind, ttl=p.ttl)
+    return await _pin(ls, req, session)
+
+
+@server.feature("ctx/appendMessages")
+async def append_messages(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.AppendMessagesParams)
+    session = ls.session_of(p.session)
+    raw = [P.encode(m) for m in p.messages]
+    for m in raw:  # our wire names are camelCase; the parser also reads OpenAI's snake_case
+        if "toolCalls" in m:
+            m["tool_calls"] = m.pop("toolCalls")
+        if "toolCallId" in m:
+            m["tool_call_id"] = m.pop("toolCallId")
+    try:
+        messages: list[Message] = parse_messages(raw)
+    except ConversationError as err:
+        raise JsonRpcInvalidParams(str(err)) from None
+    messages = [m if "id" in r else _fresh_id(m) for m, r in zip(messages, raw, strict=True)]
+    await ls.run(ls.core.append, session, p.branch, messages)
+    await _replan_latest(ls, session)
+    count = len(await ls.run(ls.core.messages, session, p.branch))
+    meter = await ls.run(ls.core.meter, session)
+    return {"appended": len(messages), "messages": count, "budget": meter}
+
+
+def _fresh_id(m: Message) -> Message:
+    return msgspec.structs.replace(m, id=f"m-{uuid.uuid4().hex[:12]}")
+
+
+@server.feature("ctx/reportUsage")
+async def report_usage(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.ReportUsageParams)
+    session = ls.session_of(p.session)
+    report, asked, _expired = await ls.run(
+        ls.core.report_usage, session, p.plan_id, p.input_tokens, p.output_tokens, p.cached_input_tokens
+    )
+    if asked:
+        ls.protocol.notify("ctx/askRepin", {"session": session, "pins": [pin_out(ls, x) for x in asked]})
+    await _replan_latest(ls, session)
+    return report
+
+
+@server.feature("ctx/listMessages")
+async def list_messages(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.ListMessagesParams)
+    session = ls.session_of(p.session)
+    stored = await ls.run(ls.core.messages, session, p.branch)
+    record = await ls.run(ls.core.open_session, session)
+    out = [
+        P.StoredMessageOut(
+            id=m.id,
+            role=m.role,
+            content=m.content,
+            turn=m.turn,
+            parent=m.parent,
+            tool_calls=m.tool_calls,
+            tool_call_id=m.tool_call_id,
+            name=m.name,
+            archived=m.archived_by is not None,
+            archived_by=m.archived_by,
+        )
+        for m in stored
+        if p.include_archived or m.archived_by is None
+    ]
+    return P.encode(P.MessagesResult(session=session, branch=p.branch or record.branch, messages=out))
+
+
+@server.feature("ctx/listExcluded")
+async def list_excluded(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.ListExcludedParams)
+    session = ls.session_of(p.session)
+    turns = await ls.run(ls.core.ledger, session, p.plan_id, max(1, p.turns))
+    return {"session": session, "turns": turns}
+
+
+@server.feature("ctx/replayPlan")
+async def replay_plan(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.ReplayPlanParams)
+    identical, result = await ls.run(ls.core.replay, p.plan_id)
+    return {
+        "planId": p.plan_id,
+        "identical": identical,
+        "replayedPlanId": result.plan.plan_id,
+        "plan": P.encode(result.plan),
+    }
+
+
+@server.feature("ctx/setMode")
+async def set_mode(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.SetModeParams)
+    session = ls.session_of(p.session)
+    mode = await ls.run(ls.core.set_mode, session, p.mode)
+    await _replan_latest(ls, session)
+    return {"session": session, "mode": mode}
+
+
+@server.feature("ctx/branch")
+async def branch(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.BranchParams)
+    return await ls.run(ls.core.branch, ls.session_of(p.session), p.from_message_id, p.name)
+
+
+def serve(tcp: str | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="ctx-lsp %(levelname)s %(message)s")
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
+    # ... and every error response with a traceback; ours are expected answers (unknown symbol,
+    # overflow), and real failures are logged by CtxServer.run.
+    logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        if not port.isdigit():
+            raise UserError(f"--tcp wants HOST:PORT, got {tcp!r}")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0

@@ -1,0 +1,394 @@
+"""The ctx/ protocol: every params and result type of the custom LSP methods (DESIGN.md §5).
+
+msgspec Structs, camelCase on the wire. Handlers call ``decode(params, T)`` at the edge (a
+malformed request becomes InvalidParams with the field named) and return ``encode(result)``
+(builtins: pygls cannot serialise a Struct). ``docs/protocol.schema.json`` is generated from
+this module (``python -m ctx_lsp.server.protocol``); the clients' types follow it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, Position, Range
+
+T = TypeVar("T")
+
+# JSON-RPC error codes. -32602 is the standard InvalidParams; ours sit in the server range.
+CONTEXT_OVERFLOW = -32001  # the required items alone do not fit the prompt budget
+NOT_FOUND = -32002  # unknown session, plan, pin, message or symbol
+INDEX_NOT_READY = -32003
+
+
+class _P(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """Base of all params/results: camelCase, unknown fields ignored (clients may send more)."""
+
+
+# ---- shared shapes ----------------------------------------------------------------------------
+
+
+class TextDocument(_P):
+    uri: str
+
+
+class Focus(_P):
+    uri: str
+    position: Position | None = None
+
+
+class ToolCallIn(_P):
+    id: str
+    name: str | None = None
+    arguments: str | dict[str, Any] | None = None
+    function: dict[str, Any] | None = None  # OpenAI's {name, arguments} nesting is accepted too
+    type: str | None = None
+
+
+class MessageIn(_P):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[Any] | None = None
+    id: str | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+class PinRequest(_P):
+    """A pin to apply (``ctx/pinSymbol``) or to imagine (``extraPins`` of a what-if plan)."""
+
+    symbol: str | None = None
+    text_document: TextDocument | None = None
+    position: Position | None = None
+    kind: PinKind = "sticky"
+    ttl: int | None = None
+    policy: PinPolicy = "automatic"
+    priority: int = 0
+    lease_scope: Literal["turn", "task"] = "turn"
+
+
+# ---- requests ---------------------------------------------------------------------------------
+
+
+class PlanContextParams(_P):
+    query: str
+    session: str | None = None
+    model: str | None = None
+    mode: Mode | None = None
+    max_completion_tokens: int | None = None
+    context_length: int | None = None
+    safety_buffer: int | None = None
+    rag_budget: int | None = None
+    focus: Focus | None = None
+    open_files: list[str] | None = None
+    dry_run: bool = False
+    extra_pins: list[PinRequest] | None = None
+    drop_items: list[str] | None = None
+
+
+class RenderPromptParams(_P):
+    session: str | None = None
+    plan_id: str | None = None
+    format: Literal["openai", "anthropic", "text"] = "openai"
+
+
+class SessionParams(_P):
+    session: str | None = None
+
+
+class PinSymbolParams(PinRequest):
+    session: str | None = None
+
+
+class UnpinParams(_P):
+    pin_id: str
+    session: str | None = None
+
+
+class AppendMessagesParams(_P):
+    messages: list[MessageIn]
+    session: str | None = None
+    branch: str | None = None
+
+
+class ReportUsageParams(_P):
+    plan_id: str
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+    session: str | None = None
+
+
+class ListMessagesParams(_P):
+    session: str | None = None
+    branch: str | None = None
+    include_archived: bool = True
+
+
+class ListExcludedParams(_P):
+    session: str | None = None
+    plan_id: str | None = None
+    turns: int = 5
+
+
+class ReplayPlanParams(_P):
+    plan_id: str
+
+
+class SetModeParams(_P):
+    mode: Mode
+    session: str | None = None
+
+
+class BranchParams(_P):
+    from_message_id: str
+    session: str | None = None
+    name: str | None = None
+
+
+class RestoreItemParams(_P):
+    """Restore an excluded item of the dropped ledger by pinning it."""
+
+    item_id: str
+    session: str | None = None
+    plan_id: str | None = None
+    kind: PinKind = "sticky"
+    ttl: int | None = None
+
+
+# ---- results ----------------------------------------------------------------------------------
+
+
+class SectionMeter(_P):
+    name: str
+    budget: int
+    used: int
+    count: int
+
+
+class EstimatorMeter(_P):
+    encoding: str
+    exact: bool
+    calibration: float
+    spread: float | None = None
+    reports: int = 0
+
+
+class BudgetMeter(_P):
+    session: str
+    model: str
+    mode: Mode
+    context_length: int
+    prompt_budget: int
+    used: int
+    percent: float
+    sections: list[SectionMeter]
+    estimator: EstimatorMeter
+    plan_id: str | None = None
+    turn: int = 0
+    last_estimate: int | None = None
+    last_actual: int | None = None
+    text: str = ""  # "ctx 41.2k / 120k": clients may show it as is
+
+
+class Pin(_P):
+    id: str
+    kind: PinKind
+    policy: PinPolicy
+    ttl: int | None
+    ttl_remaining: int | None
+    lease_scope: str
+    priority: int
+    created_by: str
+    title: str
+    status: str
+    symbol: str | None = None
+    uri: str | None = None
+    path: str | None = None
+    range: Range | None = None
+    tokens: int | None = None
+
+
+class AppendResult(_P):
+    appended: int
+    messages: int
+    budget: BudgetMeter
+
+
+class UsageReport(_P):
+    plan_id: str
+    model: str
+    estimate: int
+    input_tokens: int
+    cached_input_tokens: int
+    output_tokens: int
+    error: int  # actual − estimate
+    error_percent: float
+    calibration_before: float
+    calibration_after: float
+    spread: float | None
+    reports: int
+    turn: int
+    expired_pins: list[str]
+    ask_repin: list[str]
+
+
+class RenderedPromptResult(_P):
+    plan_id: str
+    format: str
+    tokens: int
+    system: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    text: str | None = None
+
+
+class StoredMessageOut(_P):
+    id: str
+    role: str
+    content: str
+    turn: int
+    parent: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    archived: bool = False
+    archived_by: int | None = None
+
+
+class MessagesResult(_P):
+    session: str
+    branch: str
+    messages: list[StoredMessageOut]
+
+
+class LedgerTurn(_P):
+    plan_id: str
+    turn: int
+    query: str
+    excluded: list[dict[str, Any]]
+
+
+class LedgerResult(_P):
+    session: str
+    turns: list[LedgerTurn]
+
+
+class ReplayResult(_P):
+    plan_id: str
+    identical: bool
+    replayed_plan_id: str
+    plan: ContextPlan
+
+
+class ModeResult(_P):
+    session: str
+    mode: Mode
+
+
+class BranchResult(_P):
+    name: str
+    head: str | None
+    forked_from: str | None
+    active: bool
+
+
+# ---- notifications ---------------------------------------------------------------------------
+
+
+class PlanChanged(_P):
+    session: str
+    plan_id: str
+    tokens: int
+    prompt_budget: int
+
+
+class AskRepin(_P):
+    session: str
+    pins: list[Pin]
+
+
+REQUESTS: dict[str, tuple[type | None, Any]] = {
+    "ctx/planContext": (PlanContextParams, ContextPlan),
+    "ctx/renderPrompt": (RenderPromptParams, RenderedPromptResult),
+    "ctx/showBudget": (SessionParams, BudgetMeter),
+    "ctx/pinSymbol": (PinSymbolParams, Pin),
+    "ctx/unpin": (UnpinParams, Pin),
+    "ctx/listPins": (SessionParams, list[Pin]),
+    "ctx/restoreItem": (RestoreItemParams, Pin),
+    "ctx/appendMessages": (AppendMessagesParams, AppendResult),
+    "ctx/reportUsage": (ReportUsageParams, UsageReport),
+    "ctx/listMessages": (ListMessagesParams, MessagesResult),
+    "ctx/listExcluded": (ListExcludedParams, LedgerResult),
+    "ctx/replayPlan": (ReplayPlanParams, ReplayResult),
+    "ctx/setMode": (SetModeParams, ModeResult),
+    "ctx/branch": (BranchParams, BranchResult),
+}
+NOTIFICATIONS: dict[str, Any] = {
+    "ctx/budgetChanged": BudgetMeter,
+    "ctx/planChanged": PlanChanged,
+    "ctx/askRepin": AskRepin,
+}
+
+
+class ParamsError(ValueError):
+    """Params that do not match the method's type; the message names the field."""
+
+
+def to_builtin(obj: Any) -> Any:
+    """pygls hands custom-method params over as namedtuples named ``Object``; turn them back
+    into plain JSON values (recursively: ``_asdict`` is shallow)."""
+    if hasattr(obj, "_asdict"):
+        return {k: to_builtin(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, list | tuple):
+        return [to_builtin(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_builtin(v) for k, v in obj.items()}
+    return obj
+
+
+def decode(params: Any, kind: type[T]) -> T:
+    raw = to_builtin(params)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ParamsError(f"params must be an object, got {type(raw).__name__}")
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError as err:
+        raise ParamsError(f"invalid params: {err}") from None
+
+
+def encode(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of every method's params and result, and of every notification."""
+    types: list[Any] = []
+    for params, result in REQUESTS.values():
+        types += [params, result]
+    types += list(NOTIFICATIONS.values())
+    (schemas, components) = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
+    methods = {}
+    it = iter(schemas)
+    for method in REQUESTS:
+        methods[method] = {"params": next(it), "result": next(it)}
+    notifications = {method: next(it) for method in NOTIFICATIONS}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ctx_lsp protocol",
+        "description": "Custom LSP methods of ctx_lsp (see docs/protocol.md). Generated; do not edit.",
+        "errors": {"InvalidParams": -32602, "ContextOverflow": CONTEXT_OVERFLOW, "NotFound": NOT_FOUND},
+        "requests": methods,
+        "notifications": notifications,
+        "$defs": components,
+    }
+
+
+if __name__ == "__main__":
+    json.dump(json_schema(), sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
