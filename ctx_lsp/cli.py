@@ -3,6 +3,8 @@
     ctx-lsp plan WORKSPACE --query "..."     plan context for a question, print the tree
     ctx-lsp index WORKSPACE                  build or refresh the workspace index
     ctx-lsp models                           list the built-in model registry
+    ctx-lsp report [WORKSPACE]               estimator accuracy and plan statistics
+    ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
     ctx-lsp serve                            the language server, for editors (stdio)
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
@@ -26,6 +28,7 @@ from ctx_lsp.engine import UserError
 
 EXIT_USER_ERROR = 2
 EXIT_OVERFLOW = 3
+CLI_SESSION = "cli"  # plans made from the command line are kept under this session
 
 
 def _positive(text: str) -> int:
@@ -95,6 +98,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", help="list the built-in models and their budgets")
 
+    r = sub.add_parser(
+        "report",
+        help="estimator accuracy and plan statistics from the workspace store",
+        description="Estimate vs actual input tokens per model (from usage reports) and plan statistics.",
+    )
+    r.add_argument("workspace", type=Path, nargs="?", default=Path("."))
+    r.add_argument("--session", help="only this session's plans")
+
+    rp = sub.add_parser(
+        "replay",
+        help="rebuild a stored plan from its stored inputs and check it is identical",
+        description="Rebuild a stored plan from its stored inputs; exit 0 when the plan id and bytes are identical.",
+    )
+    rp.add_argument("plan_id", metavar="PLAN_ID")
+    rp.add_argument("--workspace", type=Path, default=Path("."))
+    rp.add_argument("--format", choices=["tree", "json"], default="tree")
+
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     return parser
@@ -160,6 +180,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                 system_prompt=system_prompt,
             )
         )
+        _record(engine, outcome, query or "")
     finally:
         engine.close()
     out = sys.stdout
@@ -174,6 +195,31 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         print_tree(outcome, show_all=args.all)
     return 0
+
+
+def _record(engine, outcome, query: str) -> None:
+    """Keep the plan (and its inputs) in the workspace store, so `ctx-lsp replay` can rebuild it."""
+    from ctx_lsp.memory.store import MemoryStore
+
+    store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
+    try:
+        store.ensure_session(CLI_SESSION)
+        plan = outcome.result.plan
+        store.save_plan(
+            CLI_SESSION,
+            "main",
+            0,
+            plan.plan_id,
+            query,
+            msgspec.msgpack.encode(outcome.inputs),
+            msgspec.json.encode(plan),
+            plan.retrieval_set_id,
+            plan.totals.tokens,
+            plan.prompt_budget,
+            outcome.timings_ms,
+        )
+    finally:
+        store.close()
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -198,6 +244,63 @@ def _cmd_models(_: argparse.Namespace) -> int:
     return 0
 
 
+def _session_engine(workspace: Path):
+    from ctx_lsp.engine import Engine, SessionEngine
+
+    return SessionEngine(Engine(workspace))
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ctx_lsp.memory.telemetry import estimator_accuracy, plan_stats
+
+    engine = _session_engine(args.workspace)
+    try:
+        accuracy = estimator_accuracy(engine.store)
+        stats = plan_stats(engine.store, args.session)
+    finally:
+        engine.close()
+    print("estimator accuracy (estimate vs actual input tokens; + means the estimate was low)")
+    if not accuracy:
+        print("  no usage reports yet: clients send them with ctx/reportUsage after each model call")
+    else:
+        print(f"  {'model':<24} {'reports':>7} {'median error':>13} {'worst error':>12} {'actual/est':>11}")
+        for a in accuracy:
+            print(
+                f"  {a.model:<24} {a.reports:>7} {a.median_error_pct:>+12.1f}% {a.worst_error_pct:>+11.1f}% "
+                f"{a.median_ratio:>11.3f}"
+            )
+    print("plans" + (f" of session {args.session}" if args.session else ""))
+    if stats is None:
+        print("  no plans stored yet")
+    else:
+        print(
+            f"  {stats.plans} plans in {stats.sessions} sessions · median {stats.median_tokens:,.0f} tokens "
+            f"({stats.median_fill_pct:.1f}% of the budget) · plan {stats.median_plan_ms:.1f} ms median, "
+            f"{stats.p90_plan_ms:.1f} ms p90 · retrieval {stats.median_retrieval_ms:.1f} ms median"
+        )
+        if stats.excluded_by_reason:
+            reasons = ", ".join(f"{n} {r}" for r, n in stats.excluded_by_reason.items())
+            print(f"  excluded: {reasons}")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from ctx_lsp.cli_render import print_plan
+
+    engine = _session_engine(args.workspace)
+    try:
+        identical, result = engine.replay(args.plan_id)
+    finally:
+        engine.close()
+    if args.format == "json":
+        sys.stdout.write(msgspec.json.encode(result.plan).decode() + "\n")
+    else:
+        print_plan(result.plan)
+        verdict = "identical: same plan id, same bytes" if identical else "DIFFERENT from the stored plan"
+        print(f"replay of {args.plan_id}: {verdict}")
+    return 0 if identical else 1
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from ctx_lsp.server.app import serve
@@ -212,7 +315,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USER_ERROR
-    handler = {"plan": _cmd_plan, "index": _cmd_index, "models": _cmd_models, "serve": _cmd_serve}[args.command]
+    handler = {
+        "plan": _cmd_plan,
+        "index": _cmd_index,
+        "models": _cmd_models,
+        "report": _cmd_report,
+        "replay": _cmd_replay,
+        "serve": _cmd_serve,
+    }[args.command]
     try:
         return handler(args)
     except ContextOverflow as err:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ctx_lsp.core.items import PlanItem
+from ctx_lsp.core.items import ContextPlan, PlanItem
 from ctx_lsp.core.meter import bar, format_tokens, meter_line
 from ctx_lsp.engine import Engine, PlanOutcome
 
@@ -55,7 +55,15 @@ def _line(item: PlanItem, included: bool) -> str:
 
 
 def print_tree(outcome: PlanOutcome, *, show_all: bool = False) -> None:
-    plan = outcome.result.plan
+    print_plan(outcome.result.plan, show_all=show_all)
+    t = outcome.timings_ms
+    _console().print(
+        f"\n[dim]framing {outcome.result.plan.totals.framing} tok · retrieval {t.get('retrieval', 0):.1f} ms · "
+        f"plan {t.get('plan', 0):.1f} ms[/]"
+    )
+
+
+def print_plan(plan: ContextPlan, *, show_all: bool = False) -> None:
     con = _console()
     pct = 100 * plan.totals.tokens / plan.prompt_budget
     colour = "red" if pct >= 95 else "yellow" if pct >= 80 else "green"
@@ -92,11 +100,6 @@ def print_tree(outcome: PlanOutcome, *, show_all: bool = False) -> None:
                 reasons[item.reason] = reasons.get(item.reason, 0) + 1
             summary = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
             con.print(f"  [dim]… {len(excluded) - len(shown)} more excluded ({summary}); --all lists them[/]")
-    t = outcome.timings_ms
-    con.print(
-        f"\n[dim]framing {plan.totals.framing} tok · retrieval {t.get('retrieval', 0):.1f} ms · "
-        f"plan {t.get('plan', 0):.1f} ms[/]"
-    )
 
 
 def index_with_progress(engine: Engine, *, quiet: bool = False) -> None:

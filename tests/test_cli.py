@@ -17,7 +17,7 @@ QUERY = "how is the invoice total calculated with tax?"
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     target = tmp_path / "ws"
-    shutil.copytree(FIXTURE, target)
+    shutil.copytree(FIXTURE, target, ignore=shutil.ignore_patterns(".ctx"))
     return target
 
 
@@ -162,3 +162,17 @@ def test_bad_files_are_skipped_or_reported(ws, tmp_path):
     assert out.returncode == 2 and "is not a directory" in out.stderr
     out = ctx("plan", str(ws))
     assert out.returncode == 2 and "--query" in out.stderr
+
+
+def test_replay_and_report(ws):
+    plan = json.loads(ctx("plan", str(ws), "-q", QUERY, "--format", "json").stdout)
+    out = ctx("replay", plan["planId"], "--workspace", str(ws), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == plan  # rebuilt from the stored inputs: the same plan
+    tree = ctx("replay", plan["planId"], "--workspace", str(ws))
+    assert "identical: same plan id, same bytes" in tree.stdout
+    missing = ctx("replay", "plan-0000", "--workspace", str(ws))
+    assert missing.returncode == 2 and "no stored plan 'plan-0000'" in missing.stderr
+    report = ctx("report", str(ws))
+    assert report.returncode == 0, report.stderr
+    assert "1 plans in 1 sessions" in report.stdout and "no usage reports yet" in report.stdout

@@ -550,6 +550,14 @@ class MemoryStore:
             last_actual=last_actual,
         )
 
+    def plan_summaries(self, session: str | None, limit: int) -> list[tuple[str, int, int, str, bytes]]:
+        sql = "SELECT session, tokens, prompt_budget, timings, plan FROM plans"
+        args: tuple[Any, ...] = ()
+        if session is not None:
+            sql += " WHERE session = ?"
+            args = (session,)
+        return self._read(sql + " ORDER BY created DESC LIMIT ?", (*args, limit))
+
     def usage_rows(self) -> list[tuple[str, int, int]]:
         return self._read("SELECT model, estimate, input_tokens FROM usage ORDER BY seq")
 

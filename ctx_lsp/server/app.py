@@ -74,6 +74,11 @@ class CtxServer(LanguageServer):
             log.exception("internal error")
             raise JsonRpcInternalError(f"internal error: {type(err).__name__}: {err}") from None
 
+    async def wait_index(self) -> None:
+        """Requests that read the index wait for the start-up indexing (seconds, once), instead of
+        answering from half an index."""
+        await self.index_ready.wait()
+
     def session_of(self, session: str | None) -> str:
         return session or self.session_id
 
@@ -447,6 +452,7 @@ async def plan_context(ls: CtxServer, params: Any) -> dict[str, Any]:
         extra_pins=[intent_of(ls, x) for x in p.extra_pins or []],
         drop_items=list(p.drop_items or []),
     )
+    await ls.wait_index()
     outcome = await ls.run(ls.core.plan, req)
     plan = outcome.result.plan
     if not p.dry_run:
@@ -478,6 +484,7 @@ async def show_budget(ls: CtxServer, params: Any) -> dict[str, Any]:
 
 async def _pin(ls: CtxServer, req: P.PinRequest, session: str) -> dict[str, Any]:
     intent = intent_of(ls, req)
+    await ls.wait_index()
     pin = await ls.run(ls.core.pin, session, intent)
     out = pin_out(ls, pin)
     await _replan_latest(ls, session)

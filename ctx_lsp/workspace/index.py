@@ -779,47 +779,50 @@ class WorkspaceIndex:
         any_term = " OR ".join(f'"{t}"' for t in terms)
         weights = ", ".join(str(w) for w in FTS_WEIGHTS)
         name_weights = ", ".join(str(w if i == 0 else 0.0) for i, w in enumerate(FTS_WEIGHTS))
+        # One scan ranks everything from the FTS index alone; symbol rows are fetched for the
+        # top hits only (joining every match first made common-word queries 4x slower).
         sql = (
-            "WITH a AS (SELECT rowid AS id, bm25(symbols_fts, " + weights + ") AS r "
-            "FROM symbols_fts WHERE symbols_fts MATCH ?), "
-            "b AS (SELECT rowid AS id, bm25(symbols_fts, " + name_weights + ") AS r "
-            "FROM symbols_fts WHERE symbols_fts MATCH ?) "
-            f"SELECT {', '.join(f's.{c}' for c in _SYMBOL_COLUMNS)}, -(a.r + coalesce(b.r, 0.0)) AS score "
-            "FROM a JOIN symbols s ON s.id = a.id LEFT JOIN b ON b.id = a.id"
+            f"SELECT f.rowid, bm25(symbols_fts, {weights}) + bm25(symbols_fts, {name_weights}) AS r FROM symbols_fts f"
         )
-        params: list[object] = [any_term, f"{{qualname_terms}} : ({any_term})"]
+        params: list[object] = []
         if kinds:
             kind_list = sorted(kinds)
-            sql += f" WHERE s.kind IN ({', '.join('?' * len(kind_list))})"
-            params.extend(kind_list)
-        sql += " ORDER BY score DESC, s.qualname, s.path, s.start_line LIMIT ?"
-        params.append(int(limit))
+            marks = ", ".join("?" * len(kind_list))
+            sql += f" JOIN symbols s ON s.id = f.rowid WHERE symbols_fts MATCH ? AND s.kind IN ({marks})"
+            params = [any_term, *kind_list]
+        else:
+            sql += " WHERE symbols_fts MATCH ?"
+            params = [any_term]
+        # A little over the limit, so the content-based tie-break below decides the cut.
+        sql += " ORDER BY r, f.rowid LIMIT ?"
+        params.append(int(limit) + 32)
         conn = self._reader()
         try:
-            rows = conn.execute(sql, params).fetchall()
-            if not rows:
+            ranked = conn.execute(sql, params).fetchall()
+            if not ranked:
                 return []
-            ids = [r[0] for r in rows]
+            ids = [r[0] for r in ranked]
+            marks = ", ".join("?" * len(ids))
+            rows = {r[0]: r for r in conn.execute(f"{_SELECT} WHERE s.id IN ({marks})", ids)}
             texts = {
                 r[0]: r[1:]
                 for r in conn.execute(
-                    f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts "
-                    f"WHERE rowid IN ({', '.join('?' * len(ids))})",
-                    ids,
+                    f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts WHERE rowid IN ({marks})", ids
                 )
             }
         except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
             return []
-        n = len(_SYMBOL_COLUMNS)
+        scored = [(-rank, rows[i]) for i, rank in ranked if i in rows]
+        scored.sort(key=lambda x: (-x[0], x[1][1], x[1][4], x[1][5]))  # score, qualname, path, line
         hits = []
-        for row in rows:
+        for score, row in scored[:limit]:
             parts = []
             for label, text in zip(FTS_COLUMNS, texts.get(row[0], ()), strict=False):
                 words = set(text.split())
                 found = [t for t in terms if t in words]
                 if found:
                     parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(found)}")
-            hits.append(SearchHit(symbol=self._symbol(row[:n]), score=row[n], matched="; ".join(parts)))
+            hits.append(SearchHit(symbol=self._symbol(row), score=score, matched="; ".join(parts)))
         return hits
 
     def get_all(self, qualname: str) -> list[IndexedSymbol]:
