@@ -110,13 +110,16 @@ class Engine:
             config, self.config_messages = load_workspace_config(self.root)
         else:
             self.config_messages = []
-        self.config = config
-        self.registry = ModelRegistry(
-            [ModelSpec(**m.model_dump()) for m in config.models]  # user overrides win
-        )
+        self.apply_config(config)
         store = self.root / config.store_dir
         self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3")
         self._scaffold_cache: tuple[int, Item] | None = None
+
+    def apply_config(self, config: CtxConfig) -> None:
+        """Use new settings from now on (the store location is fixed at start-up)."""
+        self.config = config
+        self.registry = ModelRegistry([ModelSpec(**m.model_dump()) for m in config.models])  # user overrides win
+        self._scaffold_cache = None
 
     def close(self) -> None:
         self.index.close()

@@ -209,7 +209,36 @@ async def on_initialized(ls: CtxServer, params: types.InitializedParams) -> None
     watch = caps.workspace and caps.workspace.did_change_watched_files
     if watch and watch.dynamic_registration:
         ls.spawn(_register_watchers(ls))
+    if caps.workspace and caps.workspace.configuration:
+        ls.spawn(_pull_configuration(ls))
     ls.spawn(_index_with_progress(ls))
+
+
+async def _pull_configuration(ls: CtxServer) -> None:
+    """Editor settings (section ``ctx``) override ctx.toml; invalid values are named and ignored."""
+    try:
+        result = await asyncio.wait_for(
+            ls.workspace_configuration_async(types.ConfigurationParams(items=[types.ConfigurationItem(section="ctx")])),
+            timeout=5,
+        )
+    except Exception as err:
+        log.info("workspace/configuration unavailable: %s", err)
+        return
+    settings = result[0] if result else None
+    if not isinstance(settings, dict) or not settings:
+        return
+    engine = ls.core.engine
+    config, messages = validate(P.to_builtin(settings), "editor settings (ctx)", base=engine.config)
+    await ls.run(engine.apply_config, config)
+    for message in messages:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(ls: CtxServer, params: types.DidChangeConfigurationParams) -> None:
+    caps = ls.client_capabilities
+    if caps.workspace and caps.workspace.configuration:
+        ls.spawn(_pull_configuration(ls))
 
 
 async def _register_watchers(ls: CtxServer) -> None:

@@ -1,0 +1,65 @@
+"""Configuration: ctx.toml, initializationOptions and workspace/configuration; invalid values are
+named in window/showMessage and the server keeps serving with their defaults."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from tests.lsp.conftest import FIXTURE, server_command, start
+
+
+async def wait_messages(client, n: int = 1, timeout: float = 5.0) -> list[str]:
+    for _ in range(int(timeout / 0.05)):
+        if len(client.messages) >= n:
+            break
+        await asyncio.sleep(0.05)
+    return [m.message for m in client.messages]
+
+
+async def test_broken_config_is_named_and_defaults_are_used(tmp_path: Path):
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    (root / "ctx.toml").write_text('mode = "turbo"\nsafetyBuffer = 100\ncolour = 1\n')
+    client = await ClientServerConfig(server_command=server_command()).start()
+    try:
+        await start(client, root, session="cfg", settings={"model": "claude-sonnet-4-5", "maxCompletionTokens": -3})
+        messages = await wait_messages(client, 3)
+        text = "\n".join(messages)
+        assert "ctx.toml: mode" in text and "colour: unknown setting" in text
+        assert "initializationOptions: max_completion_tokens" in text
+        plan = await client.protocol.send_request_async("ctx/planContext", {"query": "invoice total"})
+        assert plan.mode == "light"  # the default, not "turbo"
+        assert plan.safetyBuffer == 100  # the valid value from ctx.toml is kept
+        assert plan.model == "claude-sonnet-4-5"  # from initializationOptions
+    finally:
+        await client.shutdown_session()
+
+
+async def test_workspace_configuration_section_ctx(tmp_path: Path):
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    client = await ClientServerConfig(server_command=server_command()).start()
+    client.set_configuration({"mode": "off", "safetyBuffer": "lots"}, section="ctx")
+    try:
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(configuration=True)),
+                root_uri=root.as_uri(),
+            )
+        )
+        messages = await wait_messages(client, 1)
+        assert any("editor settings (ctx): safety_buffer" in m for m in messages)
+        for _ in range(50):  # the pulled settings apply shortly after `initialized`
+            plan = await client.protocol.send_request_async("ctx/planContext", {"query": "invoice total"})
+            if plan.mode == "off":
+                break
+            await asyncio.sleep(0.1)
+        assert plan.mode == "off"
+        assert not [i for i in plan.included if i.section == "rag"]
+    finally:
+        await client.shutdown_session()
