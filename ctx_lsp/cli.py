@@ -199,7 +199,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _record(engine, outcome, query: str) -> None:
     """Keep the plan (and its inputs) in the workspace store, so `ctx-lsp replay` can rebuild it."""
-    from ctx_lsp.memory.store import MemoryStore
+    from ctx_lsp.memory.store import MemoryStore, encode_inputs
 
     store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
     try:
@@ -211,7 +211,7 @@ def _record(engine, outcome, query: str) -> None:
             0,
             plan.plan_id,
             query,
-            msgspec.msgpack.encode(outcome.inputs),
+            encode_inputs(outcome.inputs),
             msgspec.json.encode(plan),
             plan.retrieval_set_id,
             plan.totals.tokens,

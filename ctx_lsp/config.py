@@ -67,6 +67,8 @@ class CtxConfig(_Model):
     system_prompt: str | None = None
     retrieval_limit: int = Field(200, gt=0, le=5_000)
     summarizer: Literal["extractive", "llm"] = "extractive"
+    compaction_threshold: float = Field(0.85, ge=0.1, le=1.0)  # of the conversation budget
+    include_stale_capsules: bool = False  # include them flagged instead of excluding them
     llm: LlmEndpoint = LlmEndpoint()
 
 

@@ -5,6 +5,7 @@ The CLI and the language server both call this; neither holds business logic of 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import time
@@ -19,7 +20,10 @@ from ctx_lsp import __version__
 from ctx_lsp.config import CtxConfig, load_workspace_config
 from ctx_lsp.core.conversation import build_turns
 from ctx_lsp.core.items import (
+    CAPSULE,
+    COMPACTION_SUMMARY,
     FOCUS_HINT,
+    INSTRUCTIONS,
     SYSTEM_PROMPT,
     BudgetSpec,
     Conversation,
@@ -38,8 +42,21 @@ from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.models import ModelRegistry, ModelSpec
 from ctx_lsp.core.planner import PlanResult, plan
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
-from ctx_lsp.core.tokens import TokenCounter, counter_for, scaled
-from ctx_lsp.memory.store import MemoryStore, PinRecord, SessionRecord, StoredMessage, StoreError, UsageStats
+from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, message_cost, scaled
+from ctx_lsp.memory.capsules import code_hash, make_capsule
+from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
+from ctx_lsp.memory.history import HistoryChunks, history_candidates
+from ctx_lsp.memory.llm import ChatClient
+from ctx_lsp.memory.store import (
+    MemoryStore,
+    PinRecord,
+    SessionRecord,
+    StoredMessage,
+    StoreError,
+    UsageStats,
+    decode_inputs,
+    encode_inputs,
+)
 from ctx_lsp.workspace import retrieval
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 
@@ -50,6 +67,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "and cite code as path:line."
 )
 SCAFFOLD_MAX_ENTRIES = 40
+AGENT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
 
 
@@ -78,6 +96,9 @@ class PlanRequest:
     system_prompt: str | None = None
     focus: Focus | None = None
     open_files: list[str] = field(default_factory=list)
+    summary: str | None = None  # the latest compaction summary, standing in for archived turns
+    capsules: list[Item] = field(default_factory=list)  # orientation capsules (scaffold)
+    history: list[list[Message]] = field(default_factory=list)  # archived turns, retrievable
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +135,8 @@ class Engine:
         store = self.root / config.store_dir
         self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3")
         self._scaffold_cache: tuple[int, Item] | None = None
+        self._instructions_cache: dict[tuple[str, int, int], str] = {}
+        self.history_chunks = HistoryChunks()
 
     def apply_config(self, config: CtxConfig) -> None:
         """Use new settings from now on (the store location is fixed at start-up)."""
@@ -201,6 +224,9 @@ class Engine:
         system_text = req.system_prompt or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
         system_text = system_text.replace("{workspace}", self.root.name)
         required = [self._text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
+        for rel, text in self.agent_instructions():
+            item = self._text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
+            required.append(msgspec.structs.replace(item, path=rel))
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
 
@@ -210,7 +236,15 @@ class Engine:
             messages.append(Message(id=f"q-{_digest(query)}", role="user", content=query))
         if not any(m.role == "user" for m in messages):
             raise UserError("nothing to plan for: give a query (--query or --query-file) or a conversation")
-        conversation = Conversation(turns=build_turns(messages, counter, cal))
+        summary = None
+        if req.summary:
+            summary = msgspec.structs.replace(
+                self._text_item(
+                    "conversation", COMPACTION_SUMMARY, "summary of earlier conversation", req.summary, counter, cal
+                ),
+                tokens=scaled(counter.count(req.summary) + MESSAGE_OVERHEAD, cal),
+            )
+        conversation = Conversation(turns=build_turns(messages, counter, cal), summary=summary)
         t_inputs = time.perf_counter()
 
         pins = [self._pin_by_name(name, n, cal) for n, name in enumerate(req.pins)] + list(req.extra_pins)
@@ -227,8 +261,10 @@ class Engine:
                 focus_path=req.focus.path if req.focus else None,
             )
             candidates = retrieval.candidates(ranked, mode, cal)
+            if req.history:
+                candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
             retrieval_set_id = "rs-" + _digest(*(f"{c.id}:{c.score}" for c in candidates))
-            scaffold = [self._scaffold(counter, cal)]
+            scaffold = [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
 
         inputs = PlanInput(
@@ -270,6 +306,26 @@ class Engine:
             tokens=scaled(counter.count(text) + retrieval.SEPARATOR_TOKENS, cal),
         )
 
+    def agent_instructions(self) -> list[tuple[str, str]]:
+        """Agent instruction files of the workspace (AGENTS.md, CLAUDE.md, Copilot's): always in
+        the prompt, never summarised away. Re-read only when their size or mtime changes."""
+        out = []
+        for rel in AGENT_INSTRUCTION_FILES:
+            path = self.root / rel
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            key = (rel, st.st_size, st.st_mtime_ns)
+            text = self._instructions_cache.get(key)
+            if text is None:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                self._instructions_cache = {k: v for k, v in self._instructions_cache.items() if k[0] != rel}
+                self._instructions_cache[key] = text
+            if text.strip():
+                out.append((rel, f"# Agent instructions from {rel}\n{text.strip()}"))
+        return out
+
     def _focus_item(self, focus: Focus, counter: TokenCounter, cal: float) -> Item:
         where = focus.path if focus.line is None else f"{focus.path}:{focus.line + 1}"
         text = f"The user is looking at {where}."
@@ -310,6 +366,17 @@ class Engine:
         return item
 
 
+def _turns_of(messages: list[Message]) -> list[list[Message]]:
+    """Messages grouped into turns: each user message starts one."""
+    turns: list[list[Message]] = []
+    for m in messages:
+        if m.role == "user" or not turns:
+            turns.append([m])
+        else:
+            turns[-1].append(m)
+    return turns
+
+
 def _digest(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -326,6 +393,8 @@ def version_string() -> str:
 
 SESSION_PLAN_CACHE = 16
 CALIBRATION_MIN_REPORTS = 3  # fewer measurements than this keep the registry's factor
+COMPACTION_KEEP_SHARE = 0.5  # after a compaction, the recent turns kept fill at most half the budget
+CENTRAL_CAPSULES = 5  # capsules made for the most central modules when none are asked for
 LEDGER_TURNS = 5
 _WORD_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -375,6 +444,7 @@ class SessionEngine:
         self.engine = engine
         self.store = store or MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
         self._outcomes: OrderedDict[str, PlanOutcome] = OrderedDict()
+        self._events: list[tuple[str, dict[str, Any]]] = []
 
     def close(self) -> None:
         self.store.close()
@@ -546,8 +616,12 @@ class SessionEngine:
         model, _ = self.calibrated(model_name)
         cal = model.estimator.calibration
         notes: list[str] = []
+        if not req.dry_run and not record.rolling:
+            self._maybe_compact(record, model, req)
         stored = self.store.path(req.session, record.branch)
         conversation = [m.to_message() for m in stored if m.archived_by is None]
+        summary = self._summary_for(req.session, stored)
+        history = _turns_of([m.to_message() for m in stored if m.archived_by is not None])
         pins = self._pinned_items(self.store.pins(req.session, record.branch), cal, notes)
         for n, intent in enumerate(req.extra_pins):
             sym = self.resolve(intent)
@@ -576,6 +650,9 @@ class SessionEngine:
             conversation=conversation,
             focus=req.focus,
             open_files=req.open_files,
+            summary=summary["summary"] if summary else None,
+            capsules=self.capsule_items(cal),
+            history=history,
         )
         inputs, counter, timings = self.engine.build_inputs(request, model=model)
         if drop:
@@ -594,7 +671,7 @@ class SessionEngine:
                 record.turn,
                 result.plan.plan_id,
                 req.query,
-                msgspec.msgpack.encode(inputs),
+                encode_inputs(inputs),
                 msgspec.json.encode(result.plan),
                 inputs.retrieval_set_id,
                 result.plan.totals.tokens,
@@ -604,6 +681,236 @@ class SessionEngine:
             if model_name and model_name != record.model:
                 self.store.set_model(req.session, model_name)
         return outcome
+
+    # ---- compaction ---------------------------------------------------------------------------
+
+    def _summary_for(self, session: str, path: list[StoredMessage]) -> dict[str, Any] | None:
+        """The latest compaction whose archived messages are on this path (branches share them)."""
+        on_path = {m.id for m in path}
+        for c in reversed(self.store.compactions(session)):
+            if c["archivedIds"] and c["archivedIds"][-1] in on_path:
+                return c
+        return None
+
+    def set_memory_policy(self, session: str, rolling: bool | None, threshold: float | None) -> SessionRecord:
+        if threshold is not None and not 0.1 <= threshold <= 1.0:
+            raise UserError(f"compactionThreshold must be between 0.1 and 1.0, got {threshold}")
+        self.open_session(session)
+        self.store.set_memory_policy(session, rolling, threshold)
+        return self.store.session(session)
+
+    def drain_events(self) -> list[tuple[str, dict[str, Any]]]:
+        events, self._events = self._events, []
+        return events
+
+    def _conversation_budget(self, model: ResolvedModel, req: SessionPlanRequest | None = None) -> int:
+        """The conversation section's share of the prompt budget this request would have."""
+        spec, config = model.spec, self.engine.config
+        context_length = (req and req.context_length) or spec.context_length
+        max_completion = (
+            (req and req.max_completion_tokens)
+            or config.max_completion_tokens
+            or min(spec.max_output, config.default_max_completion_tokens)
+        )
+        safety = req.safety_buffer if req is not None and req.safety_buffer is not None else config.safety_buffer
+        return max(0, int((context_length - max_completion - safety) * config.shares.conversation))
+
+    def _maybe_compact(self, record: SessionRecord, model: ResolvedModel, req: SessionPlanRequest) -> None:
+        """Threshold compaction: when the active conversation reaches the threshold share of the
+        conversation budget — measured from the last actual usage when there is one (scaled by
+        how far off the estimate was), from estimates otherwise — summarise older turns."""
+        stored = self.store.path(record.id, record.branch)
+        active = [m.to_message() for m in stored if m.archived_by is None]
+        if len(active) < 2:
+            return
+        cal = model.estimator.calibration
+        estimate = sum(
+            scaled(message_cost(model.counter, m.role, m.content, m.tool_calls, m.name), cal) for m in active
+        )
+        stats = self.store.usage_stats(model.spec.name, record.id)
+        if stats.last_actual and stats.last_estimate:
+            estimate = round(estimate * max(1.0, stats.last_actual / stats.last_estimate))
+        threshold = record.compaction_threshold or self.engine.config.compaction_threshold
+        budget = self._conversation_budget(model, req)
+        if estimate < threshold * budget:
+            return
+        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=int(budget * COMPACTION_KEEP_SHARE))
+        if compaction is not None:
+            self._events.append(("ctx/compacted", msgspec.to_builtins(compaction)))
+
+    def compact(
+        self,
+        session: str,
+        strategy: str = "summary",
+        *,
+        dry_run: bool = False,
+        summary: str | None = None,
+        auto: bool = False,
+        model_name: str | None = None,
+        keep_tokens: int | None = None,
+    ) -> Compaction | None:
+        """Summarise (or, with ``trim``, just archive) the older turns of the active branch: all
+        but the current turn when asked for, and when automatic all but the newest turns that
+        fit half the conversation budget.
+        Nothing is deleted: archived messages stay in the store and in ``ctx/listMessages``."""
+        record = self.open_session(session)
+        model, _ = self.calibrated(model_name or record.model)
+        counter, cal = model.counter, model.estimator.calibration
+
+        def cost(msgs) -> int:
+            return sum(scaled(message_cost(counter, m.role, m.content, m.tool_calls, m.name), cal) for m in msgs)
+
+        stored = self.store.path(session, record.branch)
+        active = [m.to_message() for m in stored if m.archived_by is None]
+        turns = _turns_of(active)
+        # automatic: keep the newest turns that fill half the budget; asked for: keep only the current turn
+        if keep_tokens is None:
+            keep_tokens = int(self._conversation_budget(model) * COMPACTION_KEEP_SHARE) if auto else 0
+        archive, kept = split_for_compaction(turns, cost, keep_tokens)
+        if not archive:
+            if auto:
+                return None
+            raise UserError("nothing to compact: the conversation is only its current turn")
+        previous = self._summary_for(session, stored)
+        prev_digest = msgspec.json.decode(previous["digest"], type=Digest) if previous and previous["digest"] else None
+        number = 1 + max((c["number"] for c in self.store.compactions(session)), default=0)
+        note = None
+        if summary is not None:
+            text, digest, summarizer, ms = summary, extract_digest(archive, prev_digest), "edited", 0.0
+        elif strategy == "trim":
+            text, digest, summarizer, ms = "", extract_digest(archive, prev_digest), "trim", 0.0
+        else:
+            config = self.engine.config
+            client = ChatClient(config.llm) if config.summarizer == "llm" else None
+            llm_counter = counter_for("cl100k_base")
+            text, digest, summarizer, note, ms = summarise(
+                archive,
+                number,
+                prev_digest,
+                previous["summary"] if previous else None,
+                use_llm=client is not None,
+                client=client,
+                count=llm_counter.count,
+                window=config.llm.context_length,
+            )
+        before = cost(active) + (counter.count(previous["summary"]) if previous else 0)
+        after = cost(kept) + counter.count(text)
+        compaction = Compaction(
+            number=number,
+            session=session,
+            branch=record.branch,
+            summary=text,
+            archived_ids=[m.id for m in archive],
+            tokens_before=before,
+            tokens_after=after,
+            milliseconds=round(ms, 2),
+            summarizer=summarizer,
+            note=note,
+            applied=not dry_run,
+        )
+        if not dry_run:
+            compaction.number = self.store.add_compaction(
+                session,
+                record.branch,
+                text,
+                msgspec.json.encode(digest),
+                compaction.archived_ids,
+                before,
+                after,
+                compaction.milliseconds,
+                summarizer,
+                note,
+            )
+        return compaction
+
+    # ---- capsules ------------------------------------------------------------------------------
+
+    def capsule_items(self, cal: float) -> list[Item]:
+        counter = counter_for("cl100k_base")
+        include_stale = self.engine.config.include_stale_capsules
+        out = []
+        for c in self.store.capsules():
+            text = c["text"]
+            stale = c["stale"] and not include_stale
+            if c["stale"] and include_stale:
+                text = "[STALE: the module changed since this capsule was made]\n" + text
+            out.append(
+                Item(
+                    id=f"capsule:{c['path']}@{c['codeHash'][:12]}",
+                    section="system",
+                    kind=CAPSULE,
+                    title=f"capsule {c['module']}",
+                    text=text,
+                    tokens=scaled(counter.count(text) + 1, cal),
+                    path=c["path"],
+                    symbol=c["module"],
+                    stale=stale,
+                    detail=f"{c['source']} capsule, confidence {c['confidence']:.1f}"
+                    + (" · STALE" if c["stale"] else ""),
+                )
+            )
+        return out
+
+    def capsules(self) -> list[dict[str, Any]]:
+        return self.store.capsules()
+
+    def refresh_capsules(self, paths: list[str] | None = None) -> list[dict[str, Any]]:
+        """(Re)generate capsules: for ``paths``, else for stale ones and the most central modules."""
+        index = self.engine.index
+        if paths is None:
+            stale = [c["path"] for c in self.store.capsules() if c["stale"]]
+            central = []
+            for qualname in index.central_symbols(CENTRAL_CAPSULES * 3):
+                sym = index.get(qualname)
+                if sym is not None and sym.path not in central:
+                    central.append(sym.path)
+            paths = list(dict.fromkeys([*stale, *central[:CENTRAL_CAPSULES]]))
+        config = self.engine.config
+        client = ChatClient(config.llm) if config.summarizer == "llm" else None
+        count = counter_for("cl100k_base").count
+        for rel in paths:
+            try:
+                source = (self.engine.root / rel).read_text(encoding="utf-8", errors="replace")
+            except OSError as err:
+                raise NotFound(f"cannot read {rel}: {err.strerror or err}") from None
+            symbols = index.symbols_in(rel)
+            if not symbols:
+                raise NotFound(f"{rel} is not an indexed Python module")
+            module = next((s.qualname for s in symbols if s.kind == "module"), rel)
+            imports = [t for _, t in index.imports_of(rel) if index.get(t) is not None]
+            used_by = index.importers_of(module)
+            text, source_kind, confidence, _note = make_capsule(
+                rel,
+                module,
+                source,
+                symbols,
+                imports,
+                used_by,
+                client=client,
+                count=count,
+                window=config.llm.context_length,
+            )
+            self.store.put_capsule(rel, module, text, code_hash(source), source_kind, confidence)
+        return self.store.capsules()
+
+    def ensure_capsules(self) -> None:
+        """At start-up: capsules for the most central modules, when the workspace has none yet."""
+        if not self.store.capsules():
+            with contextlib.suppress(NotFound):  # a workspace with no modules: nothing to summarise
+                self.refresh_capsules(None)
+
+    def file_saved(self, rel: str, text: str | None = None) -> list[dict[str, Any]]:
+        """A file was saved (or changed on disk): is its capsule stale now? Returns the capsules
+        that just became stale (to notify), after updating the stored state."""
+        if text is None:
+            try:
+                text = (self.engine.root / rel).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = None
+        became = self.store.check_capsule(rel, code_hash(text) if text is not None else None)
+        if became:
+            return [c for c in self.store.capsules() if c["path"] == rel]
+        return []
 
     def _remember(self, outcome: PlanOutcome) -> None:
         self._outcomes[outcome.result.plan.plan_id] = outcome
@@ -623,7 +930,7 @@ class SessionEngine:
             row = self.store.plan_row(plan_id)
         except StoreError as err:
             raise NotFound(str(err)) from None
-        inputs = msgspec.msgpack.decode(row["inputs"], type=PlanInput)
+        inputs = decode_inputs(row["inputs"])
         counter = counter_for(inputs.estimator.encoding)
         outcome = PlanOutcome(result=plan(inputs), inputs=inputs, counter=counter, timings_ms={})
         self._remember(outcome)
@@ -635,7 +942,7 @@ class SessionEngine:
             row = self.store.plan_row(plan_id)
         except StoreError as err:
             raise NotFound(str(err)) from None
-        inputs = msgspec.msgpack.decode(row["inputs"], type=PlanInput)
+        inputs = decode_inputs(row["inputs"])
         result = plan(inputs)
         identical = result.plan.plan_id == plan_id and msgspec.json.encode(result.plan) == row["plan"]
         return identical, result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -185,7 +186,13 @@ def test_symlink_loop_terminates_without_duplicates(tmp_path: Path) -> None:
     os.symlink("../b", tmp_path / "a" / "to_b")  # a/to_b -> b, b/to_a -> a
     os.symlink("../a", tmp_path / "b" / "to_a")
     write(tmp_path, "b/inside_b.py")
-    assert rels(tmp_path) == ["b/inside_b.py", "pkg/mod.py"]
+    # In a thread with a deadline: a walker that loops must fail this test, not hang the suite.
+    result: list[list[str]] = []
+    worker = threading.Thread(target=lambda: result.append(rels(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the walk did not terminate"
+    assert result == [["b/inside_b.py", "pkg/mod.py"]]
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
@@ -202,6 +209,9 @@ def test_symlinks_inside_and_outside_root(tmp_path: Path) -> None:
     os.symlink(outside / "lib", root / "extlib")  # dir outside: skipped
     os.symlink(root / "main.py", root / "main_alias.py")  # file inside: kept
     os.symlink(root / ".venv" / "lib", root / "venvlib")  # into a pruned folder: not followed
+    write(root, "tools/anyname/pyvenv.cfg", "")
+    write(root, "tools/anyname/lib/site2.py")
+    os.symlink(root / "tools" / "anyname" / "lib", root / "envlib")  # into a venv by marker
     (root / "nested").mkdir()
     os.symlink(root / "vendor_src", root / "nested" / "vendor")  # already walked: no duplicate
     walker = WorkspaceWalker(root)

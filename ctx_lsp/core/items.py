@@ -33,6 +33,7 @@ TOOL_EPISODE = "tool_episode"
 COMPACTION_SUMMARY = "compaction_summary"
 HISTORY_CHUNK = "history_chunk"
 NOTE = "note"
+INSTRUCTIONS = "instructions"  # agent instruction files (AGENTS.md, CLAUDE.md, ...)
 
 
 class Position(msgspec.Struct, frozen=True):

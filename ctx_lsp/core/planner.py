@@ -115,7 +115,7 @@ def plan(inp: PlanInput) -> PlanResult:
     eligible_rag = _screen_candidates(inp, pinned, ledger)
     floors = {s: ledger.used(s) for s in SECTIONS}
     demands = {
-        "system": floors["system"] + sum(i.tokens for i in inp.scaffold),
+        "system": floors["system"] + sum(i.tokens for i in inp.scaffold if not i.stale),
         "conversation": floors["conversation"] + _conversation_demand(inp, required_ids),
         "rag": floors["rag"] + sum(i.tokens for i in eligible_rag),
     }
@@ -313,20 +313,26 @@ def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) ->
             ledger.exclude(item, "mode_off", "mode is off: no automatic retrieval")
         return []
     coverage = _Coverage(pinned)
+    by_id = coverage.ids
+    deep = bool(coverage.symbols or coverage.whole_files or coverage.ranges)
     eligible: list[Item] = []
     seen_ids: set[str] = set()
+    # the hot loop of a plan (every candidate passes here once): checks kept flat and cheap
     for item in ordered:
+        iid = item.id
         if item.stale:
             ledger.exclude(item, "stale", "the code changed since this summary was made")
-        elif item.id in seen_ids:
+        elif iid in seen_ids:
             ledger.exclude(item, "duplicate", "listed twice by retrieval")
         else:
-            pin_id = coverage.pin_covering(item)
+            pin_id = by_id.get(iid)
+            if pin_id is None and deep:
+                pin_id = coverage.pin_covering(item)
             if pin_id is not None:
                 ledger.exclude(item, "duplicate", f"covered by pin {pin_id}")
             else:
                 eligible.append(item)
-                seen_ids.add(item.id)
+                seen_ids.add(iid)
     return eligible
 
 
@@ -337,12 +343,14 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
     chosen: list[Chosen] = []
     excluded: list[_Excluded] = []
     for item in sorted(scaffold, key=lambda i: (-i.priority, i.id)):
-        if item.tokens <= room:
+        if item.stale:  # a capsule whose module changed since it was made
+            excluded.append((item, "stale", "the code changed since this summary was made", None))
+        elif item.tokens <= room:
             chosen.append(Chosen(item, "scaffold"))
             room -= item.tokens
         else:
             excluded.append((item, "budget", None, None))
-    return chosen, excluded, bool(excluded)
+    return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
 def _fill_rag(eligible: list[Item], room: int) -> _Fill:
@@ -387,7 +395,7 @@ def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fi
         else:
             excluded.append((conv.summary, "budget", None, None))
     if not conv.turns:
-        return chosen, excluded, bool(excluded)
+        return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
     current = [a for a in conv.turns[-1].atoms if a.id not in required_ids]
     masked = [False] * len(current)

@@ -2,8 +2,8 @@
 
 Order keeps a stable prefix so providers' prompt caches keep hitting:
 
-1. the system block: system prompt, sticky pins, scaffold, then the compaction summary
-   (these change rarely);
+1. the system block: system prompt, agent instructions, sticky pins, scaffold and capsules,
+   then the compaction summary (these change rarely);
 2. the conversation, chronological (it only grows at the end between turns);
 3. the context block: focus hint, leased and ephemeral pins, retrieved items (changes every
    turn, so it sits late), right before
@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ctx_lsp.core.items import COMPACTION_SUMMARY, SYSTEM_PROMPT, Message, ToolCall
+from ctx_lsp.core.items import COMPACTION_SUMMARY, INSTRUCTIONS, SYSTEM_PROMPT, Message, ToolCall
 from ctx_lsp.core.planner import Chosen, PlanResult
 from ctx_lsp.core.tokens import REPLY_PRIMING, TokenCounter, message_cost, scaled
 
@@ -50,7 +50,11 @@ def _split(result: PlanResult) -> tuple[list[str], list[Chosen], list[str]]:
         item = c.item
         if item.messages:
             conversation.append(c)
-        elif item.kind == SYSTEM_PROMPT or (c.pin is not None and c.pin.kind == "sticky") or c.reason == "scaffold":
+        elif (
+            item.kind in (SYSTEM_PROMPT, INSTRUCTIONS)
+            or (c.pin is not None and c.pin.kind == "sticky")
+            or (c.reason == "scaffold")
+        ):
             system_parts.append(item.text)
         elif item.kind == COMPACTION_SUMMARY:
             later_system.append(item.text)

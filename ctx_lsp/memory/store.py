@@ -15,6 +15,7 @@ import sqlite3
 import statistics
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.items import Message, Mode, PinKind, PinPolicy, ToolCall
+from ctx_lsp.core.items import Message, Mode, PinKind, PinPolicy, PlanInput, ToolCall
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions(
@@ -55,7 +56,26 @@ CREATE TABLE IF NOT EXISTS usage(
     model TEXT NOT NULL, estimate INTEGER NOT NULL, raw_estimate INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
     cached_input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, created REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS usage_model ON usage(model);
+CREATE TABLE IF NOT EXISTS compactions(
+    session TEXT NOT NULL, number INTEGER NOT NULL, branch TEXT NOT NULL, summary TEXT NOT NULL,
+    digest BLOB, archived_ids TEXT NOT NULL, tokens_before INTEGER NOT NULL, tokens_after INTEGER NOT NULL,
+    milliseconds REAL NOT NULL, summarizer TEXT NOT NULL, note TEXT, created REAL NOT NULL,
+    PRIMARY KEY(session, number));
+CREATE TABLE IF NOT EXISTS capsules(
+    path TEXT PRIMARY KEY, module TEXT NOT NULL, text TEXT NOT NULL, code_hash TEXT NOT NULL,
+    source TEXT NOT NULL, confidence REAL NOT NULL, created REAL NOT NULL, stale INTEGER NOT NULL DEFAULT 0,
+    stale_since REAL, current_hash TEXT);
 """
+
+
+def encode_inputs(inputs: PlanInput) -> bytes:
+    """A plan's inputs as stored for replay: msgpack, zlib-compressed (plans of a long session
+    repeat most of their text; compressed they take ~10x less room)."""
+    return zlib.compress(msgspec.msgpack.encode(inputs), 1)
+
+
+def decode_inputs(blob: bytes) -> PlanInput:
+    return msgspec.msgpack.decode(zlib.decompress(blob), type=PlanInput)
 
 
 class StoreError(ValueError):
@@ -113,6 +133,8 @@ class SessionRecord(msgspec.Struct, kw_only=True, rename="camel"):
     model: str | None
     branch: str
     turn: int
+    rolling: bool = False  # trim old turns instead of summarising them
+    compaction_threshold: float | None = None  # share of the conversation budget; None = default
 
 
 class UsageStats(msgspec.Struct, kw_only=True):
@@ -176,11 +198,28 @@ class MemoryStore:
         return self.session(session)
 
     def session(self, session: str) -> SessionRecord:
-        rows = self._read("SELECT id, mode, model, branch, turn FROM sessions WHERE id = ?", (session,))
+        rows = self._read(
+            "SELECT id, mode, model, branch, turn, rolling, compaction_threshold FROM sessions WHERE id = ?", (session,)
+        )
         if not rows:
             raise StoreError(f"unknown session {session!r}")
-        sid, mode, model, branch, turn = rows[0]
-        return SessionRecord(id=sid, mode=mode, model=model, branch=branch, turn=turn)
+        sid, mode, model, branch, turn, rolling, threshold = rows[0]
+        return SessionRecord(
+            id=sid,
+            mode=mode,
+            model=model,
+            branch=branch,
+            turn=turn,
+            rolling=bool(rolling),
+            compaction_threshold=threshold,
+        )
+
+    def set_memory_policy(self, session: str, rolling: bool | None, threshold: float | None) -> None:
+        with self.write() as conn:
+            if rolling is not None:
+                conn.execute("UPDATE sessions SET rolling = ? WHERE id = ?", (int(rolling), session))
+            if threshold is not None:
+                conn.execute("UPDATE sessions SET compaction_threshold = ? WHERE id = ?", (threshold, session))
 
     def session_ids(self) -> list[str]:
         return [r[0] for r in self._read("SELECT id FROM sessions ORDER BY created")]
@@ -557,6 +596,122 @@ class MemoryStore:
             sql += " WHERE session = ?"
             args = (session,)
         return self._read(sql + " ORDER BY created DESC LIMIT ?", (*args, limit))
+
+    # ---- compactions ---------------------------------------------------------------------------
+
+    def add_compaction(
+        self,
+        session: str,
+        branch: str,
+        summary: str,
+        digest: bytes | None,
+        archived_ids: list[str],
+        tokens_before: int,
+        tokens_after: int,
+        milliseconds: float,
+        summarizer: str,
+        note: str | None,
+    ) -> int:
+        """Record a compaction and mark its messages archived (never deleted). Returns its number."""
+        with self.write() as conn:
+            number = (
+                1
+                + conn.execute(
+                    "SELECT COALESCE(MAX(number), 0) FROM compactions WHERE session = ?", (session,)
+                ).fetchone()[0]
+            )
+            conn.execute(
+                "INSERT INTO compactions(session, number, branch, summary, digest, archived_ids, tokens_before, "
+                "tokens_after, milliseconds, summarizer, note, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session,
+                    number,
+                    branch,
+                    summary,
+                    digest,
+                    msgspec.json.encode(archived_ids).decode(),
+                    tokens_before,
+                    tokens_after,
+                    milliseconds,
+                    summarizer,
+                    note,
+                    time.time(),
+                ),
+            )
+            conn.executemany(
+                "UPDATE messages SET archived_by = ? WHERE session = ? AND id = ? AND archived_by IS NULL",
+                [(number, session, mid) for mid in archived_ids],
+            )
+        return number
+
+    def compactions(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT number, branch, summary, digest, archived_ids, tokens_before, tokens_after, milliseconds, "
+            "summarizer, note FROM compactions WHERE session = ? ORDER BY number",
+            (session,),
+        )
+        return [
+            {
+                "number": r[0],
+                "branch": r[1],
+                "summary": r[2],
+                "digest": r[3],
+                "archivedIds": msgspec.json.decode(r[4]),
+                "tokensBefore": r[5],
+                "tokensAfter": r[6],
+                "milliseconds": r[7],
+                "summarizer": r[8],
+                "note": r[9],
+            }
+            for r in rows
+        ]
+
+    # ---- capsules ------------------------------------------------------------------------------
+
+    def put_capsule(self, path: str, module: str, text: str, code_hash: str, source: str, confidence: float) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO capsules(path, module, text, code_hash, source, confidence, created, stale, "
+                "stale_since, current_hash) VALUES (?, ?, ?, ?, ?, ?, ?, 0, NULL, ?)",
+                (path, module, text, code_hash, source, confidence, time.time(), code_hash),
+            )
+
+    def capsules(self) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT path, module, text, code_hash, source, confidence, created, stale, stale_since FROM capsules "
+            "ORDER BY path"
+        )
+        return [
+            {
+                "path": r[0],
+                "module": r[1],
+                "text": r[2],
+                "codeHash": r[3],
+                "source": r[4],
+                "confidence": r[5],
+                "created": r[6],
+                "stale": bool(r[7]),
+                "staleSince": r[8],
+            }
+            for r in rows
+        ]
+
+    def check_capsule(self, path: str, current_hash: str | None) -> bool | None:
+        """Compare a capsule's code hash with the file's current one; mark it stale (or fresh
+        again, when the code is back). Returns True when it just became stale, None when there is
+        no capsule for ``path``."""
+        with self.write() as conn:
+            row = conn.execute("SELECT code_hash, stale FROM capsules WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                return None
+            code_hash, stale = row
+            now_stale = current_hash != code_hash
+            conn.execute(
+                "UPDATE capsules SET stale = ?, stale_since = CASE WHEN ? THEN COALESCE(stale_since, ?) END, "
+                "current_hash = ? WHERE path = ?",
+                (int(now_stale), int(now_stale), time.time(), current_hash, path),
+            )
+        return now_stale and not stale
 
     def usage_rows(self) -> list[tuple[str, int, int]]:
         return self._read("SELECT model, estimate, input_tokens FROM usage ORDER BY seq")

@@ -33,6 +33,7 @@ from ctx_lsp.workspace.parse import parse_module
 log = logging.getLogger("ctx_lsp.server")
 T = TypeVar("T")
 INDEX_DEBOUNCE_SECONDS = 0.2
+REPLAN_DEBOUNCE_SECONDS = 0.3
 
 
 class CtxServer(LanguageServer):
@@ -46,6 +47,7 @@ class CtxServer(LanguageServer):
         self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index")
         self.index_ready = asyncio.Event()
         self._pending_index: dict[str, asyncio.TimerHandle] = {}
+        self._pending_replan: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task] = set()
 
     # ---- helpers used by handlers ----------------------------------------------------------
@@ -286,6 +288,7 @@ async def _index_with_progress(ls: CtxServer) -> None:
     try:
         stats = await loop.run_in_executor(ls.indexer, ls.core.engine.refresh_index, report)
         summary = f"{stats.symbols} symbols in {stats.files_seen} files ({stats.seconds:.1f} s)"
+        await loop.run_in_executor(ls.indexer, ls.core.ensure_capsules)
         log.info("indexed: %s", summary)
     except Exception as err:
         log.exception("indexing failed")
@@ -343,6 +346,29 @@ def did_change(ls: CtxServer, params: types.DidChangeTextDocumentParams) -> None
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
 def did_save(ls: CtxServer, params: types.DidSaveTextDocumentParams) -> None:
     _schedule_index(ls, params.text_document.uri)
+    ls.spawn(_check_capsules(ls, [params.text_document.uri]))
+
+
+async def _check_capsules(ls: CtxServer, uris: list[str]) -> None:
+    """A saved (or changed-on-disk) file may make its capsule stale: check at once, not after
+    the index debounce, and tell the client which capsules and files."""
+    if ls.engine is None:
+        return
+    loop = asyncio.get_running_loop()
+    stale: list[dict[str, Any]] = []
+    files: list[str] = []
+    for uri in uris:
+        try:
+            rel = ls.rel(uri)
+        except JsonRpcException:
+            continue
+        text = ls.open_text(uri)
+        became = await loop.run_in_executor(ls.indexer, ls.core.file_saved, rel, text)
+        if became:
+            stale += became
+            files.append(rel)
+    if stale:
+        ls.protocol.notify("ctx/capsulesStale", {"capsules": stale, "files": files})
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -352,6 +378,7 @@ def did_close(ls: CtxServer, params: types.DidCloseTextDocumentParams) -> None:
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched(ls: CtxServer, params: types.DidChangeWatchedFilesParams) -> None:
+    ls.spawn(_check_capsules(ls, [c.uri for c in params.changes if c.uri.endswith(".py")]))
     for change in params.changes:
         if change.type == types.FileChangeType.Deleted:
             try:
@@ -434,6 +461,18 @@ async def cmd_plan(ls: CtxServer, *args: Any) -> dict[str, Any]:
 # ---- ctx/ methods -------------------------------------------------------------------------
 
 
+def _replan_soon(ls: CtxServer, session: str) -> None:
+    """Appends and usage reports come in bursts (and usually right before a new plan): re-plan
+    once things settle, unless a plan for the session arrives first."""
+    old = ls._pending_replan.pop(session, None)
+    if old is not None:
+        old.cancel()
+    loop = asyncio.get_running_loop()
+    ls._pending_replan[session] = loop.call_later(
+        REPLAN_DEBOUNCE_SECONDS, lambda: (ls._pending_replan.pop(session, None), ls.spawn(_replan_latest(ls, session)))
+    )
+
+
 async def _replan_latest(ls: CtxServer, session: str) -> None:
     """Something that changes the budget happened: re-plan the session's latest question so the
     meter and tree show the new state, and push them."""
@@ -454,6 +493,7 @@ async def _replan_latest(ls: CtxServer, session: str) -> None:
         return changed, ls.core.meter(session)
 
     changed, meter = await ls.run(work)
+    push_events(ls)
     if changed is not None:
         ls.protocol.notify("ctx/planChanged", changed)
     ls.notify_meter(session, meter)
@@ -482,7 +522,11 @@ async def plan_context(ls: CtxServer, params: Any) -> dict[str, Any]:
         drop_items=list(p.drop_items or []),
     )
     await ls.wait_index()
+    pending = ls._pending_replan.pop(session, None)
+    if pending is not None and not p.dry_run:  # this plan supersedes the deferred re-plan
+        pending.cancel()
     outcome = await ls.run(ls.core.plan, req)
+    push_events(ls)
     plan = outcome.result.plan
     if not p.dry_run:
         ls.protocol.notify(
@@ -562,7 +606,7 @@ async def restore_item(ls: CtxServer, params: Any) -> dict[str, Any]:
 async def append_messages(ls: CtxServer, params: Any) -> dict[str, Any]:
     p = decode(params, P.AppendMessagesParams)
     session = ls.session_of(p.session)
-    raw = [P.encode(m) for m in p.messages]
+    raw = [{k: v for k, v in P.encode(m).items() if v is not None} for m in p.messages]
     for m in raw:  # our wire names are camelCase; the parser also reads OpenAI's snake_case
         if "toolCalls" in m:
             m["tool_calls"] = m.pop("toolCalls")
@@ -572,9 +616,9 @@ async def append_messages(ls: CtxServer, params: Any) -> dict[str, Any]:
         messages: list[Message] = parse_messages(raw)
     except ConversationError as err:
         raise JsonRpcInvalidParams(str(err)) from None
-    messages = [m if "id" in r else _fresh_id(m) for m, r in zip(messages, raw, strict=True)]
+    messages = [m if r.get("id") is not None else _fresh_id(m) for m, r in zip(messages, raw, strict=True)]
     await ls.run(ls.core.append, session, p.branch, messages)
-    await _replan_latest(ls, session)
+    _replan_soon(ls, session)
     count = len(await ls.run(ls.core.messages, session, p.branch))
     meter = await ls.run(ls.core.meter, session)
     return {"appended": len(messages), "messages": count, "budget": meter}
@@ -593,7 +637,8 @@ async def report_usage(ls: CtxServer, params: Any) -> dict[str, Any]:
     )
     if asked:
         ls.protocol.notify("ctx/askRepin", {"session": session, "pins": [pin_out(ls, x) for x in asked]})
-    await _replan_latest(ls, session)
+    ls.notify_meter(session, await ls.run(ls.core.meter, session))
+    _replan_soon(ls, session)
     return report
 
 
@@ -655,6 +700,62 @@ async def set_mode(ls: CtxServer, params: Any) -> dict[str, Any]:
 async def branch(ls: CtxServer, params: Any) -> dict[str, Any]:
     p = decode(params, P.BranchParams)
     return await ls.run(ls.core.branch, ls.session_of(p.session), p.from_message_id, p.name)
+
+
+def _marker(c: dict[str, Any]) -> str:
+    return (
+        f"── compaction #{c['number']}: {len(c['archivedIds'])} messages summarised "
+        f"({c['tokensBefore']:,} → {c['tokensAfter']:,} tokens, {c['summarizer']}) ──"
+    )
+
+
+def push_events(ls: CtxServer) -> None:
+    """Notifications the engine queued while working (automatic compactions)."""
+    if ls.engine is None:
+        return
+    for method, payload in ls.engine.drain_events():
+        if method == "ctx/compacted":
+            ls.protocol.notify(
+                method, {"session": payload["session"], "compaction": payload, "marker": _marker(payload)}
+            )
+        else:
+            ls.protocol.notify(method, payload)
+
+
+@server.feature("ctx/compact")
+async def compact(ls: CtxServer, params: Any) -> dict[str, Any]:
+    """Summarise older turns (or trim them); ``dryRun`` returns the proposal, and an edited
+    ``summary`` may be sent back to apply it."""
+    p = decode(params, P.CompactParams)
+    session = ls.session_of(p.session)
+    c = await ls.run(lambda: ls.core.compact(session, p.strategy, dry_run=p.dry_run, summary=p.summary))
+    out = P.encode(c)
+    if not p.dry_run:
+        ls.protocol.notify("ctx/compacted", {"session": session, "compaction": out, "marker": _marker(out)})
+        await _replan_latest(ls, session)
+    return out
+
+
+@server.feature("ctx/setMemoryPolicy")
+async def set_memory_policy(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.MemoryPolicyParams)
+    session = ls.session_of(p.session)
+    record = await ls.run(ls.core.set_memory_policy, session, p.rolling, p.compaction_threshold)
+    return {"session": session, "rolling": record.rolling, "compactionThreshold": record.compaction_threshold}
+
+
+@server.feature("ctx/listCapsules")
+async def list_capsules(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
+    decode(params, P.SessionParams)
+    return await ls.run(ls.core.capsules)
+
+
+@server.feature("ctx/refreshCapsules")
+async def refresh_capsules(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
+    p = decode(params, P.RefreshCapsulesParams)
+    await ls.wait_index()
+    paths = [ls.rel(x) if x.startswith("file:") else x for x in p.paths] if p.paths is not None else None
+    return await ls.run(ls.core.refresh_capsules, paths)
 
 
 def serve(tcp: str | None = None) -> int:

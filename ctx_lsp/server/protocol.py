@@ -24,8 +24,9 @@ NOT_FOUND = -32002  # unknown session, plan, pin, message or symbol
 INDEX_NOT_READY = -32003
 
 
-class _P(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
-    """Base of all params/results: camelCase, unknown fields ignored (clients may send more)."""
+class _P(msgspec.Struct, kw_only=True, rename="camel"):
+    """Base of all params/results: camelCase, every field present in results (null when unset),
+    unknown fields in params ignored (clients may send more)."""
 
 
 # ---- shared shapes ----------------------------------------------------------------------------
@@ -148,6 +149,26 @@ class BranchParams(_P):
     from_message_id: str
     session: str | None = None
     name: str | None = None
+
+
+class CompactParams(_P):
+    session: str | None = None
+    strategy: Literal["summary", "trim"] = "summary"
+    dry_run: bool = False
+    summary: str | None = None  # an edited summary (from a dry-run proposal) to apply
+
+
+class MemoryPolicyParams(_P):
+    """Per-session conversation memory: rolling (trim) instead of summarising, and the share of
+    the conversation budget at which compaction starts."""
+
+    session: str | None = None
+    rolling: bool | None = None
+    compaction_threshold: float | None = None
+
+
+class RefreshCapsulesParams(_P):
+    paths: list[str] | None = None
 
 
 class RestoreItemParams(_P):
@@ -284,6 +305,38 @@ class ReplayResult(_P):
     plan: ContextPlan
 
 
+class CompactionResult(_P):
+    number: int
+    session: str
+    branch: str
+    summary: str
+    archived_ids: list[str]
+    tokens_before: int
+    tokens_after: int
+    milliseconds: float
+    summarizer: str
+    note: str | None = None
+    applied: bool = True
+
+
+class MemoryPolicyResult(_P):
+    session: str
+    rolling: bool
+    compaction_threshold: float | None = None
+
+
+class Capsule(_P):
+    path: str
+    module: str
+    text: str
+    code_hash: str
+    source: str
+    confidence: float
+    created: float
+    stale: bool
+    stale_since: float | None = None
+
+
 class ModeResult(_P):
     session: str
     mode: Mode
@@ -311,6 +364,17 @@ class AskRepin(_P):
     pins: list[Pin]
 
 
+class CapsulesStale(_P):
+    capsules: list[Capsule]
+    files: list[str]
+
+
+class Compacted(_P):
+    session: str
+    compaction: CompactionResult
+    marker: str  # a one-line marker for the client's history view
+
+
 REQUESTS: dict[str, tuple[type | None, Any]] = {
     "ctx/planContext": (PlanContextParams, ContextPlan),
     "ctx/renderPrompt": (RenderPromptParams, RenderedPromptResult),
@@ -326,11 +390,17 @@ REQUESTS: dict[str, tuple[type | None, Any]] = {
     "ctx/replayPlan": (ReplayPlanParams, ReplayResult),
     "ctx/setMode": (SetModeParams, ModeResult),
     "ctx/branch": (BranchParams, BranchResult),
+    "ctx/compact": (CompactParams, CompactionResult),
+    "ctx/setMemoryPolicy": (MemoryPolicyParams, MemoryPolicyResult),
+    "ctx/listCapsules": (SessionParams, list[Capsule]),
+    "ctx/refreshCapsules": (RefreshCapsulesParams, list[Capsule]),
 }
 NOTIFICATIONS: dict[str, Any] = {
     "ctx/budgetChanged": BudgetMeter,
     "ctx/planChanged": PlanChanged,
     "ctx/askRepin": AskRepin,
+    "ctx/capsulesStale": CapsulesStale,
+    "ctx/compacted": Compacted,
 }
 
 

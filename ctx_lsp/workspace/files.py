@@ -191,7 +191,7 @@ class WorkspaceWalker:
         cur = root_real
         for part in parts:
             cur = os.path.join(cur, part)
-            if self._skip_dir_name(part, cur):
+            if self._skip_dir_name(part, cur) or any(os.path.exists(os.path.join(cur, m)) for m in _ENV_MARKERS):
                 return True
         return False
 

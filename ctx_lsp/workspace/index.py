@@ -47,85 +47,21 @@ _COLUMN_LABELS = {
 }
 MAX_QUERY_TERMS = 32
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # English function words: never worth an index entry or a query term.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "this",
-        "those",
-        "to",
-        "was",
-        "were",
-        "will",
-        "with",
-    ]
+_STOPWORDS = _words(
+    "a an and are as at be been but by for from has have in into is it its of on or that the "
+    "their then there these this those to was were will with"
 )
 # Words of a question about code that name nothing in it ("where is X defined?").
-_QUERY_STOPWORDS = _STOPWORDS | frozenset(
-    [
-        "where",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "how",
-        "when",
-        "does",
-        "do",
-        "did",
-        "can",
-        "could",
-        "should",
-        "would",
-        "defined",
-        "define",
-        "defines",
-        "definition",
-        "declared",
-        "declare",
-        "implemented",
-        "implement",
-        "implementation",
-        "located",
-        "please",
-        "explain",
-        "tell",
-        "me",
-        "my",
-        "our",
-        "we",
-        "you",
-        "i",
-    ]
+_QUERY_STOPWORDS = _STOPWORDS | _words(
+    "where what which who whom whose why how when does do did can could should would "
+    "defined define defines definition declared declare implemented implement implementation "
+    "located please explain tell me my our we you i"
 )
 
 _IDENT_RE = re.compile(r"[^\W\d]\w*")
@@ -253,7 +189,6 @@ class _Work:
     reason: str = ""
     parsed: ParsedModule | None = None
     tokens: list[tuple[int, int]] | None = None  # (card, body) per symbol
-    known: bool = True  # False: the file has no rows yet, nothing to delete first
 
 
 def _token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int]]]]:
@@ -326,6 +261,7 @@ CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE TABLE IF NOT EXISTS imports(path TEXT NOT NULL, local_name TEXT NOT NULL, target TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS imports_path ON imports(path);
+CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
     qualname_terms, signature, docstring, identifiers, path_terms,
     tokenize = 'unicode61 remove_diacritics 2');
@@ -478,7 +414,6 @@ class WorkspaceIndex:
             for done, e in enumerate(changed, 1):
                 prev = known.get(e.rel)
                 work = self._prepare(e.rel, e.path, e.size, e.mtime_ns, prev[2] if prev else None)
-                work.known = prev is not None
                 batch.append(work)
                 if len(batch) >= BATCH_FILES:
                     self._count_batch(batch, pool)
@@ -611,8 +546,9 @@ class WorkspaceIndex:
         else:
             parsed = work.parsed
             assert parsed is not None and work.tokens is not None
-            if work.known:
-                self._delete_rows(conn, rel)
+            # Always, even for a file this refresh saw as new: another process sharing the
+            # database may have indexed it meanwhile (the deletes are cheap index lookups).
+            self._delete_rows(conn, rel)
             conn.execute(upsert, (rel, work.size, work.mtime_ns, work.sha256, None))
             next_id = self._insert_symbols(conn, parsed, work.tokens, next_id)
             if stats is not None:
@@ -873,6 +809,20 @@ class WorkspaceIndex:
         """``(local_name, target_qualname)`` pairs of one file."""
         rows = self._reader().execute("SELECT local_name, target FROM imports WHERE path = ? ORDER BY rowid", (rel,))
         return [(r[0], r[1]) for r in rows]
+
+    def importers_of(self, module: str) -> list[str]:
+        """Modules (qualnames, sorted) that import ``module`` or anything inside it
+        (``import m``, ``from m import x``, ``from m import *``, relative forms included)."""
+        # A range instead of LIKE 'm.%': it uses the index, and "_" in names is not a wildcard.
+        # "/" is the character right after "." in ASCII, so [m. , m/) is every "m.<anything>".
+        rows = self._reader().execute(
+            "SELECT DISTINCT coalesce(s.qualname, i.path) FROM imports i "
+            "LEFT JOIN symbols s ON s.path = i.path AND s.kind = 'module' "
+            "WHERE (i.target = ? OR (i.target >= ? AND i.target < ?)) AND i.path NOT IN "
+            "(SELECT path FROM symbols WHERE kind = 'module' AND qualname = ?)",
+            (module, module + ".", module + "/", module),
+        )
+        return sorted(r[0] for r in rows)
 
     def resolve_name(self, name: str, from_rel: str | None = None) -> IndexedSymbol | None:
         """Find the symbol a (possibly dotted) name refers to.

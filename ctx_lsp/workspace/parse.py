@@ -40,6 +40,8 @@ _EXOTIC_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _IDENT_BYTES_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]+")
 # Words that say nothing about what a body does; dropped from ``identifiers``.
 _NOISE_IDENTIFIERS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
+_OPEN_SPACE = re.compile(r"([\[({])\s+")
+_CLOSE_SPACE = re.compile(r"\s+([\])}])")
 _NOISE_BYTES = frozenset(w.encode() for w in _NOISE_IDENTIFIERS)
 
 
@@ -416,15 +418,21 @@ class _Builder:
             )
 
     def _value_text(self, value: ast.expr) -> str:
-        end = value.end_lineno or value.lineno
-        if end - value.lineno <= 2:
+        first = value.lineno - 1
+        last = (value.end_lineno or value.lineno) - 1
+        if last - first <= 2:
             text = _unparse(value)
         else:
             # A big literal (a table, a generated dict): unparsing all of it only to cut it
-            # to 80 characters is slow; take the start of its source instead.
-            text = self._segment(value.lineno - 1, value.lineno + 1)
+            # to 80 characters is slow; take the start of its source instead, whitespace
+            # collapsed the way unparse would print it.
+            text = ""
+            for end in range(first, min(last, first + 40) + 1):
+                text = self._segment(first, end)
+                if len(text) > 4 * _VALUE_CHARS:
+                    break
             text = text.encode("utf-8")[value.col_offset :].decode("utf-8", "replace")
-            text = " ".join(text.split())
+            text = _CLOSE_SPACE.sub(r"\1", _OPEN_SPACE.sub(r"\1", " ".join(text.split())))
         if len(text) > _VALUE_CHARS:
             text = text[: _VALUE_CHARS - 1] + "…"
         return text

@@ -1,0 +1,97 @@
+"""Older-history retrieval: archived turns become retrievable chunks in the rag section, ranked
+by relevance to the current query (BM25 over the chunks' words). They never duplicate the
+window: only archived turns, which the prompt otherwise sees only through the summary."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from ctx_lsp.core.items import HISTORY_CHUNK, Item, Message
+from ctx_lsp.core.tokens import TokenCounter, scaled
+from ctx_lsp.memory.compaction import transcript
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+K1, B = 1.2, 0.75
+MAX_CHUNK_CHARS = 12_000  # a chunk is one archived turn, cut so one huge tool dump cannot dominate
+HISTORY_WEIGHT = 0.5  # history competes with code, a little below it: the code is the ground truth
+
+
+def _terms(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+class _Chunk:
+    __slots__ = ("doc", "length", "tf")
+
+    def __init__(self, turn: Sequence[Message]) -> None:
+        self.doc = transcript(turn)[:MAX_CHUNK_CHARS]
+        self.tf = Counter(_terms(self.doc))
+        self.length = sum(self.tf.values())
+
+
+class HistoryChunks:
+    """Archived turns never change, so each is read into a chunk (text and term counts) once."""
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self._chunks: dict[tuple[str, ...], _Chunk] = {}
+        self._limit = limit
+
+    def of(self, turn: Sequence[Message]) -> _Chunk:
+        key = tuple(m.id for m in turn)
+        chunk = self._chunks.get(key)
+        if chunk is None:
+            if len(self._chunks) >= self._limit:
+                self._chunks.clear()
+            chunk = self._chunks[key] = _Chunk(turn)
+        return chunk
+
+
+def history_candidates(
+    turns: Sequence[Sequence[Message]],
+    query: str,
+    counter: TokenCounter,
+    calibration: float,
+    chunks: HistoryChunks | None = None,
+) -> list[Item]:
+    """One item per archived turn that shares a word with the query, scored by BM25."""
+    q = set(_terms(query))
+    if not turns or not q:
+        return []
+    chunks = chunks or HistoryChunks()
+    read = [chunks.of(t) for t in turns]
+    avg = sum(c.length for c in read) / len(read) or 1.0
+    df = Counter(w for c in read for w in q if w in c.tf)
+    n = len(read)
+    out = []
+    for turn, chunk in zip(turns, read, strict=True):
+        doc, tf, length = chunk.doc, chunk.tf, chunk.length
+        score = 0.0
+        matched = []
+        for w in q:
+            f = tf.get(w, 0)
+            if not f:
+                continue
+            idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+            score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
+            matched.append(w)
+        if score <= 0:
+            continue
+        first = turn[0]
+        text = f"# Earlier in this conversation (archived turn, message {first.id}):\n{doc}"
+        out.append(
+            Item(
+                id="history:" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest(),
+                section="rag",
+                kind=HISTORY_CHUNK,
+                title=f"earlier turn: {' '.join(first.content.split())[:60]}",
+                text=text,
+                tokens=scaled(counter.count(text) + 1, calibration),
+                score=round(score * HISTORY_WEIGHT, 6),
+                why=f"older history, bm25 {score:.2f} on {', '.join(sorted(matched))} (×{HISTORY_WEIGHT})",
+            )
+        )
+    return out

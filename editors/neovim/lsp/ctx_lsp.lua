@@ -1,0 +1,11 @@
+---@brief
+--- ctx-lsp: plans what goes into an AI assistant's prompt under a token budget.
+--- Install the server: `pip install ctx-lsp`. Then, with Neovim 0.11:
+---
+--- ```lua
+--- vim.lsp.enable('ctx_lsp')                 -- this file's defaults
+--- -- or, with the commands' options:
+--- require('ctx_lsp').setup({ model = 'gpt-4o' })
+--- ```
+--- Override anything with `vim.lsp.config('ctx_lsp', { ... })`. See :help ctx_lsp.
+return require("ctx_lsp.client").lsp_config()

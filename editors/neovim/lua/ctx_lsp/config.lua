@@ -1,0 +1,82 @@
+---@brief Options of require('ctx_lsp').setup{}: defaults, merge, and the current values.
+
+local M = {}
+
+---@class ctx_lsp.Options
+---@field cmd string[]            server command (default { "ctx-lsp", "serve" })
+---@field model? string           model name the server plans for (its default: gpt-4o)
+---@field context_length? integer override the model's context length in every plan
+---@field mode? "off"|"light"|"heavy" retrieval mode (the server's default: light)
+---@field session? string         session id (default: "nvim-" .. a hash of the workspace root)
+---@field filetypes string[]      buffers the server attaches to (default { "python" })
+---@field root_markers string[]   files that mark the workspace root
+---@field settings table          extra server settings, passed as is (camelCase keys)
+---@field keymaps table<string, string|false> global normal-mode maps; none by default
+---@field tree { width: integer, position: "right"|"left" }
+---@field sign_text string        gutter sign of pinned symbols (1-2 cells)
+---@field bar_width integer       cells of the meter's bar
+
+M.defaults = {
+  cmd = { "ctx-lsp", "serve" },
+  model = nil,
+  context_length = nil,
+  mode = nil,
+  session = nil,
+  filetypes = { "python" },
+  root_markers = { "ctx.toml", "pyproject.toml", "setup.py", "setup.cfg", ".git" },
+  settings = {},
+  keymaps = {},
+  tree = { width = 64, position = "right" },
+  sign_text = "📌",
+  bar_width = 5,
+}
+
+local current = vim.deepcopy(M.defaults)
+
+---@param opts? table
+---@return ctx_lsp.Options
+function M.set(opts)
+  if type(opts) ~= "table" then
+    vim.notify("ctx-lsp: setup() takes a table of options", vim.log.levels.ERROR)
+    opts = {}
+  end
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  -- lists replace, they do not merge
+  for _, key in ipairs({ "cmd", "filetypes", "root_markers" }) do
+    if opts[key] ~= nil then
+      merged[key] = vim.deepcopy(opts[key])
+    end
+  end
+  if merged.mode ~= nil and not vim.tbl_contains({ "off", "light", "heavy" }, merged.mode) then
+    vim.notify(
+      ("ctx-lsp: mode must be off, light or heavy, got %q (using the server's default)"):format(
+        tostring(merged.mode)
+      ),
+      vim.log.levels.WARN
+    )
+    merged.mode = nil
+  end
+  current = merged
+  return current
+end
+
+---@return ctx_lsp.Options
+function M.get()
+  return current
+end
+
+--- Server settings sent as initializationOptions.settings (camelCase, as the protocol wants).
+---@return table
+function M.server_settings()
+  local c = current
+  local s = vim.deepcopy(c.settings or {})
+  if c.model then
+    s.model = c.model
+  end
+  if c.mode then
+    s.mode = c.mode
+  end
+  return s
+end
+
+return M

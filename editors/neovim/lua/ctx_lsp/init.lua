@@ -1,0 +1,221 @@
+---@brief ctx_lsp for Neovim: a thin client of the ctx-lsp language server, which plans what
+--- goes into an AI assistant's prompt under a token budget. The server decides; this renders:
+--- a statusline meter, the include/exclude tree, gutter pins and the prompt preview.
+--- See :help ctx_lsp.
+
+local M = {}
+
+local function cfg()
+  return require("ctx_lsp.config")
+end
+
+local function client()
+  return require("ctx_lsp.client")
+end
+
+local did_setup = false
+
+local KEYMAPS = {
+  plan = { "<cmd>CtxPlan<cr>", "ctx: plan context for a question" },
+  pin = { "<cmd>CtxPin<cr>", "ctx: pin the symbol under the cursor" },
+  unpin = { "<cmd>CtxUnpin<cr>", "ctx: unpin the symbol under the cursor" },
+  preview = { "<cmd>CtxPreview<cr>", "ctx: preview the prompt" },
+  budget = { "<cmd>CtxBudget<cr>", "ctx: show the budget" },
+  compact = { "<cmd>CtxCompact<cr>", "ctx: compact the conversation" },
+}
+
+--- Configure and start the client. Options: see :help ctx_lsp-setup.
+---@param opts? ctx_lsp.Options
+function M.setup(opts)
+  local c = cfg().set(opts)
+  M.highlights()
+  client().setup()
+  for name, lhs in pairs(c.keymaps or {}) do
+    local km = KEYMAPS[name]
+    if km and type(lhs) == "string" and lhs ~= "" then
+      vim.keymap.set("n", lhs, km[1], { desc = km[2], silent = true })
+    elseif not km then
+      vim.notify(("ctx-lsp: unknown keymap %q (known: plan, pin, unpin, preview, budget, compact)"):format(name), vim.log.levels.WARN)
+    end
+  end
+  did_setup = true
+end
+
+--- Default highlight links (colourschemes and users win: default = true).
+function M.highlights()
+  local links = {
+    CtxMeterNormal = "StatusLine",
+    CtxMeterWarn = "DiagnosticWarn",
+    CtxMeterError = "DiagnosticError",
+    CtxPinSign = "DiagnosticHint",
+    CtxPinGrace = "DiagnosticWarn",
+    CtxTreeSection = "Title",
+    CtxTreeIncluded = "DiagnosticOk",
+    CtxTreeExcluded = "DiagnosticWarn",
+    CtxTreeReason = "Comment",
+    CtxTreeStale = "DiagnosticWarn",
+    CtxTreePath = "Directory",
+  }
+  for group, link in pairs(links) do
+    vim.api.nvim_set_hl(0, group, { link = link, default = true })
+  end
+end
+
+---@return boolean
+function M.is_setup()
+  return did_setup
+end
+
+-- ---- statusline -------------------------------------------------------------------------------
+
+--- The budget meter for a statusline: "ctx 41.2k/122k ▰▱▱▱▱ 34%" ("" until the server sent one).
+--- With { highlight = true } it is wrapped in %#CtxMeter…# … %* for 'statusline'.
+---@param opts? { highlight?: boolean }
+---@return string
+function M.statusline(opts)
+  local m = client().state.meter
+  if type(m) ~= "table" then
+    return ""
+  end
+  local meter = require("ctx_lsp.meter")
+  local text = meter.text(m, { bar_width = cfg().get().bar_width })
+  if opts and opts.highlight then
+    return ("%%#%s#%s%%*"):format(meter.hl_group(m.percent), text:gsub("%%", "%%%%"))
+  end
+  return text
+end
+
+--- The meter's highlight group now (CtxMeterNormal / CtxMeterWarn / CtxMeterError).
+---@return string
+function M.statusline_hl()
+  local m = client().state.meter
+  return require("ctx_lsp.meter").hl_group(type(m) == "table" and m.percent or 0)
+end
+
+--- The last BudgetMeter the server sent (or nil).
+---@return table?
+function M.meter()
+  return client().state.meter
+end
+
+-- ---- actions (the commands call these) ---------------------------------------------------------
+
+--- ctx/planContext params for a query: the configured context length, the current buffer as
+--- focus and the open buffers, when they are in the workspace.
+---@param query string
+---@param extra? table more params (ragBudget, maxCompletionTokens, ...), camelCase
+---@return table
+function M.plan_params(query, extra)
+  local c = cfg().get()
+  local params = { query = query }
+  if c.context_length then
+    params.contextLength = c.context_length
+  end
+  local lsp_client = client().get_client()
+  local root = lsp_client and client().client_root(lsp_client)
+  if root then
+    root = vim.fs.normalize(root)
+    local function inside(name)
+      return name ~= "" and vim.startswith(vim.fs.normalize(name), root .. "/")
+    end
+    local cur = vim.api.nvim_get_current_buf()
+    local name = vim.api.nvim_buf_get_name(cur)
+    if vim.bo[cur].buftype == "" and inside(name) then
+      local pos = vim.api.nvim_win_get_cursor(0)
+      params.focus = { uri = vim.uri_from_bufnr(cur), position = { line = pos[1] - 1, character = 0 } }
+    end
+    local open = {}
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      local n = vim.api.nvim_buf_get_name(b)
+      if
+        vim.bo[b].buflisted
+        and vim.bo[b].buftype == ""
+        and vim.api.nvim_buf_is_loaded(b)
+        and vim.tbl_contains(c.filetypes, vim.bo[b].filetype)
+        and inside(n)
+      then
+        table.insert(open, vim.uri_from_bufnr(b))
+      end
+    end
+    if #open > 0 then
+      params.openFiles = open
+    end
+  end
+  return vim.tbl_extend("force", params, extra or {})
+end
+
+M.last_query = nil
+
+--- :CtxPlan {query}: plan and open the tree.
+---@param query? string
+---@param extra? table more ctx/planContext params (camelCase)
+---@param done? fun(plan: table)
+function M.plan(query, extra, done)
+  local function go(q)
+    if not q or vim.trim(q) == "" then
+      return
+    end
+    M.last_query = q
+    require("ctx_lsp.tree").plan(M.plan_params(q, extra), done)
+  end
+  if query and vim.trim(query) ~= "" then
+    return go(query)
+  end
+  vim.ui.input({ prompt = "ctx query: ", default = M.last_query }, go)
+end
+
+function M.pin(opts)
+  require("ctx_lsp.pins").pin_at_cursor(opts)
+end
+
+function M.unpin(opts)
+  require("ctx_lsp.pins").unpin_at_cursor(opts)
+end
+
+function M.preview(plan_id, done)
+  require("ctx_lsp.preview").open(plan_id, done)
+end
+
+function M.compact(opts)
+  require("ctx_lsp.compact").run(opts)
+end
+
+M.modes = { "off", "light", "heavy" }
+
+--- :CtxMode [off|light|heavy]
+---@param mode? string
+---@param done? fun(result: table)
+function M.set_mode(mode, done)
+  local c = client()
+  if not mode or mode == "" then
+    local m = c.state.meter
+    c.notify(("mode %s (one of off, light, heavy)"):format(m and tostring(m.mode) or "unknown"))
+    return
+  end
+  if not vim.tbl_contains(M.modes, mode) then
+    c.notify(("mode must be off, light or heavy, not %q"):format(mode), vim.log.levels.ERROR)
+    return
+  end
+  c.request("ctx/setMode", { mode = mode }, function(result)
+    c.notify(("mode %s"):format(result.mode))
+    require("ctx_lsp.tree").after_change()
+    if done then
+      done(result)
+    end
+  end)
+end
+
+--- :CtxBudget: the meter with its sections.
+---@param done? fun(meter: table)
+function M.budget(done)
+  local c = client()
+  c.request("ctx/showBudget", nil, function(m)
+    c.on_budget(m)
+    c.notify(require("ctx_lsp.meter").details(m))
+    if done then
+      done(m)
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,33 @@
+-- :checkhealth ctx_lsp with the real server running on the fixture workspace.
+local H = dofile(os.getenv("CTX_REPO") .. "/tests/neovim/helpers.lua")
+
+-- setup options reach the server: model and mode as settings, context_length with each plan
+H.setup({ model = "claude-sonnet-4-5", mode = "heavy", context_length = 50000 })
+H.open("shop/inventory.py")
+local plan = H.await("a plan (the meter carries the estimator)", function(done)
+  require("ctx_lsp").plan("what does Product hold?", nil, done)
+end)
+H.eq({ plan.model, plan.mode, plan.contextLength }, { "claude-sonnet-4-5", "heavy", 50000 }, "options")
+vim.cmd("checkhealth ctx_lsp")
+local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+io.stdout:write(table.concat(lines, "\n"), "\n")
+local text = table.concat(lines, "\n")
+
+local function has(pattern)
+  H.truthy(text:find(pattern), "health report has " .. pattern)
+end
+has("ctx_lsp: Neovim")
+has("%- ✅ OK Neovim 0%.11%.%d+ %(vim%.lsp%.config / vim%.lsp%.enable%)")
+has("%- ✅ OK server command: " .. vim.pesc(H.python) .. " %-m ctx_lsp serve")
+has("%- ✅ OK version: ctx%-lsp %d+%.%d+%.%d+")
+has("%- ✅ OK client %d+ running %(initialized%) on " .. vim.pesc(H.ws))
+has("%- ✅ OK workspace indexed: %d+ symbols in %d+ files")
+has("%- ✅ OK workspace store: " .. vim.pesc(H.ws .. "/.ctx"))
+has("%- ✅ OK token estimator: cl100k_base stands in for claude%-sonnet%-4%-5's tokenizer %(calibration ×1%.4, 0 usage reports%)")
+has("%- ✅ OK budget meter: ctx %S+/%S+ ")
+H.truthy(not text:find("ERROR"), "no ERROR in the report")
+H.truthy(not text:find("WARNING"), "no WARNING in the report")
+local oks = select(2, text:gsub("✅ OK", ""))
+H.truthy(oks >= 8, "OK lines: " .. oks)
+H.no_errors()
+H.finish()

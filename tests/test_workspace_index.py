@@ -1,0 +1,453 @@
+"""The SQLite symbol index: refresh, incremental updates, search, lookups, persistence."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace.index import (
+    IndexedSymbol,
+    WorkspaceIndex,
+    query_terms,
+    search_terms,
+    split_identifier,
+)
+
+SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+SAMPLE_FILES = 8  # .py files in sample_ws, refunds.py (syntax error) included
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(SAMPLE, root)
+    return root
+
+
+@pytest.fixture
+def index(ws: Path):
+    idx = WorkspaceIndex(ws)
+    idx.refresh()
+    yield idx
+    idx.close()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def bump_mtime(path: Path) -> None:
+    """Make sure a rewrite is seen as a change even on coarse-mtime file systems."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+def qualnames(idx: WorkspaceIndex, rel: str) -> list[str]:
+    return [s.qualname for s in idx.symbols_in(rel)]
+
+
+def fts_rows(idx: WorkspaceIndex) -> int:
+    return idx._reader().execute("SELECT count(*) FROM symbols_fts").fetchone()[0]
+
+
+# -- refresh -------------------------------------------------------------------------------
+
+
+def test_first_refresh_indexes_the_sample(ws: Path) -> None:
+    seen: list[tuple[int, int, str]] = []
+    with WorkspaceIndex(ws) as idx:
+        stats = idx.refresh(progress=lambda done, total, rel: seen.append((done, total, rel)))
+        assert stats.files_seen == SAMPLE_FILES
+        assert stats.files_indexed == SAMPLE_FILES
+        assert stats.files_unchanged == 0 and stats.files_removed == 0
+        assert stats.errors == ["shop/refunds.py: SyntaxError: '(' was never closed (line 6)"]
+        assert stats.symbols == idx.stats().symbols > 40
+        assert [d for d, _, _ in seen] == list(range(1, SAMPLE_FILES + 1))
+        assert {t for _, t, _ in seen} == {SAMPLE_FILES}
+        summary = idx.stats()
+        assert summary.files == SAMPLE_FILES
+        assert summary.files_with_errors == 1
+        assert summary.tokens > 1000 and summary.card_tokens > 1000
+    assert (ws / ".ctx" / "index.sqlite3").exists()
+    assert (ws / ".ctx" / ".gitignore").read_text() == "*\n"
+
+
+def test_reopening_finds_symbols_without_reparsing(ws: Path) -> None:
+    with WorkspaceIndex(ws) as idx:
+        idx.refresh()
+        before = [(s.id, s.qualname) for s in idx.iter_symbols()]
+    with WorkspaceIndex(ws) as idx:
+        # Usable before any refresh: the index is on disk.
+        assert idx.get("shop.billing.invoice.calculate_invoice_total") is not None
+        stats = idx.refresh()
+        assert stats.files_unchanged == SAMPLE_FILES
+        assert stats.files_indexed == 0
+        assert [(s.id, s.qualname) for s in idx.iter_symbols()] == before
+
+
+def test_touched_but_unchanged_file_is_not_reparsed(index: WorkspaceIndex, ws: Path) -> None:
+    ids = [s.id for s in index.symbols_in("shop/inventory.py")]
+    bump_mtime(ws / "shop" / "inventory.py")
+    stats = index.refresh()
+    assert stats.files_unchanged == SAMPLE_FILES and stats.files_indexed == 0
+    assert [s.id for s in index.symbols_in("shop/inventory.py")] == ids
+    assert index.refresh().files_unchanged == SAMPLE_FILES  # the new stat was stored
+
+
+def test_edit_rename_delete_leave_no_ghosts(index: WorkspaceIndex, ws: Path) -> None:
+    n_fts = fts_rows(index)
+    assert n_fts == index.stats().symbols
+    # Edit: a function renamed in place.
+    path = ws / "shop" / "billing" / "discounts.py"
+    path.write_text(path.read_text().replace("applyBulkDiscount", "apply_volume_discount"))
+    bump_mtime(path)
+    stats = index.refresh()
+    assert stats.files_indexed == 1 and stats.files_unchanged == SAMPLE_FILES - 1
+    assert index.get("shop.billing.discounts.applyBulkDiscount") is None
+    assert index.get("shop.billing.discounts.apply_volume_discount") is not None
+    assert not [h for h in index.search("applyBulkDiscount") if h.symbol.name == "applyBulkDiscount"]
+    assert index.search("volume discount")[0].symbol.name == "apply_volume_discount"
+    # Rename: the file moves; its symbols follow, none stay behind.
+    (ws / "shop" / "storage.py").rename(ws / "shop" / "persistence.py")
+    stats = index.refresh()
+    assert stats.files_removed == 1 and stats.files_indexed == 1
+    assert index.symbols_in("shop/storage.py") == []
+    assert index.get("shop.persistence.StockRepository") is not None
+    assert index.get("shop.storage.StockRepository") is None
+    # Delete.
+    (ws / "shop" / "config.py").unlink()
+    stats = index.refresh()
+    assert stats.files_removed == 1 and stats.files_seen == SAMPLE_FILES - 1
+    assert index.symbols_in("shop/config.py") == []
+    assert all(h.symbol.path != "shop/config.py" for h in index.search("TAX_RATE currency settings"))
+    # The FTS table and the symbols table stay in step.
+    assert fts_rows(index) == index.stats().symbols
+    imports = index._reader().execute("SELECT DISTINCT path FROM imports").fetchall()
+    assert ("shop/config.py",) not in imports and ("shop/storage.py",) not in imports
+
+
+def test_syntax_error_keeps_last_good_symbols(index: WorkspaceIndex, ws: Path) -> None:
+    path = ws / "shop" / "inventory.py"
+    good = path.read_text()
+    before = qualnames(index, "shop/inventory.py")
+    path.write_text(good.replace("def restock(self, sku: str, quantity: int) -> int:", "def restock(self, sku:"))
+    bump_mtime(path)
+    stats = index.refresh()
+    assert stats.errors == [
+        "shop/inventory.py: SyntaxError: '(' was never closed (line 53)",
+        # refunds.py is unchanged, so it is not re-reported
+    ]
+    assert qualnames(index, "shop/inventory.py") == before
+    assert index.stats().files_with_errors == 2
+    # Fixed again (with a new method): the symbols are replaced, the error cleared.
+    path.write_text(good + "\n\ndef audit_stock() -> None:\n    pass\n")
+    bump_mtime(path)
+    stats = index.refresh()
+    assert stats.errors == []
+    assert qualnames(index, "shop/inventory.py") == [*before, "shop.inventory.audit_stock"]
+    assert index.stats().files_with_errors == 1
+
+
+def test_new_file_with_syntax_error_has_no_symbols(index: WorkspaceIndex, ws: Path) -> None:
+    assert index.symbols_in("shop/refunds.py") == []
+    write(ws, "shop/half_typed.py", "class Broken(\n")
+    stats = index.refresh()
+    assert stats.files_indexed == 1 and stats.errors[0].startswith("shop/half_typed.py: SyntaxError")
+    assert index.symbols_in("shop/half_typed.py") == []
+
+
+def test_binary_and_undecodable_files_are_skipped_and_remembered(index: WorkspaceIndex, ws: Path) -> None:
+    (ws / "shop" / "blob.py").write_bytes(b"\x00\x01\x02 binary")
+    (ws / "shop" / "legacy.py").write_bytes(b"NAME = 'caf\xe9'\n")
+    stats = index.refresh()
+    assert stats.files_skipped == 2
+    assert stats.skipped == ["shop/blob.py (binary)", "shop/legacy.py (not_utf8)"]
+    assert index.symbols_in("shop/legacy.py") == []
+    again = index.refresh()  # unchanged: not read again, still reported
+    assert again.files_skipped == 2 and again.files_indexed == 0
+    # A good file that turns binary loses its symbols.
+    (ws / "shop" / "config.py").write_bytes(b"\x00" * 10)
+    bump_mtime(ws / "shop" / "config.py")
+    index.refresh()
+    assert index.symbols_in("shop/config.py") == []
+
+
+def test_ignored_and_vendored_files_are_not_indexed(ws: Path) -> None:
+    write(ws, ".venv/pyvenv.cfg", "home = /usr\n")
+    write(ws, ".venv/lib/site.py", "def hidden(): pass\n")
+    write(ws, "node_modules/pkg/x.py", "def hidden(): pass\n")
+    write(ws, ".gitignore", "generated/\n")
+    write(ws, "generated/out.py", "def hidden(): pass\n")
+    with WorkspaceIndex(ws) as idx:
+        stats = idx.refresh()
+        assert stats.files_seen == SAMPLE_FILES
+        assert idx.search("hidden") == []
+
+
+def test_schema_or_encoding_change_rebuilds(ws: Path) -> None:
+    with WorkspaceIndex(ws) as idx:
+        idx.refresh()
+        idx._conn.execute("UPDATE index_meta SET value = '0' WHERE key = 'schema'")
+    with WorkspaceIndex(ws) as idx:
+        assert idx.stats().symbols == 0  # stale cache dropped
+        assert idx.refresh().files_indexed == SAMPLE_FILES
+
+
+# -- incremental updates -------------------------------------------------------------------
+
+
+def test_update_file_from_a_buffer(index: WorkspaceIndex, ws: Path) -> None:
+    rel = "shop/billing/discounts.py"
+    disk = (ws / rel).read_bytes()
+    assert index.update_file(rel, disk) is False  # same content: nothing to do
+    edited = disk + b"\n\ndef loyaltyBonus(points: int) -> int:\n    return points // 10\n"
+    assert index.update_file(rel, edited) is True
+    assert index.get("shop.billing.discounts.loyaltyBonus") is not None
+    assert index.search("loyalty bonus")[0].symbol.name == "loyaltyBonus"
+    # A half-typed buffer keeps the last good symbols.
+    assert index.update_file(rel, edited + b"\ndef broken(:\n") is False
+    assert index.get("shop.billing.discounts.loyaltyBonus") is not None
+    # The disk did not change, so a refresh keeps the buffer's symbols...
+    assert index.refresh().files_indexed == 0
+    assert index.get("shop.billing.discounts.loyaltyBonus") is not None
+    # ...until the buffer is discarded and the file re-read from disk.
+    assert index.update_file(rel, None) is True
+    assert index.get("shop.billing.discounts.loyaltyBonus") is None
+
+
+def test_update_file_reports_moved_ranges_as_changes(index: WorkspaceIndex, ws: Path) -> None:
+    rel = "shop/config.py"
+    disk = (ws / rel).read_bytes()
+    assert index.update_file(rel, b"# a comment line\n" + disk) is True
+    assert index.get("shop.config.TAX_RATE").start_line == 8  # type: ignore[union-attr]
+
+
+def test_update_and_remove_file(index: WorkspaceIndex, ws: Path) -> None:
+    assert index.update_file("shop/new_module.py", b"def fresh():\n    return 1\n") is True
+    assert index.get("shop.new_module.fresh") is not None
+    assert index.remove_file("shop/new_module.py") is True
+    assert index.get("shop.new_module.fresh") is None
+    assert index.remove_file("shop/new_module.py") is False
+    (ws / "shop" / "config.py").unlink()
+    assert index.update_file("shop/config.py", None) is True  # gone from disk: removed
+    assert index.symbols_in("shop/config.py") == []
+    assert fts_rows(index) == index.stats().symbols
+
+
+# -- token counts --------------------------------------------------------------------------
+
+
+def test_token_counts_are_stored_and_conservative(index: WorkspaceIndex, ws: Path) -> None:
+    counter = counter_for("cl100k_base")
+    for sym in index.iter_symbols():
+        assert sym.card_tokens == counter.count(sym.card), sym.qualname
+        if sym.kind in ("function", "method", "variable"):
+            assert sym.body_tokens == counter.count(sym.body), sym.qualname
+        elif sym.kind == "class":
+            exact = counter.count(sym.body)
+            assert exact <= sym.body_tokens <= exact * 1.03 + 2, sym.qualname
+        else:  # the module: the whole file, counted once in pieces
+            exact = counter.count((ws / sym.path).read_text())
+            assert exact <= sym.body_tokens <= exact * 1.03 + 2, sym.qualname
+
+
+# -- search --------------------------------------------------------------------------------
+
+
+def test_split_identifier_and_terms() -> None:
+    assert split_identifier("parseHTTPResponse_v2") == "parse http response v2"
+    assert split_identifier("calculate_invoice_total") == "calculate invoice total"
+    assert split_identifier("HTTP2Server") == "http2 server"
+    assert split_identifier("__init__") == "init"
+    assert split_identifier("getX") == "get x"
+    assert search_terms("parseHTTPResponse") == "parse http response parsehttpresponse"
+    assert query_terms('where is the "foo" AND (bar) defined?') == ["foo", "bar"]
+    assert query_terms("calculateInvoiceTotal") == ["calculate", "invoice", "total", "calculateinvoicetotal"]
+    assert query_terms("is it there? a b c") == []
+
+
+def test_query_naming_a_function_finds_it_first(index: WorkspaceIndex) -> None:
+    hits = index.search("where is calculate_invoice_total defined")
+    assert hits[0].symbol.qualname == "shop.billing.invoice.calculate_invoice_total"
+    assert hits[0].score > hits[1].score > 0
+    assert "name: calculate invoice total calculateinvoicetotal" in hits[0].matched
+    # The camelCase spelling of the same name finds it too.
+    assert index.search("calculateInvoiceTotal")[0].symbol.name == "calculate_invoice_total"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("fetch remote stock levels", "shop.storage.fetchRemoteStockLevels"),  # camelCase target
+        ("fetchRemoteStockLevels", "shop.storage.fetchRemoteStockLevels"),
+        ("parse_voucher_code", "shop.billing.discounts.parseVoucherCode_v2"),  # snake → camel
+        ("voucher code v2", "shop.billing.discounts.parseVoucherCode_v2"),
+        ("bulk discount", "shop.billing.discounts.applyBulkDiscount"),
+        ("out of stock error", "shop.inventory.OutOfStockError"),
+        ("low stock threshold", "shop.config.LOW_STOCK_THRESHOLD"),
+        ("StockRepository load", "shop.storage.StockRepository.load"),
+    ],
+)
+def test_sub_word_matching(index: WorkspaceIndex, query: str, expected: str) -> None:
+    assert index.search(query)[0].symbol.qualname == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"foo" AND (bar', "NEAR(a b", "* ^ : -", "名前 größe ünïcödé", "'); DROP TABLE symbols; --", "", "   "],
+)
+def test_hostile_queries_never_raise(index: WorkspaceIndex, query: str) -> None:
+    assert isinstance(index.search(query), list)
+    assert index.stats().symbols > 0
+
+
+def test_no_usable_terms_returns_nothing(index: WorkspaceIndex) -> None:
+    assert index.search("where is it?") == []
+    assert index.search("x y z") == []
+    assert index.search("calculate_invoice_total", limit=0) == []
+
+
+def test_search_limit_kinds_and_determinism(index: WorkspaceIndex) -> None:
+    hits = index.search("stock invoice discount", limit=5)
+    assert len(hits) == 5
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.symbol.id for h in hits] == [h.symbol.id for h in index.search("stock invoice discount", limit=5)]
+    classes = index.search("stock invoice discount", kinds={"class"})
+    assert classes and {h.symbol.kind for h in classes} == {"class"}
+    hit = index.search("calculate_invoice_total", limit=1)[0].symbol
+    assert isinstance(hit, IndexedSymbol)
+    assert hit.body.startswith("def calculate_invoice_total(") and hit.body_tokens > 0
+
+
+# -- lookups -------------------------------------------------------------------------------
+
+
+def test_get_prefers_the_implementation_over_overloads(index: WorkspaceIndex) -> None:
+    all_defs = index.get_all("shop.billing.invoice.format_amount")
+    assert [s.decorators for s in all_defs] == [("overload",), ("overload",), ()]
+    impl = index.get("shop.billing.invoice.format_amount")
+    assert impl is not None and impl.decorators == () and impl.docstring.startswith("Render an amount")
+    assert index.get("shop.nothing.here") is None
+
+
+def test_symbols_in_and_symbol_at(index: WorkspaceIndex) -> None:
+    syms = index.symbols_in("shop/billing/invoice.py")
+    assert syms[0].kind == "module"
+    assert [s.start_line for s in syms] == sorted(s.start_line for s in syms)
+    net = index.get("shop.billing.invoice.Invoice.Line.net")
+    assert net is not None
+    at = index.symbol_at("shop/billing/invoice.py", net.start_line + 2)
+    assert at is not None and at.qualname == "shop.billing.invoice.Invoice.Line.net"
+    line_cls = index.get("shop.billing.invoice.Invoice.Line")
+    assert line_cls is not None
+    at = index.symbol_at("shop/billing/invoice.py", line_cls.start_line + 4)  # a field of Line
+    assert at is not None and at.qualname == "shop.billing.invoice.Invoice.Line"
+    at = index.symbol_at("shop/billing/invoice.py", 1)  # between definitions: the module
+    assert at is not None and at.kind == "module"
+    assert index.symbol_at("shop/nowhere.py", 0) is None
+
+
+def test_resolve_name(index: WorkspaceIndex) -> None:
+    def q(name: str, from_rel: str | None = None) -> str | None:
+        sym = index.resolve_name(name, from_rel)
+        return sym.qualname if sym else None
+
+    assert q("shop.inventory.Product") == "shop.inventory.Product"  # exact
+    assert q("Item", "shop/billing/invoice.py") == "shop.inventory.Product"  # import alias
+    assert q("Item.display_name", "shop/billing/invoice.py") == "shop.inventory.Product.display_name"
+    assert q("StockBook", "shop/storage.py") == "shop.inventory.Inventory"
+    assert q("TAX_RATE", "shop/billing/invoice.py") == "shop.config.TAX_RATE"  # relative import
+    assert q("_round_cents", "shop/billing/invoice.py") == "shop.billing.invoice._round_cents"  # same file
+    assert q("shop.Invoice") == "shop.billing.invoice.Invoice"  # re-exported through two __init__s
+    assert q("Invoice", "shop/__init__.py") == "shop.billing.invoice.Invoice"
+    assert q("Inventory.reserve") == "shop.inventory.Inventory.reserve"  # unique suffix
+    assert q("fetchRemoteStockLevels") == "shop.storage.fetchRemoteStockLevels"
+    assert q("__init__") is None  # ambiguous suffix
+    assert q("no_such_name") is None
+    assert q("") is None
+
+
+def test_importers_of(index: WorkspaceIndex) -> None:
+    assert index.importers_of("shop.inventory") == ["shop", "shop.billing.invoice", "shop.storage"]
+    assert index.importers_of("shop.config") == ["shop.billing.invoice", "shop.inventory"]
+    assert index.importers_of("shop.billing.discounts") == ["shop.billing.invoice"]
+    assert index.importers_of("shop.inv") == []  # a prefix of a name is not a submodule
+    assert index.importers_of("nowhere") == []
+
+
+def test_scaffold_helpers(index: WorkspaceIndex) -> None:
+    counts = dict(index.module_symbol_counts())
+    assert counts["shop/inventory.py"] == len(index.symbols_in("shop/inventory.py"))
+    assert "shop/refunds.py" not in counts
+    central = index.central_symbols(3)
+    assert len(central) == 3 and "shop.inventory.Product" in central
+    assert index.imports_of("shop/billing/__init__.py") == [
+        ("Invoice", "shop.billing.invoice.Invoice"),
+        ("calculate_invoice_total", "shop.billing.invoice.calculate_invoice_total"),
+    ]
+
+
+# -- concurrency and persistence -----------------------------------------------------------
+
+
+def test_reads_from_other_threads_during_refresh(ws: Path) -> None:
+    for i in range(60):
+        write(ws, f"gen/mod{i}.py", "".join(f"def func_{i}_{j}(x):\n    return x + {j}\n\n" for j in range(20)))
+    errors: list[BaseException] = []
+    with WorkspaceIndex(ws) as idx:
+        done = threading.Event()
+
+        def reader() -> None:
+            try:
+                while not done.is_set():
+                    idx.search("invoice total")
+                    idx.get("shop.inventory.Product")
+                    time.sleep(0.001)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            stats = idx.refresh()
+        finally:
+            done.set()
+            thread.join()
+        assert errors == []
+        assert stats.files_indexed == SAMPLE_FILES + 60
+        assert idx.get("gen.mod59.func_59_19") is not None
+
+
+def test_two_index_objects_share_one_database(ws: Path, tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite3"
+    a = WorkspaceIndex(ws, db_path=db)
+    b = WorkspaceIndex(ws, db_path=db)
+    try:
+        a.refresh()
+        assert b.get("shop.inventory.Inventory") is not None
+        a.update_file("shop/extra.py", b"def from_a(): pass\n")
+        b.update_file("shop/other.py", b"def from_b(): pass\n")
+        assert a.get("shop.other.from_b") is not None and b.get("shop.extra.from_a") is not None
+        ids = [r[0] for r in sqlite3.connect(db).execute("SELECT id FROM symbols")]
+        assert len(ids) == len(set(ids))
+    finally:
+        a.close()
+        b.close()
+    assert not (ws / ".ctx").exists()  # an explicit db_path puts nothing in the workspace
+
+
+def test_closed_index_refuses_reads(ws: Path) -> None:
+    idx = WorkspaceIndex(ws)
+    idx.close()
+    idx.close()  # idempotent
+    with pytest.raises(RuntimeError):
+        idx.search("invoice")
