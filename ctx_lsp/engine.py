@@ -366,6 +366,18 @@ class Engine:
         return item
 
 
+def _options_of(req: SessionPlanRequest) -> dict[str, Any]:
+    """The parameters of a plan request worth repeating in a re-plan (not the what-if parts)."""
+    out: dict[str, Any] = {
+        k: getattr(req, k)
+        for k in ("model", "context_length", "max_completion_tokens", "safety_buffer", "rag_budget", "open_files")
+        if getattr(req, k)
+    }
+    if req.focus is not None:
+        out["focus"] = {"path": req.focus.path, "line": req.focus.line}
+    return out
+
+
 def _turns_of(messages: list[Message]) -> list[list[Message]]:
     """Messages grouped into turns: each user message starts one."""
     turns: list[list[Message]] = []
@@ -677,6 +689,7 @@ class SessionEngine:
                 result.plan.totals.tokens,
                 result.plan.prompt_budget,
                 timings,
+                _options_of(req),
             )
             if model_name and model_name != record.model:
                 self.store.set_model(req.session, model_name)
@@ -911,6 +924,19 @@ class SessionEngine:
         if became:
             return [c for c in self.store.capsules() if c["path"] == rel]
         return []
+
+    def replan_latest(self, session: str) -> PlanOutcome | None:
+        """Ask the session's latest question again, the same way (after a pin, a mode change, new
+        messages): the meter and the tree then show the new state."""
+        plan_id = self.store.latest_plan_id(session)
+        if plan_id is None:
+            return None
+        row = self.store.plan_row(plan_id, session)
+        options = row["options"]
+        focus = options.pop("focus", None)
+        return self.plan(
+            SessionPlanRequest(session=session, query=row["query"], focus=Focus(**focus) if focus else None, **options)
+        )
 
     def _remember(self, outcome: PlanOutcome) -> None:
         self._outcomes[outcome.result.plan.plan_id] = outcome

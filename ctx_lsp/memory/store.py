@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS plans(
     id TEXT NOT NULL, session TEXT NOT NULL, branch TEXT NOT NULL, turn INTEGER NOT NULL,
     created REAL NOT NULL, query TEXT NOT NULL, inputs BLOB NOT NULL, plan BLOB NOT NULL,
     retrieval_set_id TEXT, tokens INTEGER NOT NULL, prompt_budget INTEGER NOT NULL,
-    timings TEXT NOT NULL, PRIMARY KEY(id, session));
+    timings TEXT NOT NULL, options TEXT, PRIMARY KEY(id, session));
 CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created);
 CREATE TABLE IF NOT EXISTS usage(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, plan_id TEXT NOT NULL, session TEXT NOT NULL,
@@ -165,6 +165,9 @@ class MemoryStore:
         with self.write() as conn:
             for statement in filter(str.strip, SCHEMA.split(";")):
                 conn.execute(statement)
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(plans)")}
+            if "options" not in columns:  # a store from before plans kept their request options
+                conn.execute("ALTER TABLE plans ADD COLUMN options TEXT")
 
     def close(self) -> None:
         with self._lock:
@@ -488,11 +491,15 @@ class MemoryStore:
         tokens: int,
         prompt_budget: int,
         timings: dict[str, float],
+        options: dict[str, Any] | None = None,
     ) -> None:
+        """``options`` are the request's parameters besides the query (model, budgets, focus…),
+        so that a re-plan after a pin or a new message asks the same question the same way."""
         with self.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO plans(id, session, branch, turn, created, query, inputs, plan, "
-                "retrieval_set_id, tokens, prompt_budget, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "retrieval_set_id, tokens, prompt_budget, timings, options) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     plan_id,
                     session,
@@ -506,11 +513,12 @@ class MemoryStore:
                     tokens,
                     prompt_budget,
                     msgspec.json.encode(timings).decode(),
+                    msgspec.json.encode(options or {}).decode(),
                 ),
             )
 
     def plan_row(self, plan_id: str, session: str | None = None) -> dict[str, Any]:
-        sql = "SELECT id, session, branch, turn, query, inputs, plan, tokens, timings FROM plans WHERE id = ?"
+        sql = "SELECT id, session, branch, turn, query, inputs, plan, tokens, timings, options FROM plans WHERE id = ?"
         args: tuple[Any, ...] = (plan_id,)
         if session is not None:
             sql += " AND session = ?"
@@ -518,7 +526,7 @@ class MemoryStore:
         rows = self._read(sql + " ORDER BY created DESC LIMIT 1", args)
         if not rows:
             raise StoreError(f"no stored plan {plan_id!r}")
-        pid, sess, branch, turn, query, inputs, plan, tokens, timings = rows[0]
+        pid, sess, branch, turn, query, inputs, plan, tokens, timings, options = rows[0]
         return {
             "id": pid,
             "session": sess,
@@ -529,6 +537,7 @@ class MemoryStore:
             "plan": plan,
             "tokens": tokens,
             "timings": timings,
+            "options": msgspec.json.decode(options) if options else {},
         }
 
     def latest_plan_id(self, session: str) -> str | None:

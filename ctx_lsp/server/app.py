@@ -478,11 +478,9 @@ async def _replan_latest(ls: CtxServer, session: str) -> None:
     meter and tree show the new state, and push them."""
 
     def work() -> tuple[dict[str, Any] | None, dict[str, Any]]:
-        plan_id = ls.core.store.latest_plan_id(session)
+        out = ls.core.replan_latest(session)
         changed = None
-        if plan_id is not None:
-            row = ls.core.store.plan_row(plan_id, session)
-            out = ls.core.plan(SessionPlanRequest(session=session, query=row["query"]))
+        if out is not None:
             p = out.result.plan
             changed = {
                 "session": session,

@@ -136,6 +136,9 @@ async def test_dropped_ledger_and_restore(client: LanguageClient):
     target = budget_dropped[0]
     pin = await req(client, "ctx/restoreItem", {"itemId": target.id})
     assert pin.symbol == target.symbol
+    meter = await req(client, "ctx/showBudget", {})  # re-planned after the pin, with the same ragBudget
+    assert meter.planId != plan.planId
+    assert next(s for s in meter.sections if s.name == "rag").budget == 100
     after = await req(client, "ctx/planContext", {"query": QUERY, "ragBudget": 100})
     assert any(i.symbol == target.symbol and i.reason == "pinned" for i in after.included)
     await req(client, "ctx/unpin", {"pinId": pin.id})
