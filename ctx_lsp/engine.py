@@ -371,7 +371,7 @@ def _options_of(req: SessionPlanRequest) -> dict[str, Any]:
     out: dict[str, Any] = {
         k: getattr(req, k)
         for k in ("model", "context_length", "max_completion_tokens", "safety_buffer", "rag_budget", "open_files")
-        if getattr(req, k)
+        if getattr(req, k) is not None and getattr(req, k) != []
     }
     if req.focus is not None:
         out["focus"] = {"path": req.focus.path, "line": req.focus.line}

@@ -490,7 +490,11 @@ async def _replan_latest(ls: CtxServer, session: str) -> None:
             }
         return changed, ls.core.meter(session)
 
-    changed, meter = await ls.run(work)
+    try:
+        changed, meter = await ls.run(work)
+    except JsonRpcException as err:  # what changed (a pin, a message) stands; only the refresh failed
+        log.warning("re-plan of session %s failed: %s", session, err)
+        return
     push_events(ls)
     if changed is not None:
         ls.protocol.notify("ctx/planChanged", changed)
