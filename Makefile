@@ -34,7 +34,7 @@ test-neovim: $(STAMP)
 test-vscode: $(STAMP)
 	CTX_PYTHON=$(abspath $(BIN)/python) $(MAKE) -C editors/vscode test
 
-test: lint test-python test-neovim
+test: lint test-python test-neovim test-vscode
 
 # docs/protocol.schema.json is generated from ctx_lsp/server/protocol.py (a test checks it).
 schema: $(STAMP)

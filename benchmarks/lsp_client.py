@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ class StdioClient:
             stderr=subprocess.DEVNULL,
         )
         self._ids = itertools.count(1)
+        self._buf = b""
         self.notifications: list[dict[str, Any]] = []
         init = dict(options or {})
         if session:
@@ -46,19 +50,27 @@ class StdioClient:
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         self.proc.stdin.flush()
 
-    def _read(self) -> dict[str, Any]:
+    def _fill(self) -> None:
         assert self.proc.stdout is not None
-        length = 0
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise EOFError("the server closed its output")
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        return json.loads(self.proc.stdout.read(length))
+        chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            raise EOFError("the server closed its output")
+        self._buf += chunk
+
+    def _read(self) -> dict[str, Any]:
+        """One message, from our own buffer (so select() on the pipe never misses buffered data)."""
+        while b"\r\n\r\n" not in self._buf:
+            self._fill()
+        head, _, rest = self._buf.partition(b"\r\n\r\n")
+        length = next(
+            int(v) for k, _, v in (h.partition(b":") for h in head.split(b"\r\n")) if k.lower() == b"content-length"
+        )
+        while len(rest) < length:
+            self._buf = head + b"\r\n\r\n" + rest
+            self._fill()
+            head, _, rest = self._buf.partition(b"\r\n\r\n")
+        self._buf = rest[length:]
+        return json.loads(rest[:length])
 
     def notify(self, method: str, params: Any) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -76,6 +88,34 @@ class StdioClient:
                 if "error" in msg:
                     raise RpcError(msg["error"])
                 return msg.get("result")
+
+    def next_notification(self, method: str, timeout: float = 5.0) -> dict[str, Any]:
+        """Block until the server sends ``method`` (reading only: no request is sent meanwhile)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for n in self.notifications:
+                if n["method"] == method:
+                    self.notifications.remove(n)
+                    return n
+            assert self.proc.stdout is not None
+            if time.monotonic() > deadline:
+                raise TimeoutError(method)
+            if b"\r\n\r\n" not in self._buf:
+                ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise TimeoutError(method)
+            msg = self._read()
+            if "method" in msg and "id" in msg:
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            elif "method" in msg:
+                self.notifications.append(msg)
+
+    def peak_rss_mb(self) -> float:
+        """The server process's peak resident set size (Linux)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
 
     def wait_for(self, method: str, timeout_requests: int = 200) -> dict[str, Any]:
         """Pump messages (by sending cheap requests) until a notification arrives."""

@@ -75,7 +75,11 @@ def encode_inputs(inputs: PlanInput) -> bytes:
 
 
 def decode_inputs(blob: bytes) -> PlanInput:
-    return msgspec.msgpack.decode(zlib.decompress(blob), type=PlanInput)
+    try:
+        raw = zlib.decompress(blob)
+    except zlib.error:  # stored before inputs were compressed
+        raw = blob
+    return msgspec.msgpack.decode(raw, type=PlanInput)
 
 
 class StoreError(ValueError):

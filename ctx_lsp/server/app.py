@@ -562,6 +562,7 @@ async def _pin(ls: CtxServer, req: P.PinRequest, session: str) -> dict[str, Any]
     await ls.wait_index()
     pin = await ls.run(ls.core.pin, session, intent)
     out = pin_out(ls, pin)
+    _refresh_lenses(ls)
     await _replan_latest(ls, session)
     return out
 
@@ -569,8 +570,16 @@ async def _pin(ls: CtxServer, req: P.PinRequest, session: str) -> dict[str, Any]
 async def _unpin(ls: CtxServer, pin_id: str, session: str) -> dict[str, Any]:
     pin = await ls.run(ls.core.unpin, session, pin_id)
     out = pin_out(ls, pin)
+    _refresh_lenses(ls)
     await _replan_latest(ls, session)
     return out
+
+
+def _refresh_lenses(ls: CtxServer) -> None:
+    """Pins changed: lenses that say "Pin" / "Pinned" are out of date (when the client can refresh)."""
+    caps = ls.client_capabilities.workspace
+    if caps and caps.code_lens and caps.code_lens.refresh_support:
+        ls.spawn(ls.workspace_code_lens_refresh_async(None))
 
 
 @server.feature("ctx/pinSymbol")
@@ -639,6 +648,8 @@ async def report_usage(ls: CtxServer, params: Any) -> dict[str, Any]:
     )
     if asked:
         ls.protocol.notify("ctx/askRepin", {"session": session, "pins": [pin_out(ls, x) for x in asked]})
+    if asked or report["expiredPins"]:
+        _refresh_lenses(ls)
     ls.notify_meter(session, await ls.run(ls.core.meter, session))
     _replan_soon(ls, session)
     return report

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, Position, Range
+from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, PlanItem, Position, Range
 
 T = TypeVar("T")
 
@@ -290,7 +290,7 @@ class LedgerTurn(_P):
     plan_id: str
     turn: int
     query: str
-    excluded: list[dict[str, Any]]
+    excluded: list[PlanItem]
 
 
 class LedgerResult(_P):

