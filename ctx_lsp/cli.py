@@ -251,12 +251,13 @@ def _session_engine(workspace: Path):
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ctx_lsp.memory.telemetry import estimator_accuracy, plan_stats
+    from ctx_lsp.memory.telemetry import estimator_accuracy, plan_stats, session_feedback
 
     engine = _session_engine(args.workspace)
     try:
         accuracy = estimator_accuracy(engine.store)
         stats = plan_stats(engine.store, args.session)
+        feedback = session_feedback(engine.store, args.session) if args.session else []
     finally:
         engine.close()
     print("estimator accuracy (estimate vs actual input tokens; + means the estimate was low)")
@@ -281,6 +282,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if stats.excluded_by_reason:
             reasons = ", ".join(f"{n} {r}" for r, n in stats.excluded_by_reason.items())
             print(f"  excluded: {reasons}")
+    if args.session:
+        print(f"feedback record of session {args.session}, turn by turn")
+        if not feedback:
+            print("  no plans in this session")
+        for t in feedback:
+            usage = "no usage report"
+            if t.estimate is not None and t.actual is not None:
+                usage = f"estimate {t.estimate:,} / actual {t.actual:,} ({t.actual - t.estimate:+,})"
+            print(f"  turn {t.turn} · {t.plan_id} · task {t.cluster or '-'} · {usage}")
+            print(f"    asked: {t.query[:100]}")
+            print(f"    included {len(t.included)}: {'; '.join(t.included[:6])}{' …' if len(t.included) > 6 else ''}")
+            if t.excluded_by_reason:
+                print("    excluded: " + ", ".join(f"{n} {r}" for r, n in t.excluded_by_reason.items()))
+            for line in t.excluded_rag[:3]:
+                print(f"      left out: {line}")
+            for line in t.tools:
+                print(f"    tool {line}")
+            for line in t.reflections:
+                print(f"    {line}")
     return 0
 
 

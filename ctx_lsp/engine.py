@@ -43,6 +43,7 @@ from ctx_lsp.core.models import ModelRegistry, ModelSpec
 from ctx_lsp.core.planner import PlanResult, plan
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, message_cost, scaled
+from ctx_lsp.memory import reflection
 from ctx_lsp.memory.capsules import code_hash, make_capsule
 from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
@@ -64,7 +65,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are an AI coding assistant working in the Python workspace `{workspace}`. The context "
     "below was selected by ctx_lsp under a token budget: symbol cards show signatures, docstrings "
     "and the first lines; bodies show full code. Ask for what is missing instead of guessing, "
-    "and cite code as path:line."
+    "and cite code as path:line. When some code seems foundational to the task, list its qualified names or "
+    "paths in a fenced ctx-suggest block (one per line) so the user can pin it."
 )
 SCAFFOLD_MAX_ENTRIES = 40
 AGENT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
@@ -99,6 +101,8 @@ class PlanRequest:
     summary: str | None = None  # the latest compaction summary, standing in for archived turns
     capsules: list[Item] = field(default_factory=list)  # orientation capsules (scaffold)
     history: list[list[Message]] = field(default_factory=list)  # archived turns, retrievable
+    activation: dict[str, tuple[float, str]] = field(default_factory=dict)  # qualname → (score, detail)
+    cluster_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +264,7 @@ class Engine:
                 open_files=req.open_files,
                 focus_path=req.focus.path if req.focus else None,
             )
+            ranked = retrieval.with_activation(ranked, req.activation, self.index.get, reflection.RETRIEVAL_WEIGHT)
             candidates = retrieval.candidates(ranked, mode, cal)
             if req.history:
                 candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
@@ -278,6 +283,7 @@ class Engine:
             conversation=conversation,
             candidates=tuple(candidates),
             retrieval_set_id=retrieval_set_id,
+            cluster_id=req.cluster_id,
             notes=tuple(notes),
         )
         timings = {
@@ -630,6 +636,7 @@ class SessionEngine:
         notes: list[str] = []
         if not req.dry_run and not record.rolling:
             self._maybe_compact(record, model, req)
+        cluster_id = self._cluster_for(record, req.query, persist=not req.dry_run)
         stored = self.store.path(req.session, record.branch)
         conversation = [m.to_message() for m in stored if m.archived_by is None]
         summary = self._summary_for(req.session, stored)
@@ -665,6 +672,8 @@ class SessionEngine:
             summary=summary["summary"] if summary else None,
             capsules=self.capsule_items(cal),
             history=history,
+            activation={k: (a.score, a.detail()) for k, a in self.activation(req.session).items()},
+            cluster_id=cluster_id,
         )
         inputs, counter, timings = self.engine.build_inputs(request, model=model)
         if drop:
@@ -691,9 +700,153 @@ class SessionEngine:
                 timings,
                 _options_of(req),
             )
+            if cluster_id is not None:
+                self.store.set_plan_cluster(result.plan.plan_id, req.session, cluster_id)
             if model_name and model_name != record.model:
                 self.store.set_model(req.session, model_name)
         return outcome
+
+    # ---- reflection ----------------------------------------------------------------------------
+
+    def activation(self, session: str) -> dict[str, reflection.Activation]:
+        blob = self.store.reflection_state(session)[0]
+        return msgspec.json.decode(blob, type=dict[str, reflection.Activation]) if blob else {}
+
+    def _cluster_for(self, record: SessionRecord, query: str, *, persist: bool) -> str | None:
+        """The query's cluster ("task"). Moving to another cluster ends the task-scoped leases
+        made in the previous one."""
+        if not query.strip():
+            return None
+        _, current, centroid_json, next_id = self.store.reflection_state(record.id)
+        current_pair = None
+        if current is not None and centroid_json:
+            current_pair = (current, Counter(msgspec.json.decode(centroid_json)))
+        cluster, centroid, new = reflection.assign_cluster(query, current_pair, next_id)
+        if persist:
+            self.store.save_cluster(
+                record.id, cluster, msgspec.json.encode(dict(sorted(centroid.items()))).decode(), next_id + new
+            )
+            if new and current is not None:
+                self.store.save_activation(
+                    record.id, msgspec.json.encode(reflection.task_switch(self.activation(record.id)))
+                )
+                for pin_id, symbol in self.store.task_pins_outside(record.id, record.branch, cluster):
+                    self.store.set_pin_ttl(record.id, record.branch, pin_id, 0, status="expired")
+                    self._note_reflection(
+                        record.id,
+                        record.turn,
+                        "demote",
+                        symbol or pin_id,
+                        pin_id,
+                        f"task lease ended: the conversation moved from task {current} to task {cluster}",
+                    )
+        return cluster
+
+    def _note_reflection(self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str) -> None:
+        rid = self.store.record_reflection(session, turn, kind, item, pin_id, reason)
+        self._events.append(
+            (
+                "ctx/reflected",
+                {
+                    "session": session,
+                    "id": rid,
+                    "turn": turn,
+                    "kind": kind,
+                    "item": item,
+                    "pinId": pin_id,
+                    "reason": reason,
+                },
+            )
+        )
+
+    def _reflect(self, session: str, outcome: PlanOutcome, turn: int, expired: list[PinRecord]) -> None:
+        """A turn ended: update activation from what was in the plan and what the model and the
+        user named; promote, renew and demote leases; record the model's suggestions."""
+        record = self.store.session(session)
+        index = self.engine.index
+        messages = [m.to_message() for m in self.store.turn_messages(session, turn)]
+
+        def resolve(word: str) -> str | None:
+            sym = index.resolve_name(word) if not word.endswith(".py") else None
+            if sym is None and word.endswith(".py"):
+                mod = next((s for s in index.symbols_in(word) if s.kind == "module"), None)
+                return mod.qualname if mod else None
+            return sym.qualname if sym is not None and sym.kind != "module" else None
+
+        model_text = "\n".join(
+            [m.content for m in messages if m.role == "assistant"]
+            + [c.arguments for m in messages for c in m.tool_calls]
+        )
+        user_text = "\n".join(m.content for m in messages if m.role == "user")
+        plan = outcome.result.plan
+        included = {i.symbol for i in plan.included if i.symbol and i.section in ("rag", "system")}
+        model_named = reflection.named_in(model_text, resolve)
+        user_named = reflection.named_in(user_text, resolve)
+        scores = reflection.update(self.activation(session), turn, included, model_named, user_named)
+        self.store.save_activation(session, msgspec.json.encode(scores))
+
+        pins = self.store.pins(session, record.branch)
+        leased = {p.symbol for p in pins if p.kind == "leased" and p.symbol}
+        sticky = {p.symbol for p in pins if p.kind == "sticky" and p.symbol}
+        for p in pins:  # a lease that keeps being used is renewed
+            if p.kind == "leased" and p.created_by == "auto" and p.symbol in model_named:
+                self.store.set_pin_ttl(session, record.branch, p.id, reflection.LEASE_TURNS)
+                self._note_reflection(
+                    session,
+                    turn,
+                    "renew",
+                    p.symbol or p.id,
+                    p.id,
+                    f"lease renewed for {reflection.LEASE_TURNS} turns: the model used it this turn",
+                )
+        for p in expired:
+            if p.created_by == "auto":
+                self._note_reflection(
+                    session, turn, "demote", p.symbol or p.id, p.id, "lease ran out: not used for its whole lease"
+                )
+        retrieved = {i.symbol for i in plan.included if i.section == "rag" and i.symbol}
+        _, cluster, _, _ = self.store.reflection_state(session)
+        for symbol, reason in reflection.promotions(scores, leased, sticky, retrieved, model_named):
+            pin = self.pin(
+                session,
+                PinIntent(
+                    symbol=symbol, kind="leased", ttl=reflection.LEASE_TURNS, lease_scope="task", created_by="auto"
+                ),
+            )
+            self.store.set_pin_cluster(session, record.branch, pin.id, cluster)
+            self._note_reflection(session, turn, "promote", symbol, pin.id, reason)
+        for name in reflection.suggestions_in(model_text):
+            target = resolve(name) or name
+            if self.store.add_suggestion(session, target, turn, f"suggested by the model in turn {turn}"):
+                self._note_reflection(session, turn, "suggest", target, None, f"the model suggested {name!r}")
+
+    def suggestions(self, session: str) -> list[dict[str, Any]]:
+        self.open_session(session)
+        return self.store.suggestions(session)
+
+    def reflections(self, session: str) -> list[dict[str, Any]]:
+        self.open_session(session)
+        return self.store.reflections(session)
+
+    def undo_reflection(self, session: str, reflection_id: int) -> dict[str, Any]:
+        """Undo a promotion (remove the automatic pin) or a demotion (restore the lease)."""
+        record = self.open_session(session)
+        entry = next((r for r in self.store.reflections(session) if r["id"] == reflection_id), None)
+        if entry is None:
+            raise NotFound(f"no reflection {reflection_id} in session {session!r}")
+        if entry["undone"]:
+            raise UserError(f"reflection {reflection_id} was already undone")
+        if entry["kind"] == "promote" and entry["pinId"]:
+            with contextlib.suppress(StoreError):
+                self.store.remove_pin(session, record.branch, entry["pinId"])
+        elif entry["kind"] == "demote" and entry["pinId"]:
+            self.store.set_pin_ttl(session, record.branch, entry["pinId"], reflection.LEASE_TURNS)
+        elif entry["kind"] == "suggest":
+            self.store.set_suggestion_status(session, entry["item"], "dismissed")
+        else:
+            raise UserError(f"a {entry['kind']} cannot be undone")
+        self.store.mark_reflection_undone(session, reflection_id)
+        return {**entry, "undone": True}
 
     # ---- compaction ---------------------------------------------------------------------------
 
@@ -1020,6 +1173,7 @@ class SessionEngine:
         raw = max(1, round(estimate / outcome.inputs.estimator.calibration))
         self.store.record_usage(plan_id, session, model_name, estimate, raw, input_tokens, cached, output_tokens)
         turn, asked, expired = self.store.advance_turn(session)
+        self._reflect(session, outcome, turn - 1, expired)
         after, stats = self.calibrated(model_name)
         report = {
             "planId": plan_id,

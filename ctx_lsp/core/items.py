@@ -159,6 +159,7 @@ class PlanInput(msgspec.Struct, frozen=True, kw_only=True):
     conversation: Conversation = Conversation()
     candidates: tuple[Item, ...] = ()
     retrieval_set_id: str | None = None
+    cluster_id: str | None = None  # the query's cluster ("task"), from reflection
     notes: tuple[str, ...] = ()
 
 
@@ -219,6 +220,7 @@ class ContextPlan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     totals: Totals
     estimator: PlanEstimator
     retrieval_set_id: str | None
+    cluster_id: str | None = None
     notes: tuple[str, ...] = ()
 
 

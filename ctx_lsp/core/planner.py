@@ -538,6 +538,7 @@ def _assemble(
             reports=inp.estimator.reports,
         ),
         retrieval_set_id=inp.retrieval_set_id,
+        cluster_id=inp.cluster_id,
         notes=inp.notes,
     )
     return PlanResult(plan=plan_, chosen=tuple(chosen), latest_user_id=latest_user_id)

@@ -61,6 +61,14 @@ CREATE TABLE IF NOT EXISTS compactions(
     digest BLOB, archived_ids TEXT NOT NULL, tokens_before INTEGER NOT NULL, tokens_after INTEGER NOT NULL,
     milliseconds REAL NOT NULL, summarizer TEXT NOT NULL, note TEXT, created REAL NOT NULL,
     PRIMARY KEY(session, number));
+CREATE TABLE IF NOT EXISTS reflection_state(
+    session TEXT PRIMARY KEY, activation BLOB, cluster TEXT, centroid TEXT, next_cluster INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS reflections(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, turn INTEGER NOT NULL, kind TEXT NOT NULL,
+    item TEXT NOT NULL, pin_id TEXT, reason TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS suggestions(
+    session TEXT NOT NULL, item TEXT NOT NULL, turn INTEGER NOT NULL, reason TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'open', PRIMARY KEY(session, item));
 CREATE TABLE IF NOT EXISTS capsules(
     path TEXT PRIMARY KEY, module TEXT NOT NULL, text TEXT NOT NULL, code_hash TEXT NOT NULL,
     source TEXT NOT NULL, confidence REAL NOT NULL, created REAL NOT NULL, stale INTEGER NOT NULL DEFAULT 0,
@@ -169,9 +177,14 @@ class MemoryStore:
         with self.write() as conn:
             for statement in filter(str.strip, SCHEMA.split(";")):
                 conn.execute(statement)
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(plans)")}
-            if "options" not in columns:  # a store from before plans kept their request options
-                conn.execute("ALTER TABLE plans ADD COLUMN options TEXT")
+            # stores made by earlier versions: add the columns they lack
+            for table, column, kind in (
+                ("plans", "options", "TEXT"),
+                ("plans", "cluster", "TEXT"),
+                ("pins", "cluster", "TEXT"),
+            ):
+                if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         with self._lock:
@@ -725,6 +738,111 @@ class MemoryStore:
                 (int(now_stale), int(now_stale), time.time(), current_hash, path),
             )
         return now_stale and not stale
+
+    # ---- reflection ----------------------------------------------------------------------------
+
+    def reflection_state(self, session: str) -> tuple[bytes | None, str | None, str | None, int]:
+        rows = self._read(
+            "SELECT activation, cluster, centroid, next_cluster FROM reflection_state WHERE session = ?", (session,)
+        )
+        return rows[0] if rows else (None, None, None, 1)
+
+    def save_activation(self, session: str, activation: bytes) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO reflection_state(session) VALUES (?)", (session,))
+            conn.execute("UPDATE reflection_state SET activation = ? WHERE session = ?", (activation, session))
+
+    def save_cluster(self, session: str, cluster: str, centroid: str, next_cluster: int) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO reflection_state(session) VALUES (?)", (session,))
+            conn.execute(
+                "UPDATE reflection_state SET cluster = ?, centroid = ?, next_cluster = ? WHERE session = ?",
+                (cluster, centroid, next_cluster, session),
+            )
+
+    def record_reflection(self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str) -> int:
+        with self.write() as conn:
+            cur = conn.execute(
+                "INSERT INTO reflections(session, turn, kind, item, pin_id, reason, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session, turn, kind, item, pin_id, reason, time.time()),
+            )
+            return cur.lastrowid or 0
+
+    def reflections(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT seq, turn, kind, item, pin_id, reason, undone FROM reflections WHERE session = ? ORDER BY seq",
+            (session,),
+        )
+        return [
+            {"id": r[0], "turn": r[1], "kind": r[2], "item": r[3], "pinId": r[4], "reason": r[5], "undone": bool(r[6])}
+            for r in rows
+        ]
+
+    def mark_reflection_undone(self, session: str, seq: int) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE reflections SET undone = 1 WHERE session = ? AND seq = ?", (session, seq))
+
+    def add_suggestion(self, session: str, item: str, turn: int, reason: str) -> bool:
+        with self.write() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO suggestions(session, item, turn, reason) VALUES (?, ?, ?, ?)",
+                (session, item, turn, reason),
+            )
+            return cur.rowcount > 0
+
+    def suggestions(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT item, turn, reason, status FROM suggestions WHERE session = ? ORDER BY turn, item", (session,)
+        )
+        return [{"item": r[0], "turn": r[1], "reason": r[2], "status": r[3]} for r in rows]
+
+    def set_suggestion_status(self, session: str, item: str, status: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE suggestions SET status = ? WHERE session = ? AND item = ?", (status, session, item))
+
+    def set_pin_ttl(self, session: str, branch: str, pin_id: str, ttl_remaining: int, status: str = "active") -> None:
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE pins SET ttl_remaining = ?, status = ? WHERE session = ? AND branch = ? AND id = ?",
+                (ttl_remaining, status, session, branch, pin_id),
+            )
+
+    def set_pin_cluster(self, session: str, branch: str, pin_id: str, cluster: str | None) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE pins SET cluster = ? WHERE session = ? AND branch = ? AND id = ?",
+                (cluster, session, branch, pin_id),
+            )
+
+    def task_pins_outside(self, session: str, branch: str, cluster: str) -> list[tuple[str, str | None]]:
+        """Active task-scoped pins made under another cluster: (pin id, symbol)."""
+        return self._read(
+            "SELECT id, symbol FROM pins WHERE session = ? AND branch = ? AND status IN ('active', 'grace') "
+            "AND lease_scope = 'task' AND cluster IS NOT NULL AND cluster != ?",
+            (session, branch, cluster),
+        )
+
+    def set_plan_cluster(self, plan_id: str, session: str, cluster: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE plans SET cluster = ? WHERE id = ? AND session = ?", (cluster, plan_id, session))
+
+    def turn_messages(self, session: str, turn: int) -> list[StoredMessage]:
+        rows = self._read(
+            f"SELECT {_MSG_COLUMNS} FROM messages WHERE session = ? AND turn = ? ORDER BY seq", (session, turn)
+        )
+        return [_stored(r) for r in rows]
+
+    def session_plans(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT id, turn, query, plan, cluster, created FROM plans WHERE session = ? ORDER BY created", (session,)
+        )
+        return [{"id": r[0], "turn": r[1], "query": r[2], "plan": r[3], "cluster": r[4]} for r in rows]
+
+    def session_usage(self, session: str) -> list[tuple[str, int, int]]:
+        return self._read(
+            "SELECT plan_id, estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq", (session,)
+        )
 
     def usage_rows(self) -> list[tuple[str, int, int]]:
         return self._read("SELECT model, estimate, input_tokens FROM usage ORDER BY seq")

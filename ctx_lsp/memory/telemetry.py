@@ -7,6 +7,7 @@ per usage report are written by the engine as it works; this module only summari
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -86,3 +87,69 @@ def plan_stats(store: MemoryStore, session: str | None = None, limit: int = 10_0
         median_retrieval_ms=statistics.median(retrieval_ms),
         excluded_by_reason=dict(sorted(reasons.items())),
     )
+
+
+_FAILED = re.compile(r"\b(error|failed|traceback|exception)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFeedback:
+    """What we showed the model in one turn next to what happened."""
+
+    turn: int
+    plan_id: str
+    cluster: str | None
+    query: str
+    included: list[str]  # "reason title (tokens)"
+    excluded_by_reason: dict[str, int]
+    excluded_rag: list[str]  # retrieval candidates left out, with why
+    tools: list[str]  # "name: size, outcome"
+    estimate: int | None
+    actual: int | None
+    reflections: list[str]  # "kind item: reason"
+
+
+def session_feedback(store: MemoryStore, session: str) -> list[TurnFeedback]:
+    """The feedback record of a session, turn by turn (the latest plan of each turn)."""
+    plans: dict[int, dict] = {}
+    for row in store.session_plans(session):
+        plans[row["turn"]] = row  # later plans of a turn replace earlier ones
+    usage = {plan_id: (est, actual) for plan_id, est, actual in store.session_usage(session)}
+    reflections: dict[int, list[str]] = {}
+    for r in store.reflections(session):
+        undone = " (undone)" if r["undone"] else ""
+        reflections.setdefault(r["turn"], []).append(f"{r['kind']} {r['item']}: {r['reason']}{undone}")
+    out = []
+    for turn in sorted(plans):
+        row = plans[turn]
+        plan = msgspec.json.decode(row["plan"])
+        reasons: dict[str, int] = {}
+        for item in plan["excluded"]:
+            reasons[item["reason"]] = reasons.get(item["reason"], 0) + 1
+        messages = store.turn_messages(session, turn)
+        names = {c["id"]: c["name"] for m in messages for c in (m.tool_calls or [])}
+        tools = [
+            f"{names.get(m.tool_call_id or '', m.name or 'tool')}: {len(m.content):,} chars, "
+            + ("failed" if _FAILED.search(m.content[:2000]) else "ok")
+            for m in messages
+            if m.role == "tool"
+        ]
+        est, actual = usage.get(row["id"], (None, None))
+        out.append(
+            TurnFeedback(
+                turn=turn,
+                plan_id=row["id"],
+                cluster=row["cluster"],
+                query=row["query"],
+                included=[f"{i['reason']} {i['title']} ({i['tokens']})" for i in plan["included"]],
+                excluded_by_reason=dict(sorted(reasons.items())),
+                excluded_rag=[
+                    f"{i['title']} ({i['tokens']}): {i['reason']}" for i in plan["excluded"] if i["section"] == "rag"
+                ],
+                tools=tools,
+                estimate=est,
+                actual=actual,
+                reflections=reflections.get(turn, []),
+            )
+        )
+    return out

@@ -648,8 +648,8 @@ async def report_usage(ls: CtxServer, params: Any) -> dict[str, Any]:
     )
     if asked:
         ls.protocol.notify("ctx/askRepin", {"session": session, "pins": [pin_out(ls, x) for x in asked]})
-    if asked or report["expiredPins"]:
-        _refresh_lenses(ls)
+    push_events(ls)  # promotions, renewals, demotions, suggestions of the turn that just ended
+    _refresh_lenses(ls)  # TTLs ticked; pins may have expired or been promoted
     ls.notify_meter(session, await ls.run(ls.core.meter, session))
     _replan_soon(ls, session)
     return report
@@ -769,6 +769,29 @@ async def refresh_capsules(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
     await ls.wait_index()
     paths = [ls.rel(x) if x.startswith("file:") else x for x in p.paths] if p.paths is not None else None
     return await ls.run(ls.core.refresh_capsules, paths)
+
+
+@server.feature("ctx/listSuggestions")
+async def list_suggestions(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
+    """Items the model suggested in ``ctx-suggest`` blocks: shown, never pinned without the user."""
+    p = decode(params, P.SessionParams)
+    return await ls.run(ls.core.suggestions, ls.session_of(p.session))
+
+
+@server.feature("ctx/listReflections")
+async def list_reflections(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
+    p = decode(params, P.SessionParams)
+    return await ls.run(ls.core.reflections, ls.session_of(p.session))
+
+
+@server.feature("ctx/undoReflection")
+async def undo_reflection(ls: CtxServer, params: Any) -> dict[str, Any]:
+    p = decode(params, P.UndoReflectionParams)
+    session = ls.session_of(p.session)
+    out = await ls.run(ls.core.undo_reflection, session, p.id)
+    _refresh_lenses(ls)
+    await _replan_latest(ls, session)
+    return out
 
 
 def serve(tcp: str | None = None) -> int:

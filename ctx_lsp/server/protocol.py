@@ -171,6 +171,11 @@ class RefreshCapsulesParams(_P):
     paths: list[str] | None = None
 
 
+class UndoReflectionParams(_P):
+    id: int
+    session: str | None = None
+
+
 class RestoreItemParams(_P):
     """Restore an excluded item of the dropped ledger by pinning it."""
 
@@ -337,6 +342,25 @@ class Capsule(_P):
     stale_since: float | None = None
 
 
+class Reflection(_P):
+    """One decision of the reflection loop: promote, renew, demote or suggest, with its reason."""
+
+    id: int
+    turn: int
+    kind: Literal["promote", "renew", "demote", "suggest"]
+    item: str
+    pin_id: str | None
+    reason: str
+    undone: bool = False
+
+
+class Suggestion(_P):
+    item: str
+    turn: int
+    reason: str
+    status: Literal["open", "accepted", "dismissed"]
+
+
 class ModeResult(_P):
     session: str
     mode: Mode
@@ -362,6 +386,16 @@ class PlanChanged(_P):
 class AskRepin(_P):
     session: str
     pins: list[Pin]
+
+
+class Reflected(_P):
+    session: str
+    id: int
+    turn: int
+    kind: str
+    item: str
+    pin_id: str | None
+    reason: str
 
 
 class CapsulesStale(_P):
@@ -394,6 +428,9 @@ REQUESTS: dict[str, tuple[type | None, Any]] = {
     "ctx/setMemoryPolicy": (MemoryPolicyParams, MemoryPolicyResult),
     "ctx/listCapsules": (SessionParams, list[Capsule]),
     "ctx/refreshCapsules": (RefreshCapsulesParams, list[Capsule]),
+    "ctx/listSuggestions": (SessionParams, list[Suggestion]),
+    "ctx/listReflections": (SessionParams, list[Reflection]),
+    "ctx/undoReflection": (UndoReflectionParams, Reflection),
 }
 NOTIFICATIONS: dict[str, Any] = {
     "ctx/budgetChanged": BudgetMeter,
@@ -401,6 +438,7 @@ NOTIFICATIONS: dict[str, Any] = {
     "ctx/askRepin": AskRepin,
     "ctx/capsulesStale": CapsulesStale,
     "ctx/compacted": Compacted,
+    "ctx/reflected": Reflected,
 }
 
 

@@ -137,6 +137,35 @@ def rank(
     return ranked
 
 
+def with_activation(
+    ranked: list[tuple[SymbolRow, float, str]],
+    activation: dict[str, tuple[float, str]],
+    lookup,
+    weight: float,
+) -> list[tuple[SymbolRow, float, str]]:
+    """Reflection's signal: symbols the model and the user have been using score higher
+    (× (1 + weight × activation)), and active ones the query did not match come back too."""
+    if not activation:
+        return ranked
+    out = []
+    seen = set()
+    for sym, score, why in ranked:
+        seen.add(sym.qualname)
+        act = activation.get(sym.qualname)
+        if act is not None:
+            score = round(score * (1 + weight * act[0]), 6)
+            why = f"{why}; {act[1]} (×{1 + weight * act[0]:.2f})"
+        out.append((sym, score, why))
+    for qualname in sorted(activation):
+        if qualname in seen:
+            continue
+        sym = lookup(qualname)
+        if sym is not None:
+            out.append((sym, round(weight * activation[qualname][0], 6), f"recently used: {activation[qualname][1]}"))
+    out.sort(key=lambda r: (-r[1], r[0].qualname, r[0].path, r[0].start_line))
+    return out
+
+
 def candidates(ranked: list[tuple[SymbolRow, float, str]], mode: Mode, calibration: float) -> list[Item]:
     """Light mode offers symbol cards; heavy mode offers bodies (a card when the body is the
     module itself) and more of them; off offers nothing."""

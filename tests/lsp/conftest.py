@@ -33,7 +33,14 @@ async def start(client: LanguageClient, root: Path, session: str | None = SESSIO
     def _register(params):  # pytest-lsp's client has no handler of its own
         return None
 
-    for method in ("ctx/budgetChanged", "ctx/planChanged", "ctx/askRepin", "ctx/compacted", "ctx/capsulesStale"):
+    for method in (
+        "ctx/budgetChanged",
+        "ctx/planChanged",
+        "ctx/askRepin",
+        "ctx/compacted",
+        "ctx/capsulesStale",
+        "ctx/reflected",
+    ):
 
         @client.feature(method)
         def _collect(params, method=method):
