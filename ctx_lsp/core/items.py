@@ -166,7 +166,9 @@ class PlanInput(msgspec.Struct, frozen=True, kw_only=True):
 # ---- the plan, as clients see it (DESIGN.md §5; camelCase on the wire) -----------------------
 
 
-class PlanItem(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class PlanItem(msgspec.Struct, frozen=True, rename="camel"):
+    """Fields in this order may be given positionally (the planner's hot path does)."""
+
     id: str
     section: Section
     kind: str

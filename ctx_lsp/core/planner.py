@@ -357,7 +357,16 @@ def _fill_rag(eligible: list[Item], room: int) -> _Fill:
     chosen: list[Chosen] = []
     excluded: list[_Excluded] = []
     symbols: set[str] = set()
-    for item in eligible:  # already best first
+    smallest = _suffix_min_tokens(eligible)
+    for n, item in enumerate(eligible):  # already best first
+        if room < smallest[n]:  # nothing further can fit: the rest are out, in one sweep
+            excluded.extend(
+                (i, "duplicate", "another form of this symbol is included", None)
+                if i.symbol and i.symbol in symbols
+                else (i, "budget", None, None)
+                for i in eligible[n:]
+            )
+            break
         if item.symbol and item.symbol in symbols:
             excluded.append((item, "duplicate", "another form of this symbol is included", None))
         elif item.tokens <= room:
@@ -368,6 +377,18 @@ def _fill_rag(eligible: list[Item], room: int) -> _Fill:
         else:
             excluded.append((item, "budget", None, None))
     return chosen, excluded, any(e[1] == "budget" for e in excluded)
+
+
+def _suffix_min_tokens(items: list[Item]) -> list[int]:
+    """smallest[n] = the fewest tokens of any item from n on (so packing can stop early)."""
+    out = [0] * len(items)
+    low = 1 << 62
+    for n in range(len(items) - 1, -1, -1):
+        t = items[n].tokens
+        if t < low:
+            low = t
+        out[n] = low
+    return out
 
 
 def _conversation_demand(inp: PlanInput, required_ids: set[str]) -> int:
@@ -453,26 +474,26 @@ def _fill_conversation(inp: PlanInput, required_ids: set[str], room: int) -> _Fi
 def _plan_item(
     item: Item,
     reason: str,
-    *,
     detail: str | None = None,
     pin: PinSpec | None = None,
     tokens: int | None = None,
 ) -> PlanItem:
+    # positional: this runs once per excluded candidate, thousands of times per plan
     return PlanItem(
-        id=item.id,
-        section=item.section,
-        kind=item.kind,
-        title=item.title,
-        path=item.path,
-        range=item.range,
-        symbol=item.symbol,
-        tokens=item.tokens if tokens is None else tokens,
-        priority=item.priority,
-        score=item.score,
-        reason=reason,
-        detail=detail if detail is not None else (item.why or item.detail),
-        pin_id=pin.pin_id if pin else None,
-        atom_id=item.id if item.section == "conversation" and item.messages else None,
+        item.id,
+        item.section,
+        item.kind,
+        item.title,
+        item.path,
+        item.range,
+        item.symbol,
+        item.tokens if tokens is None else tokens,
+        item.priority,
+        item.score,
+        reason,
+        detail if detail is not None else (item.why or item.detail),
+        pin.pin_id if pin else None,
+        item.id if item.section == "conversation" and item.messages else None,
     )
 
 
@@ -497,11 +518,7 @@ def _assemble(
     ledger.included["conversation"].sort(key=lambda c: (c.reason != "summary", position.get(c.item.id, -1)))
     chosen = [c for s in SECTIONS for c in ledger.included[s]]
     included = tuple(_chosen_item(c) for c in chosen)
-    excluded = tuple(
-        _plan_item(item, reason, detail=detail, pin=pin)
-        for s in SECTIONS
-        for item, reason, detail, pin in ledger.excluded[s]
-    )
+    excluded = tuple(_plan_item(*e) for s in SECTIONS for e in ledger.excluded[s])
     sections = tuple(
         SectionUsage(
             name=s,
