@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ log = logging.getLogger("ctx_lsp.server")
 T = TypeVar("T")
 INDEX_DEBOUNCE_SECONDS = 0.2
 REPLAN_DEBOUNCE_SECONDS = 0.3
+_DEF_LINE = re.compile(r"\s*(async\s+def|def|class)\s")
 
 
 class CtxServer(LanguageServer):
@@ -403,10 +405,15 @@ def code_lens(ls: CtxServer, params: types.CodeLensParams) -> list[types.CodeLen
     except JsonRpcException:
         return None
     parsed = parse_module(rel, doc.source)
+    lines = doc.lines
     lenses = []
     for sym in parsed.symbols:
         if sym.kind in ("class", "function", "method"):
-            line = sym.start_line + len(sym.decorators)
+            # on the def/class line itself, below decorators (which may span several lines)
+            line = next(
+                (n for n in range(sym.start_line, min(sym.end_line, len(lines) - 1) + 1) if _DEF_LINE.match(lines[n])),
+                sym.start_line,
+            )
             rng = types.Range(types.Position(line, 0), types.Position(line, 0))
             lenses.append(types.CodeLens(range=rng, data={"uri": uri, "symbol": sym.qualname}))
     return lenses

@@ -261,6 +261,8 @@ async def test_code_lenses_and_commands(client: LanguageClient, workspace: Path)
     )
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(types.TextDocumentIdentifier(uri)))
     assert lenses and all(lens.command is None for lens in lenses)
+    decorated = next(lens for lens in lenses if lens.data["symbol"].endswith(".tax_for"))
+    assert decorated.range.start.line == line_of(workspace, rel, "def tax_for")[0]  # below its decorator
     target = next(lens for lens in lenses if lens.data["symbol"].endswith("calculate_invoice_total"))
     resolved = await client.code_lens_resolve_async(target)
     assert resolved.command.title.endswith("Pin to context") and resolved.command.command == "ctx.pinSymbol"
