@@ -7,12 +7,12 @@ drops them together. A turn starts at each user message.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
 
+from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import MESSAGE, TOOL_EPISODE, Item, Message, ToolCall, Turn
 from ctx_lsp.core.tokens import TokenCounter, message_cost, scaled
 
@@ -24,14 +24,6 @@ ROLES = ("system", "user", "assistant", "tool")
 
 class ConversationError(ValueError):
     """A conversation that cannot be read: says which message and what is wrong."""
-
-
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()[:16]
 
 
 def _content_text(content: Any, where: str) -> str:
@@ -82,7 +74,7 @@ def parse_messages(raw: Any) -> list[Message]:
         if role == "tool" and not tool_call_id:
             raise ConversationError(f"{where}: a 'tool' message needs 'tool_call_id'")
         given_id = m.get("id")
-        msg_id = str(given_id) if given_id is not None else f"m{n + 1}-{_digest(role, content)[:8]}"
+        msg_id = str(given_id) if given_id is not None else f"m{n + 1}-{content_id(role, content)[:8]}"
         name = m.get("name")
         out.append(
             Message(
@@ -149,7 +141,7 @@ def atom_item(messages: Sequence[Message], counter: TokenCounter, calibration: f
         snippet = " ".join(first.content.split())[:60]
         title = f"{first.role}: {snippet}" if snippet else first.role
     return Item(
-        id="atom:" + _digest(*(m.id for m in messages), *(m.content for m in messages)),
+        id="atom:" + content_id(*(m.id for m in messages), *(m.content for m in messages)),
         section="conversation",
         kind=TOOL_EPISODE if is_episode else MESSAGE,
         title=title,
@@ -158,6 +150,17 @@ def atom_item(messages: Sequence[Message], counter: TokenCounter, calibration: f
         masked_messages=tuple(masked_messages) if any_masked else (),
         masked_tokens=scaled(masked, calibration) if any_masked else None,
     )
+
+
+def group_turns(messages: Sequence[Message]) -> list[list[Message]]:
+    """Messages grouped into turns: each user message starts one."""
+    turns: list[list[Message]] = []
+    for m in messages:
+        if m.role == "user" or not turns:
+            turns.append([m])
+        else:
+            turns[-1].append(m)
+    return turns
 
 
 def build_turns(messages: Iterable[Message], counter: TokenCounter, calibration: float = 1.0) -> tuple[Turn, ...]:

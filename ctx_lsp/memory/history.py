@@ -4,12 +4,12 @@ window: only archived turns, which the prompt otherwise sees only through the su
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 
+from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import HISTORY_CHUNK, Item, Message
 from ctx_lsp.core.tokens import TokenCounter, scaled
 from ctx_lsp.memory.compaction import transcript
@@ -84,7 +84,7 @@ def history_candidates(
         text = f"# Earlier in this conversation (archived turn, message {first.id}):\n{doc}"
         out.append(
             Item(
-                id="history:" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest(),
+                id="history:" + content_id(text),
                 section="rag",
                 kind=HISTORY_CHUNK,
                 title=f"earlier turn: {' '.join(first.content.split())[:60]}",
