@@ -1,13 +1,19 @@
-"""How fast the workspace index builds, revalidates and re-indexes one file.
+"""How fast the workspace index builds, restarts, re-indexes one file, and plans.
 
     .venv/bin/python benchmarks/index_speed.py              # synthetic 1,600 files x ~500 lines
     .venv/bin/python benchmarks/index_speed.py PATH         # any workspace (read-only: the
                                                             # database goes to benchmarks/.data/)
     .venv/bin/python benchmarks/index_speed.py --files 200  # a smaller synthetic tree
+    .venv/bin/python benchmarks/index_speed.py PATH --processes 0   # one cold-index mode only
 
-Prints: cold index time (empty database), warm refresh (reopen + refresh, nothing changed),
-the median of 20 single-file re-indexes of a ~500-line file (each a different one-line edit,
-through ``update_file``), median search latency, symbol count and peak RSS.
+Prints a table: cold index (empty database) in one process and with the 2-process parse pool
+(wall and CPU, the reference-graph share, edges); restart (open + stat revalidation; and a
+fresh process from start to its first light-mode plan); the reference-graph update after a
+one-file edit (resolution + PageRank, what the watch loop runs once edits pause); the median of
+``--edits`` single-file re-indexes of a ~500-line file (each a different one-line edit, through
+``update_file``); median search latency; median light- and heavy-mode plan latency through
+``Engine.plan``; symbols, edges, tokens; peak RSS of this process and of the pool's workers;
+the load average (the machine is shared: quote medians, and the load).
 The synthetic tree is generated once under ``benchmarks/.data/`` (gitignored) and reused.
 """
 
@@ -15,20 +21,23 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace.files import WorkspaceWalker
 from ctx_lsp.workspace.index import WorkspaceIndex
 
 DATA = Path(__file__).resolve().parent / ".data"
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"  # 5: real cross-module calls (a reference graph)
 
 _WORDS = [
     "account",
@@ -154,7 +163,10 @@ def _camel(rng: random.Random) -> str:
     return "".join(rng.choice(_WORDS).capitalize() for _ in range(rng.randint(1, 3)))
 
 
-def _function(rng: random.Random, indent: str, method: bool) -> list[str]:
+def _function(rng: random.Random, indent: str, method: bool, callables: list[str] | None = None) -> list[str]:
+    """A function (or method) of 6–16 statements; some call ``callables`` (functions defined
+    earlier in the module or imported from siblings), so the tree has a reference graph. The
+    function's name is appended to ``callables`` afterwards (module-level functions only)."""
     name = f"{rng.choice(_VERBS)}_{_ident(rng, rng.randint(1, 2))}"
     args = ["self"] if method else []
     args += [f"{_ident(rng, 1)}_{i}: {rng.choice(['int', 'str', 'list[str]', 'dict[str, int]'])}" for i in range(3)]
@@ -177,7 +189,9 @@ def _function(rng: random.Random, indent: str, method: bool) -> list[str]:
         # Mostly one-word names and short statements, blank lines between steps: real code
         # averages ~35 bytes per line (sympy 35, the venv's site-packages 35).
         a, b, c = _ident(rng, rng.randint(1, 2)), _ident(rng, rng.randint(1, 2)), _ident(rng, 1)
-        if kind < 0.3:
+        if callables and rng.random() < 0.15:
+            out.append(f"{body}{a} = {rng.choice(callables)}({b})")
+        elif kind < 0.3:
             out.append(f"{body}{a} = {c}.{rng.choice(_VERBS)}({b})")
         elif kind < 0.5:
             out.append(f"{body}if {a} is None:")
@@ -196,17 +210,31 @@ def _function(rng: random.Random, indent: str, method: bool) -> list[str]:
             out.append("")
     out.append(f"{body}return {_ident(rng)}" if "-> None" not in out[-1] else f"{body}return None")
     out.append("")
+    if callables is not None and not method:
+        callables.append(name)
     return out
 
 
-def _module(rng: random.Random, target_lines: int, siblings: list[str]) -> str:
+def _module(
+    rng: random.Random, target_lines: int, siblings: list[str], defined: dict[str, list[str]]
+) -> tuple[str, list[str]]:
+    """A module's text and its top-level function names; it imports some of ``defined``'s
+    (siblings' functions) and calls them."""
     lines = [
         f'"""{_camel(rng)} {rng.choice(_WORDS)}s: {rng.choice(_VERBS)} and {rng.choice(_VERBS)} them."""',
         "",
     ]
     lines += ["from __future__ import annotations", "", "import functools", "import os", ""]
+    callables: list[str] = []
+    imported = 0
     for sib in rng.sample(siblings, min(3, len(siblings))):
         lines.append(f"from {sib} import {_camel(rng)} as {_camel(rng)}Alias")
+        names = defined.get(sib)
+        if names:
+            picked = sorted(set(rng.sample(names, min(2, len(names)))))
+            lines.append(f"from {sib} import {', '.join(picked)}")
+            callables += picked
+    imported = len(callables)
     lines.append("")
     for _ in range(rng.randint(2, 5)):
         lines.append(f"{_ident(rng).upper()} = {rng.randint(1, 10_000)}")
@@ -219,11 +247,11 @@ def _module(rng: random.Random, target_lines: int, siblings: list[str]) -> str:
             lines.append(f"    {_ident(rng)}: int = {rng.randint(0, 100)}")
             lines.append("")
             for _ in range(rng.randint(2, 6)):
-                lines += _function(rng, "    ", method=True)
+                lines += _function(rng, "    ", method=True, callables=callables)
         else:
-            lines += _function(rng, "", method=False)
+            lines += _function(rng, "", method=False, callables=callables)
         lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", callables[imported:]
 
 
 def generate(root: Path, files: int, lines: int) -> Path:
@@ -239,6 +267,7 @@ def generate(root: Path, files: int, lines: int) -> Path:
     rng = random.Random(0)
     packages = [f"pkg{i:02d}" for i in range(max(1, files // 50))]
     modules: list[str] = []
+    defined: dict[str, list[str]] = {}  # module → its top-level functions
     for i in range(files):
         pkg = packages[i % len(packages)]
         sub = f"sub{(i // len(packages)) % 4}"
@@ -251,7 +280,8 @@ def generate(root: Path, files: int, lines: int) -> Path:
             if not init.exists():
                 init.write_text(f'"""Package {parent.name}."""\n')
         siblings = modules[max(0, i - 20) : i] or modules[:1]
-        path.write_text(_module(rng, lines + rng.randint(-60, 60), siblings))
+        text, defined[mod] = _module(rng, lines + rng.randint(-60, 60), siblings, defined)
+        path.write_text(text)
     marker.write_text(stamp)
     return root
 
@@ -270,8 +300,55 @@ def _loadavg() -> str:
         return "n/a"
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+def _rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
+
+
+def _fresh_db(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+
+
+QUERIES = [
+    "where is parse_token_total defined",
+    "how does the session cache refresh its window",
+    "validate request payload schema",
+    "RegistryManager",
+    "How does solveset handle trigonometric equations with periodic solutions?",
+    "why does sympify fail on strings with unicode characters",
+    "Matrix determinant bareiss",
+    "simplify trigsimp fu",
+]
+
+# A fresh process: from its start (imports included) to its first light-mode plan.
+_RESTART = """
+import json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from ctx_lsp.engine import Engine, PlanRequest
+t1 = time.perf_counter()
+engine = Engine(Path(sys.argv[1]), db_path=Path(sys.argv[2]))
+stats = engine.refresh_index()
+t2 = time.perf_counter()
+engine.plan(PlanRequest(query=sys.argv[3], mode="light"))
+t3 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "open_refresh": t2 - t1, "first_plan": t3 - t2, "total": t3 - t0,
+                  "parsed": stats.files_indexed, "graph": stats.graph_seconds}))
+"""
+
+
+def _cold(root: Path, db: Path, processes: int) -> tuple[object, float, float, float]:
+    """Index into an empty database; returns (stats, CPU seconds of this process, edges
+    count is in stats)."""
+    _fresh_db(db)
+    idx = WorkspaceIndex(root, db_path=db)
+    cpu0 = _cpu_seconds()
+    t0 = time.perf_counter()
+    stats = idx.refresh(processes=processes)
+    wall = time.perf_counter() - t0
+    cpu = _cpu_seconds() - cpu0
+    idx.close()
+    return stats, wall, cpu, _rss_mb()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=1600)
     parser.add_argument("--lines", type=int, default=500)
     parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--plans", type=int, default=5, help="plans per query for the latency medians")
+    parser.add_argument("--processes", default="0,2", help="cold-index modes to run: 0 (one process), 2 (pool)")
     args = parser.parse_args(argv)
 
     DATA.mkdir(parents=True, exist_ok=True)
@@ -291,23 +370,42 @@ def main(argv: list[str] | None = None) -> int:
         root = args.workspace.resolve()
     key = hashlib.sha1(str(root).encode()).hexdigest()[:10]
     db = DATA / f"index-{key}.sqlite3"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
-
     load_before = _loadavg()
+    rows: list[tuple[str, str]] = [("workspace", str(root))]
+
+    # -- cold index, each mode into an empty database (the last one is kept) ---------------------
+    cold = None
+    for mode in [int(m) for m in args.processes.split(",") if m.strip()]:
+        cold, wall, cpu, rss = _cold(root, db, mode)
+        label = "cold index, 1 process" if cold.processes == 1 else f"cold index, {cold.processes}-process pool"
+        value = (
+            f"{wall:.2f} s wall, {cpu:.2f} s CPU here (graph {cold.graph_seconds:.2f} s; "
+            f"{cold.files_indexed:,} parsed, {len(cold.errors)} errors); peak RSS so far {rss:.0f} MB"
+        )
+        if cold.processes > 1:
+            value += f", pool workers {_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB each at most"
+        rows.append((label, value))
+    assert cold is not None, "--processes named no mode"
     idx = WorkspaceIndex(root, db_path=db)
-    cpu0 = _cpu_seconds()
-    cold = idx.refresh()
-    cold_cpu = _cpu_seconds() - cpu0
     summary = idx.stats()
     idx.close()
 
+    # -- restart: reopen + stat revalidation, here and in a fresh process -----------------------
     t = time.perf_counter()
     idx = WorkspaceIndex(root, db_path=db)
     warm = idx.refresh()
     warm_total = time.perf_counter() - t
+    restart = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _RESTART, str(root), str(db), QUERIES[0]],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        ).stdout
+    )
 
-    # Single-file re-index: the file closest to 500 lines, a different one-line edit each time.
+    # -- single-file re-index: the file closest to 500 lines, a different one-line edit each time
     files = [e.path for e in WorkspaceWalker(root, check_content=False).walk()]  # what was indexed
     sizes = []
     total_lines = 0
@@ -333,42 +431,57 @@ def main(argv: list[str] | None = None) -> int:
         idx.update_file(rel, edited)
         times.append((time.perf_counter() - t) * 1000)
     idx.update_file(rel, original)
+    graph_update = idx.update_graph()  # what the watch loop runs once edits pause
 
-    queries = [
-        "where is parse_token_total defined",
-        "how does the session cache refresh its window",
-        "validate request payload schema",
-        "RegistryManager",
-    ]
     search_ms = []
-    for q in queries:
+    for q in QUERIES:
         for _ in range(3):
             t = time.perf_counter()
-            idx.search(q)
+            idx.search(q, limit=400)
             search_ms.append((time.perf_counter() - t) * 1000)
     idx.close()
 
-    rows = [
-        ("workspace", str(root)),
+    # -- plans through the engine (what a request costs) ----------------------------------------
+    engine = Engine(root, db_path=db)
+    plan_ms: dict[str, list[float]] = {"light": [], "heavy": []}
+    for mode in plan_ms:
+        engine.plan(PlanRequest(query=QUERIES[0], mode=mode))  # warm caches
+        for _ in range(args.plans):
+            for q in QUERIES:
+                t = time.perf_counter()
+                engine.plan(PlanRequest(query=q, mode=mode))
+                plan_ms[mode].append((time.perf_counter() - t) * 1000)
+    engine.close()
+
+    rows += [
         ("files / lines / bytes", f"{cold.files_seen:,} / {total_lines:,} / {total_bytes / 1e6:.1f} MB"),
+        ("symbols / resolved def→ref edges", f"{summary.symbols:,} / {summary.edges:,}"),
         (
-            "cold index (empty db)",
-            f"{cold.seconds:.2f} s wall, {cold_cpu:.2f} s CPU ({cold.files_indexed:,} parsed, "
-            f"{len(cold.errors)} errors)",
+            "restart: reopen + stat revalidation",
+            f"{warm_total * 1000:.0f} ms ({warm.files_unchanged:,} unchanged, {warm.files_indexed} parsed)",
         ),
         (
-            "warm refresh (reopen + refresh, no change)",
-            f"{warm_total * 1000:.0f} ms ({warm.files_unchanged:,} unchanged)",
+            "restart: fresh process to its first light plan",
+            f"{restart['total']:.2f} s (imports {restart['imports']:.2f}, open + revalidate "
+            f"{restart['open_refresh']:.2f}, first plan {restart['first_plan']:.2f}; {restart['parsed']} parsed)",
         ),
         (
             f"single-file re-index, median of {args.edits}",
-            f"{statistics.median(times):.1f} ms ({rel}, {n_file} lines)",
+            f"{statistics.median(times):.1f} ms ({rel}, {n_file} lines; max {max(times):.1f} ms)",
         ),
-        ("search, median (200 hits)", f"{statistics.median(search_ms):.1f} ms"),
-        ("symbols", f"{summary.symbols:,}"),
+        ("reference graph update after the edits (resolve + PageRank)", f"{graph_update:.2f} s"),
+        ("search, median (400 hits)", f"{statistics.median(search_ms):.1f} ms"),
+        (
+            f"light-mode plan (Engine.plan), median of {len(plan_ms['light'])}",
+            f"{statistics.median(plan_ms['light']):.1f} ms (max {max(plan_ms['light']):.0f} ms)",
+        ),
+        (
+            f"heavy-mode plan (Engine.plan), median of {len(plan_ms['heavy'])}",
+            f"{statistics.median(plan_ms['heavy']):.1f} ms (max {max(plan_ms['heavy']):.0f} ms)",
+        ),
         ("tokens (all files / all cards)", f"{summary.tokens:,} / {summary.card_tokens:,}"),
         ("database size", f"{db.stat().st_size / 1e6:.1f} MB"),
-        ("peak RSS", f"{_rss_mb():.0f} MB"),
+        ("peak RSS (this process, whole run)", f"{_rss_mb():.0f} MB"),
         ("load average before / after (1, 5, 15 min)", f"{load_before} / {_loadavg()}"),
     ]
     width = max(len(r[0]) for r in rows)

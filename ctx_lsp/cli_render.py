@@ -124,7 +124,7 @@ def index_with_progress(engine: Engine, *, quiet: bool = False) -> None:
             stats = engine.refresh_index(report)
     totals = engine.index.stats()
     print(
-        f"indexed {engine.root}: {totals.files} files, {totals.symbols} symbols, "
+        f"indexed {engine.root}: {totals.files} files, {totals.symbols} symbols, {totals.edges} edges, "
         f"{totals.tokens:,} tokens in {stats.seconds:.2f} s "
         f"({stats.files_indexed} parsed, {stats.files_unchanged} unchanged, {stats.files_removed} removed, "
         f"{stats.files_skipped} skipped)"

@@ -6,7 +6,6 @@ The CLI and the language server both call this; neither holds business logic of 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 import time
 from collections import Counter, OrderedDict
@@ -18,7 +17,8 @@ import msgspec
 
 from ctx_lsp import __version__
 from ctx_lsp.config import CtxConfig, load_workspace_config
-from ctx_lsp.core.conversation import build_turns
+from ctx_lsp.core.conversation import build_turns, group_turns
+from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import (
     CAPSULE,
     COMPACTION_SUMMARY,
@@ -58,7 +58,7 @@ from ctx_lsp.memory.store import (
     decode_inputs,
     encode_inputs,
 )
-from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace import resolve, retrieval
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -237,7 +237,7 @@ class Engine:
         messages = list(req.conversation)
         query = req.query.strip()
         if query and not (messages and messages[-1].role == "user" and messages[-1].content.strip() == query):
-            messages.append(Message(id=f"q-{_digest(query)}", role="user", content=query))
+            messages.append(Message(id=f"q-{content_id(query)}", role="user", content=query))
         if not any(m.role == "user" for m in messages):
             raise UserError("nothing to plan for: give a query (--query or --query-file) or a conversation")
         summary = None
@@ -263,12 +263,15 @@ class Engine:
                 rag_query,
                 open_files=req.open_files,
                 focus_path=req.focus.path if req.focus else None,
+                # graph seeds: the symbol at the cursor and the pinned symbols
+                seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
+                graph=self.index,
             )
             ranked = retrieval.with_activation(ranked, req.activation, self.index.get, reflection.RETRIEVAL_WEIGHT)
-            candidates = retrieval.candidates(ranked, mode, cal)
+            candidates = retrieval.candidates(ranked, mode, cal, query=rag_query, count=counter.count)
             if req.history:
                 candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
-            retrieval_set_id = "rs-" + _digest(*(f"{c.id}:{c.score}" for c in candidates))
+            retrieval_set_id = "rs-" + content_id(*(f"{c.id}:{c.score}" for c in candidates))
             scaffold = [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
 
@@ -304,7 +307,7 @@ class Engine:
     @staticmethod
     def _text_item(section, kind: str, title: str, text: str, counter: TokenCounter, cal: float) -> Item:
         return Item(
-            id=f"{kind}:{_digest(text)}",
+            id=f"{kind}:{content_id(text)}",
             section=section,
             kind=kind,
             title=title,
@@ -352,7 +355,7 @@ class Engine:
 
     def _scaffold(self, counter: TokenCounter, cal: float) -> Item:
         stats = self.index.stats()
-        key = hash((stats.files, stats.symbols, cal))
+        key = hash((stats.files, stats.symbols, stats.edges, cal))  # edges: a graph update may change what is central
         if self._scaffold_cache and self._scaffold_cache[0] == key:
             return self._scaffold_cache[1]
         per_module = self.index.module_symbol_counts()
@@ -382,25 +385,6 @@ def _options_of(req: SessionPlanRequest) -> dict[str, Any]:
     if req.focus is not None:
         out["focus"] = {"path": req.focus.path, "line": req.focus.line}
     return out
-
-
-def _turns_of(messages: list[Message]) -> list[list[Message]]:
-    """Messages grouped into turns: each user message starts one."""
-    turns: list[list[Message]] = []
-    for m in messages:
-        if m.role == "user" or not turns:
-            turns.append([m])
-        else:
-            turns[-1].append(m)
-    return turns
-
-
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()[:16]
 
 
 def version_string() -> str:
@@ -499,6 +483,12 @@ class SessionEngine:
         enclosing = index.symbol_at(intent.path, intent.line)
         if word and not (enclosing is not None and enclosing.name == word and enclosing.start_line <= intent.line):
             sym = index.resolve_name(word, intent.path)
+            root, char = self.engine.root, intent.character or 0
+            if sym is None or resolve.is_attribute(root, intent.path, intent.text, intent.line, char):
+                # jedi (time-limited) follows imports and infers ``obj.method``; the name lookup
+                # stays the answer when jedi has none
+                found = resolve.resolve_at(root, intent.path, intent.text, intent.line, char)
+                sym = (index.resolve_name(found, intent.path) if found else None) or sym
             if sym is not None:
                 return sym
         if enclosing is None or enclosing.kind == "module":
@@ -533,6 +523,8 @@ class SessionEngine:
     def pin(self, session: str, intent: PinIntent) -> PinRecord:
         record = self.open_session(session)
         sym = self.resolve(intent)
+        if intent.created_by == "user":  # the user took up a suggestion (a no-op when there was none)
+            self.store.set_suggestion_status(session, sym.qualname, "accepted")
         if intent.ttl is not None and intent.ttl < 0:
             raise UserError(f"ttl must be 0 or more turns, got {intent.ttl}")
         ttl = intent.ttl if intent.kind != "sticky" or intent.ttl is not None else None
@@ -640,7 +632,7 @@ class SessionEngine:
         stored = self.store.path(req.session, record.branch)
         conversation = [m.to_message() for m in stored if m.archived_by is None]
         summary = self._summary_for(req.session, stored)
-        history = _turns_of([m.to_message() for m in stored if m.archived_by is not None])
+        history = group_turns([m.to_message() for m in stored if m.archived_by is not None])
         pins = self._pinned_items(self.store.pins(req.session, record.branch), cal, notes)
         for n, intent in enumerate(req.extra_pins):
             sym = self.resolve(intent)
@@ -742,8 +734,10 @@ class SessionEngine:
                     )
         return cluster
 
-    def _note_reflection(self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str) -> None:
-        rid = self.store.record_reflection(session, turn, kind, item, pin_id, reason)
+    def _note_reflection(
+        self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str, task: str | None = None
+    ) -> None:
+        rid = self.store.record_reflection(session, turn, kind, item, pin_id, reason, task)
         self._events.append(
             (
                 "ctx/reflected",
@@ -806,7 +800,13 @@ class SessionEngine:
                 )
         retrieved = {i.symbol for i in plan.included if i.section == "rag" and i.symbol}
         _, cluster, _, _ = self.store.reflection_state(session)
-        for symbol, reason in reflection.promotions(scores, leased, sticky, retrieved, model_named):
+        # the user undid a promotion: it stays undone for the rest of that task
+        refused = {
+            r["item"]
+            for r in self.store.reflections(session)
+            if r["kind"] == "promote" and r["undone"] and r["task"] == cluster
+        }
+        for symbol, reason in reflection.promotions(scores, leased | refused, sticky, retrieved, model_named):
             pin = self.pin(
                 session,
                 PinIntent(
@@ -814,7 +814,7 @@ class SessionEngine:
                 ),
             )
             self.store.set_pin_cluster(session, record.branch, pin.id, cluster)
-            self._note_reflection(session, turn, "promote", symbol, pin.id, reason)
+            self._note_reflection(session, turn, "promote", symbol, pin.id, reason, cluster)
         for name in reflection.suggestions_in(model_text):
             target = resolve(name) or name
             if self.store.add_suggestion(session, target, turn, f"suggested by the model in turn {turn}"):
@@ -928,7 +928,7 @@ class SessionEngine:
 
         stored = self.store.path(session, record.branch)
         active = [m.to_message() for m in stored if m.archived_by is None]
-        turns = _turns_of(active)
+        turns = group_turns(active)
         # automatic: keep the newest turns that fill half the budget; asked for: keep only the current turn
         if keep_tokens is None:
             keep_tokens = int(self._conversation_budget(model) * COMPACTION_KEEP_SHARE) if auto else 0

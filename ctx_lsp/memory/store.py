@@ -182,6 +182,7 @@ class MemoryStore:
                 ("plans", "options", "TEXT"),
                 ("plans", "cluster", "TEXT"),
                 ("pins", "cluster", "TEXT"),
+                ("reflections", "cluster", "TEXT"),
             ):
                 if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
@@ -760,22 +761,34 @@ class MemoryStore:
                 (cluster, centroid, next_cluster, session),
             )
 
-    def record_reflection(self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str) -> int:
+    def record_reflection(
+        self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str, cluster: str | None = None
+    ) -> int:
         with self.write() as conn:
             cur = conn.execute(
-                "INSERT INTO reflections(session, turn, kind, item, pin_id, reason, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session, turn, kind, item, pin_id, reason, time.time()),
+                "INSERT INTO reflections(session, turn, kind, item, pin_id, reason, created, cluster) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, turn, kind, item, pin_id, reason, time.time(), cluster),
             )
             return cur.lastrowid or 0
 
     def reflections(self, session: str) -> list[dict[str, Any]]:
         rows = self._read(
-            "SELECT seq, turn, kind, item, pin_id, reason, undone FROM reflections WHERE session = ? ORDER BY seq",
+            "SELECT seq, turn, kind, item, pin_id, reason, undone, cluster FROM reflections WHERE session = ? "
+            "ORDER BY seq",
             (session,),
         )
         return [
-            {"id": r[0], "turn": r[1], "kind": r[2], "item": r[3], "pinId": r[4], "reason": r[5], "undone": bool(r[6])}
+            {
+                "id": r[0],
+                "turn": r[1],
+                "kind": r[2],
+                "item": r[3],
+                "pinId": r[4],
+                "reason": r[5],
+                "undone": bool(r[6]),
+                "task": r[7],
+            }
             for r in rows
         ]
 

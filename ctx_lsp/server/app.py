@@ -29,6 +29,7 @@ from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, Focus, NotFound, PinIntent, SessionEngine, SessionPlanRequest, UserError
 from ctx_lsp.memory.store import PinRecord, StoreError
 from ctx_lsp.server import protocol as P
+from ctx_lsp.workspace import watch
 from ctx_lsp.workspace.parse import parse_module
 
 log = logging.getLogger("ctx_lsp.server")
@@ -300,10 +301,26 @@ async def _index_with_progress(ls: CtxServer) -> None:
         ls.index_ready.set()
         if use_progress:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
+    if ls.engine is not None:  # from now on, edits made outside the editor reach the index too
+        _start_watcher(ls)
+
+
+def _start_watcher(ls: CtxServer) -> None:
+    core = ls.core
+    ls.watcher = watch.WorkspaceWatcher(  # type: ignore[attr-defined]
+        core.engine.root,
+        core.engine.index,
+        ls.indexer,
+        is_open=lambda rel: ls.uri(rel) in ls.workspace.text_documents,  # buffers keep priority
+        on_files=lambda rels: _check_capsules(ls, [ls.uri(rel) for rel in rels]),
+    )
+    ls.spawn(ls.watcher.run())  # type: ignore[attr-defined]
 
 
 @server.feature(types.SHUTDOWN)
 def on_shutdown(ls: CtxServer, params: Any) -> None:
+    if getattr(ls, "watcher", None) is not None:
+        ls.watcher.stop()  # type: ignore[attr-defined]
     for task in list(ls._background):
         task.cancel()
     if ls.engine is not None:

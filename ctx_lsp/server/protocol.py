@@ -352,6 +352,7 @@ class Reflection(_P):
     pin_id: str | None
     reason: str
     undone: bool = False
+    task: str | None = None  # the query cluster a promotion was made in
 
 
 class Suggestion(_P):

@@ -17,6 +17,7 @@ import contextlib
 import gc
 import hashlib
 import itertools
+import multiprocessing
 import os
 import re
 import sqlite3
@@ -31,11 +32,15 @@ from pathlib import Path
 import msgspec
 
 from ctx_lsp.core.tokens import FALLBACK_ENCODING, counter_for
+from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.files import BINARY, NOT_UTF8, UNREADABLE, WorkspaceWalker, classify_content
 from ctx_lsp.workspace.parse import ParsedModule, Symbol, module_name_for, parse_module
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "3"  # 2: the reference graph (edges, targets, centrality); 3: node degrees
 BATCH_FILES = 200
+POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
+POOL_PROCESSES = 2
+COUNT_CACHE_TEXTS = 4096  # texts whose token counts ``update_file`` remembers
 # bm25 column weights, in the column order of ``symbols_fts``: names matter most.
 FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
@@ -93,6 +98,7 @@ _INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(_SYMBOL_COLUMNS)}) VALUES ({',
 _INSERT_FTS = f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
 _UPSERT_FILE = "INSERT OR REPLACE INTO files(rel, size, mtime_ns, sha256, error) VALUES (?, ?, ?, ?, ?)"
 _SELECT = "SELECT " + ", ".join(f"s.{c}" for c in _SYMBOL_COLUMNS) + " FROM symbols s"
+_SET_META = "INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)"
 
 
 class IndexedSymbol(Symbol, frozen=True, kw_only=True):
@@ -123,9 +129,12 @@ class IndexStats(msgspec.Struct, kw_only=True):
     files_removed: int = 0
     files_skipped: int = 0
     symbols: int = 0
+    edges: int = 0  # resolved references between workspace definitions, afterwards
     seconds: float = 0.0
+    graph_seconds: float = 0.0  # of ``seconds``: resolving references and ranking (0 if unchanged)
     errors: list[str] = msgspec.field(default_factory=list)
     skipped: list[str] = msgspec.field(default_factory=list)  # "rel (reason)"
+    processes: int = 1  # parsing processes used (2: a pool)
 
 
 class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,6 +145,7 @@ class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
     files_with_errors: int
     card_tokens: int
     tokens: int
+    edges: int = 0  # resolved def→ref edges (as of the last graph update)
 
 
 @lru_cache(maxsize=65536)
@@ -303,6 +313,66 @@ def _symbol_rows(work: _Work, first_id: int) -> list[tuple]:
     ]
 
 
+def _classify(work: _Work, parsed: ParsedModule) -> _Work:
+    if parsed.decode_error:
+        work.action, work.reason = "skip", NOT_UTF8
+    elif parsed.error is not None:
+        work.action, work.reason = "error", parsed.error
+    else:
+        work.action, work.parsed = "replace", parsed
+        work.fts = _fts_texts(parsed)
+    return work
+
+
+def _prepare_file(rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None) -> _Work:
+    """Read, hash and parse one file (no database access)."""
+    work = _Work(rel, size, mtime_ns)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        work.action, work.reason = "skip", UNREADABLE
+        return work
+    work.sha256 = hashlib.sha256(data).hexdigest()
+    if work.sha256 == prev_sha:
+        work.action = "stat"  # touched, not changed
+        return work
+    if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
+        work.action, work.reason = "skip", BINARY
+        return work
+    return _classify(work, parse_module(rel, data))
+
+
+_worker_count: Callable[[str], int] | None = None
+
+
+def _pool_init(encoding: str) -> None:
+    global _worker_count
+    gc.disable()  # see ``refresh``: ASTs are acyclic
+    _worker_count = counter_for(encoding).count
+
+
+def _pool_prepare(args: tuple[str, str, int, int, str | None]) -> _Work:
+    """A pool worker's share of a refresh: read, hash, parse and count tokens for one file,
+    so the parent only writes rows."""
+    rel, path, size, mtime_ns, prev_sha = args
+    work = _prepare_file(rel, Path(path), size, mtime_ns, prev_sha)
+    if work.parsed is not None and _worker_count is not None:
+        texts, assemble = _token_plan(work.parsed)
+        count = _worker_count
+        work.tokens = assemble([count(t) for t in texts])
+        work.parsed.lines = []  # only the token plan needed them: less to send back
+    return work
+
+
+def _free_cores() -> int:
+    """Cores not busy with other work (1-minute load average), at least 0."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 0
+    return max(0, int((os.cpu_count() or 1) - load + 0.5))
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
@@ -321,11 +391,22 @@ CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE TABLE IF NOT EXISTS imports(path TEXT NOT NULL, local_name TEXT NOT NULL, target TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS imports_path ON imports(path);
 CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
+-- The reference graph: ``target`` is the file-local resolution of a name a definition uses;
+-- ``targets`` maps it to an indexed symbol (``dst``), workspace-wide, after every change.
+CREATE TABLE IF NOT EXISTS edges(
+    path TEXT NOT NULL, src TEXT NOT NULL, target TEXT NOT NULL, weight INTEGER NOT NULL,
+    PRIMARY KEY (path, src, target)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target);
+CREATE TABLE IF NOT EXISTS targets(target TEXT PRIMARY KEY, dst TEXT) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS targets_dst ON targets(dst);
+CREATE TABLE IF NOT EXISTS centrality(
+    qualname TEXT PRIMARY KEY, rank REAL NOT NULL, pct REAL NOT NULL, degree INTEGER NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
     qualname_terms, signature, docstring, identifiers, path_terms,
     tokenize = 'unicode61 remove_diacritics 2');
 """
-_OWN_TABLES = ("files", "symbols", "imports", "symbols_fts", "index_meta")
+_OWN_TABLES = ("files", "symbols", "imports", "symbols_fts", "edges", "targets", "centrality", "index_meta")
 
 
 def _connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -360,6 +441,8 @@ class WorkspaceIndex:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
+        self._graph_generation = 0  # bumped by every write that changes symbols or references
+        self._count_cache: dict[str, int] = {}  # text → tokens, for re-indexing edited files
         self._conn = _connect(self.db_path)
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")  # WAL-safe; a crash loses the last batch only
@@ -380,7 +463,7 @@ class WorkspaceIndex:
                 if "index_meta" in have:
                     meta = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
                 wanted = {"schema": SCHEMA_VERSION, "encoding": self._counter.encoding}
-                if meta and meta != wanted:
+                if meta and {k: meta.get(k) for k in wanted} != wanted:
                     # Another schema or tokenizer: the stored rows are a stale cache; rebuild.
                     for table in _OWN_TABLES:
                         conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -426,13 +509,22 @@ class WorkspaceIndex:
 
     # -- indexing --------------------------------------------------------------------------
 
-    def refresh(self, progress: Callable[[int, int, str], None] | None = None) -> IndexStats:
+    def refresh(
+        self, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+    ) -> IndexStats:
         """Bring the index in line with the files on disk.
 
         Unchanged files (same size and mtime) are not read; changed ones are hashed and only
         re-parsed when the content differs; files gone from disk lose their rows. A file with
         a syntax error keeps its last good symbols and records the error. ``progress`` is
         called as ``(done, total, rel)`` over the files that need reading.
+
+        ``processes``: parse in a pool of that many processes (0 or 1: in this process). By
+        default a pool of 2 is used for a large refresh when a core is free (1-minute load
+        average under cpu_count − 0.5): sympy indexes in 9.3–10 s that way against 13–14 s in
+        one process (load ≈1, benchmarks/index_speed.py); on a busy machine a pool gains little
+        and can lose (perf-anchors §2), and costs memory (workers peak at ~200 MB on sympy's
+        largest generated files).
         """
         t0 = time.perf_counter()
         walker = WorkspaceWalker(self.root, check_content=False)
@@ -457,10 +549,14 @@ class WorkspaceIndex:
             else:
                 changed.append(e)
 
+        if processes is None:
+            use_pool = len(changed) >= POOL_MIN_FILES and _free_cores() >= 1
+            processes = POOL_PROCESSES if use_pool else 0
+        stats.processes = processes if processes > 1 and changed else 1
         gc_was_enabled = gc.isenabled()
         gc.disable()  # ASTs are acyclic; the cyclic GC only re-traverses them (≈25% of parse time)
         pool = None
-        if len(changed) >= 20 and (os.cpu_count() or 1) > 1:
+        if stats.processes == 1 and len(changed) >= 20 and (os.cpu_count() or 1) > 1:
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-tokens")
         bulk = len(changed) >= BATCH_FILES
         if bulk:
@@ -468,11 +564,18 @@ class WorkspaceIndex:
             # (FTS segments, b-tree interiors) are copied to the database once, not per batch.
             with self._lock:
                 self._conn.execute("PRAGMA wal_autocheckpoint = 16384")
+        procs = None
         try:
+            if stats.processes > 1:
+                procs = multiprocessing.get_context("spawn").Pool(
+                    stats.processes, initializer=_pool_init, initargs=(self.encoding,)
+                )
+                args = [(e.rel, str(e.path), e.size, e.mtime_ns, _prev_sha(known, e.rel)) for e in changed]
+                works: Iterable[_Work] = procs.imap(_pool_prepare, args, chunksize=4)
+            else:
+                works = (self._prepare(e.rel, e.path, e.size, e.mtime_ns, _prev_sha(known, e.rel)) for e in changed)
             batch: list[_Work] = []
-            for done, e in enumerate(changed, 1):
-                prev = known.get(e.rel)
-                work = self._prepare(e.rel, e.path, e.size, e.mtime_ns, prev[2] if prev else None)
+            for done, (e, work) in enumerate(zip(changed, works, strict=True), 1):
                 batch.append(work)
                 if len(batch) >= BATCH_FILES:
                     self._write(batch, stats, pool)
@@ -482,6 +585,9 @@ class WorkspaceIndex:
             if batch:
                 self._write(batch, stats, pool)
         finally:
+            if procs is not None:
+                procs.terminate()
+                procs.join()
             if pool is not None:
                 pool.shutdown(wait=True)
             if gc_was_enabled:
@@ -494,39 +600,23 @@ class WorkspaceIndex:
         gone = sorted(rel for rel in known if rel not in present)
         if gone:
             self._write([_Work(rel, 0, 0, action="remove") for rel in gone], stats)
+        t_graph = time.perf_counter()
+        if self.graph_dirty():  # this refresh, an earlier update_file, or another process
+            self.update_graph()
+            stats.graph_seconds = time.perf_counter() - t_graph
         with self._lock:
             stats.symbols = self._conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+        stats.edges = self.edge_count()
         stats.skipped.sort()
         stats.seconds = time.perf_counter() - t0
         return stats
 
     def _prepare(self, rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None) -> _Work:
         """Read, hash and parse one file (no database access)."""
-        work = _Work(rel, size, mtime_ns)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            work.action, work.reason = "skip", UNREADABLE
-            return work
-        work.sha256 = hashlib.sha256(data).hexdigest()
-        if work.sha256 == prev_sha:
-            work.action = "stat"  # touched, not changed
-            return work
-        if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
-            work.action, work.reason = "skip", BINARY
-            return work
-        parsed = parse_module(rel, data)
-        return self._classify_parse(work, parsed)
+        return _prepare_file(rel, path, size, mtime_ns, prev_sha)
 
     def _classify_parse(self, work: _Work, parsed: ParsedModule) -> _Work:
-        if parsed.decode_error:
-            work.action, work.reason = "skip", NOT_UTF8
-        elif parsed.error is not None:
-            work.action, work.reason = "error", parsed.error
-        else:
-            work.action, work.parsed = "replace", parsed
-            work.fts = _fts_texts(parsed)
-        return work
+        return _classify(work, parsed)
 
     def _count_batch(
         self, batch: list[_Work], pool: ThreadPoolExecutor | None, during: Callable[[], None] | None = None
@@ -577,11 +667,15 @@ class WorkspaceIndex:
                 next_id = (conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0) + 1
                 fts_rows: list[tuple[int, str, str, str, str, str]] = []
                 import_rows: list[tuple[str, str, str]] = []
+                edge_rows: list[tuple[str, str, str, int]] = []
                 pending: list[tuple[_Work, int]] = []
+                changed = False
                 for work in batch:
                     if work.action != "replace":
                         self._apply(conn, work, stats)
+                        changed = changed or work.action in ("remove", "skip")
                         continue
+                    changed = True
                     parsed = work.parsed
                     assert parsed is not None and work.fts is not None
                     # Always, even for a file this refresh saw as new: another process sharing
@@ -591,6 +685,7 @@ class WorkspaceIndex:
                     pending.append((work, next_id))
                     fts_rows.extend((next_id + i, *texts) for i, texts in enumerate(work.fts))
                     import_rows.extend((work.rel, local, target) for local, target in parsed.imports)
+                    edge_rows.extend((work.rel, src, target, n) for src, target, n in parsed.refs)
                     next_id += len(parsed.symbols)
                     if stats is not None:
                         stats.files_indexed += 1
@@ -598,9 +693,15 @@ class WorkspaceIndex:
                 def insert_search_rows() -> None:
                     conn.executemany(_INSERT_FTS, fts_rows)
                     conn.executemany("INSERT INTO imports(path, local_name, target) VALUES (?, ?, ?)", import_rows)
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO edges(path, src, target, weight) VALUES (?, ?, ?, ?)", edge_rows
+                    )
 
                 self._count_batch([w for w, _ in pending], pool, during=insert_search_rows)
                 conn.executemany(_INSERT_SYMBOL, [row for w, first in pending for row in _symbol_rows(w, first)])
+                if changed:  # centrality (and references into changed files) need a graph update
+                    conn.execute(_SET_META, ("graph_dirty", "1"))
+                    self._graph_generation += 1
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -612,6 +713,7 @@ class WorkspaceIndex:
         ).rowcount
         conn.execute("DELETE FROM symbols WHERE path = ?", (rel,))
         conn.execute("DELETE FROM imports WHERE path = ?", (rel,))
+        conn.execute("DELETE FROM edges WHERE path = ?", (rel,))
         return n
 
     def _apply(self, conn: sqlite3.Connection, work: _Work, stats: IndexStats | None) -> None:
@@ -676,19 +778,181 @@ class WorkspaceIndex:
             work.action, work.reason = "skip", BINARY
         else:
             self._classify_parse(work, parse_module(rel, source))
+        if work.parsed is not None:
+            self._count_cached(work)
         self._write([work], None)
+        if work.action in ("replace", "skip"):
+            new = [s.qualname for s in work.parsed.symbols] if work.parsed is not None else []
+            self._resolve_local(rel, {k[0] for k in old}, set(new))
         if work.action != "replace":
             return work.action == "skip" and bool(old)
         assert work.parsed is not None
         return old != [self._sym_key(s) for s in work.parsed.symbols]
 
+    def _count_cached(self, work: _Work) -> None:
+        """Token counts for one re-indexed file, reusing the counts of texts seen before: an
+        edit changes one symbol, not the file's other bodies and cards."""
+        assert work.parsed is not None
+        texts, assemble = _token_plan(work.parsed)
+        cache = self._count_cache
+        if len(cache) + len(texts) > COUNT_CACHE_TEXTS:
+            cache.clear()
+        count = self._counter.count
+        counts = []
+        for text in texts:
+            n = cache.get(text)
+            if n is None:
+                n = cache[text] = count(text)
+            counts.append(n)
+        work.tokens = assemble(counts)
+
     def remove_file(self, rel: str) -> bool:
         """Drop a file and its symbols; returns whether it had any."""
         rel = rel.replace("\\", "/").lstrip("/")
         with self._lock:
-            had = self._conn.execute("SELECT 1 FROM symbols WHERE path = ? LIMIT 1", (rel,)).fetchone()
+            old = {r[0] for r in self._conn.execute("SELECT qualname FROM symbols WHERE path = ?", (rel,))}
             self._write([_Work(rel, 0, 0, action="remove")], None)
-        return had is not None
+            if old:
+                self._resolve_local(rel, old, set())
+        return bool(old)
+
+    # -- the reference graph ---------------------------------------------------------------
+
+    def graph_dirty(self) -> bool:
+        """Whether symbols or references changed since the centrality was last computed."""
+        row = self._reader().execute("SELECT value FROM index_meta WHERE key = 'graph_dirty'").fetchone()
+        return row is not None and row[0] == "1"
+
+    def _resolve_local(self, rel: str, old: set[str], new: set[str]) -> None:
+        """After one file changed: resolve its new references, and re-resolve references
+        elsewhere that pointed at its vanished symbols or may now point at its new ones — so
+        neighbours are right at once. Centrality waits for ``update_graph`` (it is global)."""
+        with self._lock:
+            conn = self._conn
+            module = self._module_of(rel)
+            affected = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT e.target FROM edges e LEFT JOIN targets t ON t.target = e.target "
+                    "WHERE e.path = ? AND t.target IS NULL",
+                    (rel,),
+                )
+            }
+            gone = sorted(old - new)
+            for chunk in _chunks(gone):
+                marks = ", ".join("?" * len(chunk))
+                affected.update(r[0] for r in conn.execute(f"SELECT target FROM targets WHERE dst IN ({marks})", chunk))
+            appeared = sorted(new - old)
+            for chunk in _chunks(appeared):
+                marks = ", ".join("?" * len(chunk))
+                affected.update(
+                    r[0] for r in conn.execute(f"SELECT target FROM targets WHERE target IN ({marks})", chunk)
+                )
+            if module:  # unresolved names inside this module (``mod.new_function``)
+                affected.update(
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT target FROM targets WHERE dst IS NULL AND target > ? AND target < ?",
+                        (module + ".", module + "/"),
+                    )
+                )
+            if not affected:
+                return
+            resolver = graph.Resolver(_KindLookup(conn), _ModuleLookup(conn), _ImportLookup(conn), _StarLookup(conn))
+            rows = [(target, resolver.resolve(target)) for target in sorted(affected)]
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT OR REPLACE INTO targets(target, dst) VALUES (?, ?)", rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def update_graph(self) -> float:
+        """Resolve every reference against the whole workspace and recompute centrality
+        (PageRank over the def→ref graph, warm-started from the previous ranks). Returns the
+        seconds it took. Reads run on a snapshot without holding the write lock; a write that
+        lands meanwhile leaves the graph marked dirty for the next call."""
+        t0 = time.perf_counter()
+        generation = self._graph_generation
+        conn = self._reader()
+        conn.execute("BEGIN")  # one consistent snapshot for all the reads below
+        try:
+            kinds: dict[str, str] = {}
+            module_paths: dict[str, str] = {}
+            for qualname, kind, path in conn.execute("SELECT qualname, kind, path FROM symbols"):
+                if kinds.get(qualname) in (None, "module"):
+                    kinds[qualname] = kind
+                if kind == "module":
+                    module_paths[qualname] = path
+            imports: dict[str, dict[str, str]] = {}
+            stars: dict[str, list[str]] = {}
+            for path, local, target in conn.execute("SELECT path, local_name, target FROM imports ORDER BY rowid"):
+                if local == "*":
+                    stars.setdefault(path, []).append(target)
+                else:
+                    imports.setdefault(path, {})[local] = target
+            stored = dict(conn.execute("SELECT target, dst FROM targets").fetchall())
+            resolver = graph.Resolver(kinds, module_paths, imports, stars)
+            resolved: dict[str, str | None] = {}
+            index_of: dict[str, int] = {}
+            names: list[str] = []
+            weights: dict[int, float] = {}  # (src << 32 | dst) → weight: int keys, not tuples
+            for src, target, count in conn.execute("SELECT src, target, weight FROM edges"):
+                dst = resolved.get(target, "")
+                if dst == "":
+                    dst = resolved[target] = resolver.resolve(target)
+                if dst is None or dst == src:
+                    continue
+                i = index_of.get(src)
+                if i is None:
+                    i = index_of[src] = len(names)
+                    names.append(src)
+                j = index_of.get(dst)
+                if j is None:
+                    j = index_of[dst] = len(names)
+                    names.append(dst)
+                key = i << 32 | j
+                weights[key] = weights.get(key, 0.0) + graph.edge_weight(count)
+            previous = dict(conn.execute("SELECT qualname, rank FROM centrality").fetchall())
+        finally:
+            conn.execute("COMMIT")
+        del kinds, module_paths, imports, stars, resolver
+        start = [previous.get(q, 0.0) for q in names] if previous else None
+        mask = (1 << 32) - 1
+        ranks, _ = graph.pagerank(len(names), ((k >> 32, k & mask, w) for k, w in weights.items()), start=start)
+        rank_of = dict(zip(names, ranks, strict=True))
+        pct = graph.percentiles(rank_of)
+        degree = [0] * len(names)
+        for key in weights:
+            degree[key >> 32] += 1
+            degree[key & mask] += 1
+        changed_targets = [(t, d) for t, d in resolved.items() if stored.get(t, "") != d]
+        dropped = [(t,) for t in stored if t not in resolved]
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("DELETE FROM targets WHERE target = ?", dropped)
+                conn.executemany("INSERT OR REPLACE INTO targets(target, dst) VALUES (?, ?)", changed_targets)
+                conn.execute("DELETE FROM centrality")
+                conn.executemany(
+                    "INSERT INTO centrality(qualname, rank, pct, degree) VALUES (?, ?, ?, ?)",
+                    [(q, rank_of[q], pct[q], degree[i]) for i, q in enumerate(names)],
+                )
+                conn.execute(_SET_META, ("edges", str(len(weights))))
+                if self._graph_generation == generation:
+                    conn.execute(_SET_META, ("graph_dirty", "0"))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return time.perf_counter() - t0
+
+    def edge_count(self) -> int:
+        """Resolved def→ref edges as of the last ``update_graph``."""
+        row = self._reader().execute("SELECT value FROM index_meta WHERE key = 'edges'").fetchone()
+        return int(row[0]) if row else 0
 
     @staticmethod
     def _row_key(r: tuple) -> tuple:
@@ -921,8 +1185,15 @@ class WorkspaceIndex:
         return self.get(found[0]) if len(found) == 1 else None
 
     def stats(self) -> IndexSummary:
-        """Totals: files, symbols, files with errors, card tokens, tokens of all files."""
+        """Totals: files, symbols, files with errors, card tokens, tokens of all files.
+
+        Cached until the database changes (``PRAGMA data_version`` moves when any other
+        connection commits): the sums scan every symbol (≈20 ms on sympy), and a plan asks."""
         conn = self._reader()
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        cached = getattr(self._local, "stats", None)
+        if cached is not None and cached[0] == version:
+            return cached[1]
         files, errors = conn.execute(
             "SELECT count(*), count(error) - sum(coalesce(error LIKE 'skipped:%', 0)) FROM files"
         ).fetchone()
@@ -930,29 +1201,137 @@ class WorkspaceIndex:
             "SELECT count(*), coalesce(sum(card_tokens), 0), "
             "coalesce(sum(CASE WHEN kind = 'module' THEN body_tokens ELSE 0 END), 0) FROM symbols"
         ).fetchone()
-        return IndexSummary(
+        summary = IndexSummary(
             files=files,
             symbols=symbols,
             files_with_errors=errors or 0,
             card_tokens=card_tokens,
             tokens=tokens,
+            edges=self.edge_count(),
         )
+        self._local.stats = (version, summary)
+        return summary
 
     def module_symbol_counts(self) -> list[tuple[str, int]]:
         """``(path, number of symbols)`` per indexed file, by path (for the scaffold)."""
         rows = self._reader().execute("SELECT path, count(*) FROM symbols GROUP BY path ORDER BY path")
         return [(r[0], r[1]) for r in rows]
 
-    def central_symbols(self, n: int = 10) -> list[str]:
-        """Qualnames imported by the most files (a cheap stand-in for reference-graph rank
-        until the graph exists); ties by name, so the answer is deterministic."""
-        rows = self._reader().execute(
-            "SELECT i.target, count(DISTINCT i.path) AS refs FROM imports i "
-            "WHERE i.target IN (SELECT qualname FROM symbols WHERE kind != 'module') "
-            "GROUP BY i.target ORDER BY refs DESC, i.target LIMIT ?",
-            (int(n),),
+    def central_symbols(self, n: int = 10, kinds: Iterable[str] = ("class", "function", "method")) -> list[str]:
+        """The ``n`` most central definitions (PageRank over the def→ref graph, computed at
+        index time); ties by name, so the answer is deterministic. Before the graph exists,
+        the names imported by the most files stand in."""
+        kind_list = sorted(kinds)
+        marks = ", ".join("?" * len(kind_list))
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT c.qualname FROM centrality c WHERE EXISTS (SELECT 1 FROM symbols s "
+                f"WHERE s.qualname = c.qualname AND s.kind IN ({marks})) ORDER BY c.rank DESC, c.qualname LIMIT ?",
+                (*kind_list, int(n)),
+            )
+            .fetchall()
+        )
+        if rows:
+            return [r[0] for r in rows]
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.target, count(DISTINCT i.path) AS refs FROM imports i "
+                "WHERE i.target IN (SELECT qualname FROM symbols WHERE kind != 'module') "
+                "GROUP BY i.target ORDER BY refs DESC, i.target LIMIT ?",
+                (int(n),),
+            )
+            .fetchall()
         )
         return [r[0] for r in rows]
+
+    def centrality(self, qualnames: Iterable[str]) -> dict[str, float]:
+        """Centrality percentile (0–1, 1 = the most central) of each given symbol that has
+        one (symbols no reference touches are absent)."""
+        names = sorted(set(qualnames))
+        out: dict[str, float] = {}
+        conn = self._reader()
+        for chunk in _chunks(names):
+            marks = ", ".join("?" * len(chunk))
+            out.update(conn.execute(f"SELECT qualname, pct FROM centrality WHERE qualname IN ({marks})", chunk))
+        return out
+
+    def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
+        """``(centrality percentile, degree)`` of each given symbol in the graph; degree is
+        the number of distinct definitions it uses or is used by."""
+        names = sorted(set(qualnames))
+        out: dict[str, tuple[float, int]] = {}
+        conn = self._reader()
+        for chunk in _chunks(names):
+            marks = ", ".join("?" * len(chunk))
+            for q, pct, degree in conn.execute(
+                f"SELECT qualname, pct, degree FROM centrality WHERE qualname IN ({marks})", chunk
+            ):
+                out[q] = (pct, degree)
+        return out
+
+    def neighbours(self, seeds: Iterable[str], per_seed: int = 16) -> list[tuple[str, str, str, int]]:
+        """Graph neighbours of each seed: ``(seed, neighbour, relation, weight)`` where
+        relation is ``"calls"`` (the seed's text names the neighbour) or ``"called by"``, and
+        weight the number of mentions; the ``per_seed`` heaviest each way."""
+        conn = self._reader()
+        out: list[tuple[str, str, str, int]] = []
+        for seed in dict.fromkeys(seeds):
+            for dst, w in conn.execute(
+                "SELECT t.dst, sum(e.weight) AS w FROM edges e JOIN targets t ON t.target = e.target "
+                "WHERE e.src = ? AND t.dst IS NOT NULL AND t.dst != e.src "
+                "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
+                (seed, per_seed),
+            ):
+                out.append((seed, dst, "calls", w))
+            for src, w in conn.execute(
+                "SELECT e.src, sum(e.weight) AS w FROM targets t JOIN edges e ON e.target = t.target "
+                "WHERE t.dst = ? AND e.src != t.dst GROUP BY e.src ORDER BY w DESC, e.src LIMIT ?",
+                (seed, per_seed),
+            ):
+                out.append((seed, src, "called by", w))
+        return out
+
+    def file_neighbours(self, rel: str, limit: int = 24) -> list[tuple[str, str, int]]:
+        """Definitions in other files that ``rel``'s code names (``"used by"`` the file) or
+        whose code names ``rel``'s definitions (``"uses"`` it): ``(qualname, relation,
+        weight)``, the ``limit`` heaviest each way."""
+        conn = self._reader()
+        out: list[tuple[str, str, int]] = []
+        for dst, w in conn.execute(
+            "SELECT t.dst, sum(e.weight) AS w FROM edges e JOIN targets t ON t.target = e.target "
+            "WHERE e.path = ? AND t.dst IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM symbols s WHERE s.qualname = t.dst AND s.path = ?) "
+            "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
+            (rel, rel, limit),
+        ):
+            out.append((dst, "used by", w))
+        for src, w in conn.execute(
+            "SELECT e.src, sum(e.weight) AS w FROM symbols s JOIN targets t ON t.dst = s.qualname "
+            "JOIN edges e ON e.target = t.target WHERE s.path = ? AND e.path != ? "
+            "GROUP BY e.src ORDER BY w DESC, e.src LIMIT ?",
+            (rel, rel, limit),
+        ):
+            out.append((src, "uses", w))
+        return out
+
+    def get_many(self, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
+        """``get`` for many names in one query (overload stubs lose to the implementation)."""
+        names = sorted(set(qualnames))
+        found: dict[str, list[IndexedSymbol]] = {}
+        conn = self._reader()
+        for chunk in _chunks(names):
+            marks = ", ".join("?" * len(chunk))
+            for row in conn.execute(f"{_SELECT} WHERE s.qualname IN ({marks}) ORDER BY s.path, s.start_line", chunk):
+                sym = self._symbol(row)
+                found.setdefault(sym.qualname, []).append(sym)
+        out = {}
+        for name, syms in found.items():
+            out[name] = next(
+                (s for s in syms if not any(d.rsplit(".", 1)[-1] == "overload" for d in s.decorators)), syms[0]
+            )
+        return out
 
     def iter_symbols(self, kinds: Iterable[str] | None = None) -> list[IndexedSymbol]:
         """Every stored symbol (optionally of some kinds), ordered by path and line."""
@@ -964,6 +1343,59 @@ class WorkspaceIndex:
             params = kind_list
         rows = self._reader().execute(sql + " ORDER BY s.path, s.start_line, s.id", params)
         return [self._symbol(r) for r in rows]
+
+
+def _prev_sha(known: dict[str, tuple], rel: str) -> str | None:
+    prev = known.get(rel)
+    return prev[2] if prev else None
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterable[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class _KindLookup:
+    """``graph.Resolver``'s mappings answered by SQL (one file's update needs a few lookups,
+    not the whole table in memory)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def get(self, qualname: str, default: str | None = None) -> str | None:
+        rows = self.conn.execute("SELECT kind FROM symbols WHERE qualname = ?", (qualname,)).fetchall()
+        if not rows:
+            return default
+        kinds = {r[0] for r in rows}
+        return next(iter(kinds - {"module"}), "module")
+
+
+class _ModuleLookup(_KindLookup):
+    def get(self, module: str, default: str | None = None) -> str | None:
+        row = self.conn.execute(
+            "SELECT path FROM symbols WHERE qualname = ? AND kind = 'module' LIMIT 1", (module,)
+        ).fetchone()
+        return row[0] if row else default
+
+
+class _ImportLookup(_KindLookup):
+    def get(self, path: str, default=None):  # type: ignore[override]
+        return {
+            r[0]: r[1]
+            for r in self.conn.execute(
+                "SELECT local_name, target FROM imports WHERE path = ? AND local_name != '*' ORDER BY rowid", (path,)
+            )
+        }
+
+
+class _StarLookup(_KindLookup):
+    def get(self, path: str, default=None):  # type: ignore[override]
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT target FROM imports WHERE path = ? AND local_name = '*' ORDER BY rowid", (path,)
+            )
+        ]
 
 
 _KEY_SELECT = (

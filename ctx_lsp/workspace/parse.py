@@ -17,6 +17,7 @@ import itertools
 import keyword
 import re
 import tokenize
+from collections import Counter
 from collections.abc import Iterable
 
 import msgspec
@@ -35,14 +36,16 @@ _CARD_METHODS = 12
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # The separators str.splitlines knows and Python does not; without them splitlines is exact.
 _EXOTIC_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-# Identifiers of 2+ ASCII characters, on bytes (faster than str): 1-char names (i, x, _) say
-# nothing to a search.
-_IDENT_BYTES_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]+")
+# Dotted name chains (``a``, ``a.b.c``), on bytes (faster than str). One pass gives both the
+# identifiers a body mentions (the chains' parts) and its references (the chains themselves).
+_CHAIN_BYTES_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Words that say nothing about what a body does; dropped from ``identifiers``.
 _NOISE_IDENTIFIERS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
 _OPEN_SPACE = re.compile(r"([\[({])\s+")
 _CLOSE_SPACE = re.compile(r"\s+([\])}])")
 _NOISE_BYTES = frozenset(w.encode() for w in _NOISE_IDENTIFIERS)
+# Dropped from ``identifiers`` too: 1-character names (i, x, _) say nothing to a search.
+_DROP_BYTES = _NOISE_BYTES | frozenset(bytes([c]) for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
 class Symbol(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,6 +84,11 @@ class ParsedModule(msgspec.Struct, kw_only=True):
     line_count: int = 0
     # The decoded source split into lines (endings kept); the indexer counts tokens from it.
     lines: list[str] = msgspec.field(default_factory=list)
+    # References: (source qualname, target, count). ``target`` is the dotted name a definition's
+    # text uses, resolved through the module's own top-level names and its imports
+    # (``from x import y as z``: ``z.f`` → ``x.y.f``); whether it names an indexed symbol is
+    # decided later, against the whole workspace (see ``graph.Resolver``).
+    refs: list[tuple[str, str, int]] = msgspec.field(default_factory=list)
 
 
 def split_lines(text: str) -> list[str]:
@@ -162,22 +170,28 @@ def _first_paragraph(doc: str) -> str:
     return para.replace('"""', '\\"\\"\\"')
 
 
-def _distinct_identifiers(text: str, extra: Iterable[str] = ()) -> str:
-    """Distinct identifiers of ``text`` (2+ ASCII characters, no keywords), after ``extra``,
-    in first-seen order, capped at MAX_IDENTIFIERS, space-joined.
+def _scan_words(text: str, extra: Iterable[str] = ()) -> tuple[str, dict[bytes, int]]:
+    """The distinct identifiers of ``text`` and the dotted name chains it uses.
+
+    Identifiers: 2+ ASCII characters, no keywords, after ``extra``, in first-seen order,
+    capped at MAX_IDENTIFIERS, space-joined. Chains: ``{b"a.b.c": occurrences}``.
 
     A regex over the source bytes instead of an ``ast`` walk: an ast walk over every
     expression costs about as much as parsing again (perf-anchors §2, "defs + refs"); this
-    stays in C end to end (findall, dict.fromkeys, set difference, join). It also picks up
-    argument names and words in comments, which help lexical search.
+    stays in C end to end (findall, Counter, join, split, set difference). It also picks up
+    argument names and words in comments and strings, which help lexical search (and make
+    a reference in a docstring count as a reference).
     """
-    words = dict.fromkeys(_IDENT_BYTES_RE.findall(text.encode("utf-8", "surrogatepass")))
-    for noise in _NOISE_BYTES.intersection(words):
+    chains = Counter(_CHAIN_BYTES_RE.findall(text.encode("utf-8", "surrogatepass")))
+    # A word's first occurrence is inside the first chain that contains it: the same order as
+    # scanning for words directly.
+    words = dict.fromkeys(b" ".join(chains).replace(b".", b" ").split())
+    for noise in _DROP_BYTES.intersection(words):
         del words[noise]
     if extra:
         words = {**dict.fromkeys(e.encode("utf-8", "surrogatepass") for e in extra), **words}
     keys = list(words)[:MAX_IDENTIFIERS] if len(words) > MAX_IDENTIFIERS else words
-    return b" ".join(keys).decode("utf-8", "replace")
+    return b" ".join(keys).decode("utf-8", "replace"), chains
 
 
 class _Builder:
@@ -192,6 +206,8 @@ class _Builder:
         self.offsets: list[int] = [0, *itertools.accumulate(map(len, self.lines))]
         self.symbols: list[Symbol] = []
         self.imports: list[tuple[str, str]] = []
+        # (qualname, kind, parent, chains) of every symbol, resolved into ``refs`` at the end
+        self.chains: list[tuple[str, str, str, dict[bytes, int]]] = []
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -321,10 +337,13 @@ class _Builder:
                 text = line[indent:] if not head.strip() else line.lstrip()
                 preview.append("    " + text.rstrip("\r\n"))
         qualname = f"{parent}.{node.name}"
+        kind = "method" if in_class else "function"
+        identifiers, chains = _scan_words(body)
+        self.chains.append((qualname, kind, parent, chains))
         sym = Symbol(
             qualname=qualname,
             name=node.name,
-            kind="method" if in_class else "function",
+            kind=kind,
             path=self.rel,
             start_line=start,
             end_line=end,
@@ -334,7 +353,7 @@ class _Builder:
             docstring=docstring,
             decorators=decorators,
             parent=parent,
-            identifiers=_distinct_identifiers(body),
+            identifiers=identifiers,
             body=body,
             card=self._card(start, end, decorators, signature, docstring, preview, more),
         )
@@ -352,6 +371,8 @@ class _Builder:
         index = len(self.symbols)  # children are appended after this class; keep source order
         children = self.visit_body(node.body, qualname, in_class=True)
         names = [name for _, _, name in children]
+        identifiers, chains = _scan_words("".join(self._own_text(start, end, children)), names)
+        self.chains.append((qualname, "class", parent, chains))
         preview: list[str] = []
         if names:
             shown = ", ".join(dict.fromkeys(names[:_CARD_METHODS]))
@@ -370,7 +391,7 @@ class _Builder:
             docstring=docstring,
             decorators=decorators,
             parent=parent,
-            identifiers=_distinct_identifiers("".join(self._own_text(start, end, children)), names),
+            identifiers=identifiers,
             body=self._segment(start, end),
             card=self._card(start, end, decorators, signature, docstring, preview, False),
         )
@@ -390,8 +411,9 @@ class _Builder:
         if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
             docstring = inspect.cleandoc(nxt.value.value)
         body = self._segment(start, end)
-        identifiers = _distinct_identifiers(body)
+        identifiers, chains = _scan_words(body)
         for name in names:
+            self.chains.append((f"{parent}.{name}", "variable", parent, chains))
             if isinstance(node, ast.AnnAssign):
                 signature = f"{name}: {_unparse(node.annotation)}"
                 if value:
@@ -458,6 +480,42 @@ class _Builder:
             out.append("    ...")
         return "\n".join(out)
 
+    def refs(self) -> list[tuple[str, str, int]]:
+        """Resolve every symbol's name chains within this file: through the module's own
+        top-level definitions and its imports, ``self.x``/``cls.x`` to a member of the enclosing
+        class (when this file defines it). Chains that start with anything else (locals,
+        parameters, builtins) are dropped."""
+        module = self.module
+        heads: dict[bytes, str | None] = {}
+        for local, target in self.imports:
+            if local != "*" and local.isascii():
+                heads[local.encode()] = target
+        for sym in self.symbols:  # a module-level definition shadows an import of that name
+            if sym.parent == module and sym.name.isascii():
+                heads[sym.name.encode()] = sym.qualname
+        heads[b"self"] = heads[b"cls"] = None
+        members = {s.qualname for s in self.symbols if s.kind != "variable"}
+        found: dict[tuple[str, str], int] = {}  # overloads share a qualname: one edge each way
+        for qualname, kind, parent, chains in self.chains:
+            for chain, n in chains.items():
+                head, dot, rest = chain.partition(b".")
+                if head not in heads:
+                    continue
+                base = heads[head]
+                if base is None:  # self.x / cls.x
+                    if kind != "method" or not dot:
+                        continue
+                    target = f"{parent}.{rest.partition(b'.')[0].decode()}"
+                    if target not in members:
+                        continue  # an instance attribute, or inherited from another file
+                else:
+                    target = f"{base}.{rest.decode()}" if dot else base
+                if target == qualname or qualname.startswith(target + ".") or target.startswith(qualname + "."):
+                    continue  # itself (its own ``def`` line), an enclosing or a nested definition
+                key = (qualname, target)
+                found[key] = found.get(key, 0) + n
+        return [(src, target, n) for (src, target), n in found.items()]
+
     def module_symbol(self, tree: ast.Module, children: list[tuple[int, int, str]]) -> Symbol:
         end_line = max(len(self.lines) - 1, 0)
         last = self.lines[end_line].rstrip("\r\n") if self.lines else ""
@@ -466,6 +524,8 @@ class _Builder:
         if docstring:
             card += f'\n"""{_first_paragraph(docstring)}"""'
         names = [name for _, _, name in children]
+        identifiers, chains = _scan_words("".join(self._own_text(0, end_line, children)), names)
+        self.chains.append((self.module, "module", "", chains))
         return Symbol(
             qualname=self.module,
             name=self.module.rpartition(".")[2],
@@ -477,7 +537,7 @@ class _Builder:
             end_col=len(last.encode("utf-8")),
             docstring=docstring,
             parent="",
-            identifiers=_distinct_identifiers("".join(self._own_text(0, end_line, children)), names),
+            identifiers=identifiers,
             body="",  # the whole file is not duplicated into the index
             card=card,
         )
@@ -513,6 +573,7 @@ def parse_module(rel: str, source: bytes | str, module: str | None = None) -> Pa
         return result
     result.symbols = [mod, *builder.symbols]
     result.imports = builder.imports
+    result.refs = builder.refs()
     result.line_count = len(builder.lines)
     result.lines = builder.lines
     return result

@@ -1,33 +1,70 @@
 """Retrieval: ranked candidates for a query, as planner Items, each with the reason it was found.
 
 Scores combine BM25 over the symbol index (names split into sub-words, signatures, docstrings,
-identifiers) with named boosts: a symbol the query names outright, and symbols in files the
-user has open or focused. Every boost is written into the item's ``why``.
+identifiers) with named boosts (a symbol the query names outright, symbols in files the user
+has open or focused) and with graph relevance personalised for the request: definitions that
+the symbols the query names, the pins, the focus and the open files use or are used by (one
+hop in the reference graph, a few SQL lookups), and a small prior for centrality (PageRank,
+precomputed at index time). Every signal and its weight is written into the item's ``why``.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import math
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Mode, Range
 from ctx_lsp.core.tokens import scaled
+from ctx_lsp.workspace.index import query_terms
 
 # Counted once per card or body header: "# path:12-40 · pkg.mod.name\n" is ~10–20 tokens; we
 # charge a conservative constant rather than re-tokenizing on the request path.
 HEADER_TOKENS = 24
 SEPARATOR_TOKENS = 1
-EXACT_NAME_BOOST = 2.0  # the query names the symbol (or its qualified name) outright
+EXACT_NAME_BOOST = 2.0  # the query names the symbol (or its qualified name) outright, as code
+PLAIN_NAME_BOOST = 1.3  # ... with a plain word (``model``, ``sympify``): maybe a name, maybe English
+COVERAGE_FLOOR = 0.5  # a hit matching a share c of the query's terms: × (FLOOR + (1 − FLOOR) × c)
 OPEN_FILE_BOOST = 1.3  # the symbol lives in a file the user has open
 FOCUS_FILE_BOOST = 1.6  # ... in the file the user is focused on
 MODE_LIMITS = {"off": 0, "light": 200, "heavy": 400}
 # Hits scoring below this fraction of the best hit share only a common word with the query:
 # offering them would fill a large budget with noise.
 MIN_RELATIVE_SCORE = 0.05
+# Graph relevance (see ``rank``).
+GRAPH_BOOST = 0.3  # a lexical hit next to a seed: × (1 + GRAPH_BOOST × strength)
+GRAPH_SHARE = 0.35  # a neighbour the query did not match: GRAPH_SHARE × strength × the seed's score
+CENTRAL_WEIGHT = 0.2  # every candidate: × (1 + CENTRAL_WEIGHT × centrality percentile)
+MAX_SEEDS = 12
+PER_SEED = 12  # neighbours fetched per seed and direction
+LEXICAL_SEEDS = 3  # the best lexical hits seed the graph too, weakly
+LEXICAL_SEED_STRENGTH = 0.6
+PLAIN_SEED_STRENGTH = 0.5  # a symbol named by a plain word
+FILE_SEED_STRENGTH = {"focus": 0.8, "open": 0.5}
+MAX_OPEN_FILE_SEEDS = 3
+MAX_STRENGTH = 1.5
+HEAVY_CARD_MIN_BODY = 400  # heavy mode: bodies at least this long also offer their card ...
+HEAVY_CARD_SHARE = 0.5  # ... at this share of the body's score
+MIN_CENTRALITY = 0.1  # below this percentile the prior is too small to be worth a line in ``why``
+EXPORT_LIST_FACTOR = 0.3  # ``__all__``: it names what a module exports, it does not explain it
+SPECIFIC_DEGREE = 3.0  # neighbours with up to ~9 connections count fully (see ``_specificity``)
+# Touchpoints (light mode): excerpt windows around where the query's words occur in a body the
+# card does not show in full.
+TOUCHPOINT = "touchpoint"
+TOUCHPOINT_LINES = 30  # window size, and the body length below which the body itself is small
+MAX_TOUCHPOINTS = 12
+TOUCHPOINT_SCAN = 40  # best-ranked symbols looked at
+TOUCHPOINT_WEIGHT = 0.6  # of the symbol's score
+TOUCHPOINT_SKIP_LINES = 6  # the signature and docstring: the card shows them
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_BACKTICKED = re.compile(r"`+([A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`+")
+_INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+COMMON_NAME = 3  # a plain word shared by more symbols than this is not taken as naming one
 
 
 class SymbolRow(Protocol):
@@ -50,6 +87,18 @@ class Hit(Protocol):
     symbol: SymbolRow
     score: float
     matched: str
+
+
+class GraphView(Protocol):
+    """What ranking needs of the index's reference graph (``WorkspaceIndex`` provides it)."""
+
+    def neighbours(self, seeds: Iterable[str], per_seed: int = ...) -> list[tuple[str, str, str, int]]: ...
+
+    def file_neighbours(self, rel: str, limit: int = ...) -> list[tuple[str, str, int]]: ...
+
+    def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]: ...
+
+    def get_many(self, qualnames: Iterable[str]) -> dict[str, SymbolRow]: ...
 
 
 def _short_hash(text: str) -> str:
@@ -108,33 +157,214 @@ def query_names(query: str) -> set[str]:
     return {w.lower().strip(".") for w in _WORD.findall(query) if len(w) > 2}
 
 
+def code_words(query: str) -> set[str]:
+    """The query's words that can only be code, lower-cased: ``snake_case``, ``camelCase``,
+    ``dotted.names``, ``code in backticks``, ``call()``. A plain word (``matches``, ``down``)
+    may be a name too, but only counts as one when few symbols share it (see ``rank``)."""
+    out = {w.lower() for w in _BACKTICKED.findall(query)}
+    for m in _WORD.finditer(query):
+        w = m.group(0).strip(".")
+        called = query[m.end() : m.end() + 1] == "("
+        if len(w) > 2 and ("_" in w.strip("_") or "." in w or _INNER_CAPS.search(w) or called):
+            out.add(w.lower())
+    return out
+
+
+def _short(qualname: str) -> str:
+    return ".".join(qualname.rsplit(".", 2)[-2:])
+
+
+def _calls(kind_a: str, kind_b: str) -> bool:
+    return kind_a in ("function", "method") and kind_b in ("function", "method")
+
+
 def rank(
     hits: Iterable[Hit],
     query: str,
     *,
     open_files: Iterable[str] = (),
     focus_path: str | None = None,
+    seeds: Iterable[str] = (),
+    graph: GraphView | None = None,
 ) -> list[tuple[SymbolRow, float, str]]:
-    """Rescore lexical hits with the named boosts; returns (symbol, score, why), best first."""
-    names = query_names(query)
-    open_set = set(open_files)
-    ranked: list[tuple[SymbolRow, float, str]] = []
+    """Rescore lexical hits with the named boosts and, given the reference ``graph``, with
+    graph relevance; returns (symbol, score, why), best first.
+
+    Graph relevance is personalised per request by its seeds: the symbols the query names
+    outright, ``seeds`` (pinned symbols, the symbol at the cursor), the best few lexical hits
+    (weakly), and the focused and open files. Each seed's one-hop neighbours (what it uses and
+    what uses it) gain strength; a neighbour that is also a lexical hit is boosted, one that
+    is not joins the candidates with a share of its seed's score. Every candidate then gets a
+    small prior for its precomputed centrality. Only this neighbourhood is touched: a few
+    indexed lookups, no graph algorithm on the request path.
+    """
+    hits = list(hits)
+    names = _names_in(query, hits)
+    terms = query_terms(query)
+    n_terms = len(terms)
+    open_list = list(dict.fromkeys(open_files))
+    open_set = set(open_list)
+    # qualname → [symbol, score, why parts]; the first hit of a qualname wins (overloads)
+    entries: dict[str, list] = {}
     for hit in hits:
         sym = hit.symbol
+        if sym.qualname in entries:
+            continue
         score = max(hit.score, 0.0) + 1e-6
         why = [f"bm25 {hit.score:.2f} on {hit.matched}" if hit.matched else f"bm25 {hit.score:.2f}"]
-        if sym.name.lower() in names or sym.qualname.lower() in names:
-            score *= EXACT_NAME_BOOST
-            why.append(f"named in the query (×{EXACT_NAME_BOOST})")
+        if n_terms > 1 and COVERAGE_FLOOR < 1.0:
+            found = {t for part in hit.matched.split("; ") for t in part.partition(": ")[2].split()}
+            covered = sum(1 for t in terms if t in found)
+            factor = COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * min(1.0, covered / n_terms)
+            if factor < 1.0:
+                score *= factor
+                why.append(f"matches {covered} of {n_terms} terms (×{factor:.2f})")
+        named = names.get(sym.name.lower()) or names.get(sym.qualname.lower())
+        if named is not None:
+            boost = EXACT_NAME_BOOST if named == "code" else PLAIN_NAME_BOOST
+            score *= boost
+            why.append(f"named in the query (×{boost})")
         if focus_path is not None and sym.path == focus_path:
             score *= FOCUS_FILE_BOOST
             why.append(f"in the focused file (×{FOCUS_FILE_BOOST})")
         elif sym.path in open_set:
             score *= OPEN_FILE_BOOST
             why.append(f"in an open file (×{OPEN_FILE_BOOST})")
-        ranked.append((sym, round(score, 6), "; ".join(why)))
+        if sym.name == "__all__" and sym.kind == "variable":
+            score *= EXPORT_LIST_FACTOR
+            why.append(f"an export list (×{EXPORT_LIST_FACTOR})")
+        entries[sym.qualname] = [sym, score, why]
+    if graph is not None:
+        _graph_relevance(entries, names, list(seeds), focus_path, open_list, graph)
+    ranked = [(e[0], round(e[1], 6), "; ".join(e[2])) for e in entries.values()]
     ranked.sort(key=lambda r: (-r[1], r[0].qualname, r[0].path, r[0].start_line))
     return ranked
+
+
+def _names_in(query: str, hits: list[Hit]) -> dict[str, str]:
+    """The names the query names outright: ``"code"`` for its code-like words (and dotted
+    names), ``"plain"`` for plain words that are the name of at most COMMON_NAME symbols among
+    the hits (``sympify`` yes; ``matches``, the name of dozens of methods, no)."""
+    words = query_names(query)
+    code = code_words(query)
+    counts: dict[str, int] = {}
+    for hit in hits:
+        name = hit.symbol.name.lower()
+        if name in words:
+            counts[name] = counts.get(name, 0) + 1
+    out = {}
+    for w in words:
+        if w in code or "." in w:
+            out[w] = "code"
+        elif counts.get(w, 0) <= COMMON_NAME:
+            out[w] = "plain"
+    return out
+
+
+def _specificity(degree: int) -> float:
+    """How much being next to a seed says about a neighbour: fully for a definition with a few
+    connections, little for a hub everything uses (``S``, ``Basic``) — like IDF for words."""
+    return min(1.0, SPECIFIC_DEGREE / math.sqrt(max(degree, 1)))
+
+
+def _graph_relevance(
+    entries: dict[str, list],
+    names: dict[str, str],
+    explicit: Sequence[str],
+    focus_path: str | None,
+    open_files: Sequence[str],
+    graph: GraphView,
+) -> None:
+    """Add graph neighbours of the request's seeds to ``entries`` (in place), then the
+    centrality prior. See ``rank``."""
+    by_score = sorted(entries.values(), key=lambda e: (-e[1], e[0].qualname))
+    ref = by_score[0][1] if by_score else 1.0  # the scale of a strong lexical score
+    # seed qualname → (strength, its score, label)
+    seed_info: dict[str, tuple[float, float, str]] = {}
+    for q in explicit:
+        seed_info.setdefault(q, (1.0, ref, "seed"))
+    for e in by_score:
+        sym = e[0]
+        named = names.get(sym.name.lower()) or names.get(sym.qualname.lower())
+        if sym.kind != "module" and named is not None:
+            seed_info.setdefault(sym.qualname, (1.0 if named == "code" else PLAIN_SEED_STRENGTH, e[1], "named"))
+    for e in by_score[:LEXICAL_SEEDS]:
+        if e[0].kind != "module" and e[0].name != "__all__":
+            seed_info.setdefault(e[0].qualname, (LEXICAL_SEED_STRENGTH, e[1], "hit"))
+    seed_names = list(seed_info)[:MAX_SEEDS]
+    seeds_set = set(seed_names)
+
+    # (neighbour, strength before specificity, the seed's score, relation, the other end)
+    raw: list[tuple[str, float, float, str, str]] = []
+    for seed, nbr, relation, weight in graph.neighbours(seed_names, PER_SEED) if seed_names else ():
+        if nbr in seeds_set and seed_info[nbr][2] != "hit":
+            continue
+        s0, base, _ = seed_info[seed]
+        # one mention: half strength; two or more: more. The relation from the neighbour's side.
+        raw.append((nbr, s0 * min(1.0, 0.5 + 0.25 * weight), base, "used by" if relation == "calls" else "uses", seed))
+    files = [(focus_path, "focus")] if focus_path else []
+    files += [(f, "open") for f in open_files if f != focus_path][:MAX_OPEN_FILE_SEEDS]
+    for rel, role in files:
+        s0 = FILE_SEED_STRENGTH[role]
+        label = "the focused file" if role == "focus" else f"open file {rel}"
+        for nbr, relation, weight in graph.file_neighbours(rel, PER_SEED * 2):
+            raw.append((nbr, s0 * min(1.0, 0.5 + 0.25 * weight), ref, relation, label))
+    if not raw and not entries:
+        return
+    stats = graph.node_stats({*entries, *(r[0] for r in raw)})
+
+    # neighbour → accumulated strength, score contribution, and the reasons
+    strength: dict[str, float] = {}
+    share: dict[str, float] = {}
+    reasons: dict[str, list[tuple[float, str, str]]] = {}
+    for q, s, base, relation, other in raw:
+        s *= _specificity(stats.get(q, (0.0, 1))[1])
+        strength[q] = min(MAX_STRENGTH, strength.get(q, 0.0) + s)
+        share[q] = share.get(q, 0.0) + s * base
+        reasons.setdefault(q, []).append((s, relation, other))
+
+    missing = [q for q in strength if q not in entries]
+    fetched = graph.get_many(set(missing) | (seeds_set - set(entries))) if missing else {}
+    kinds = {q: e[0].kind for q, e in entries.items()}
+    kinds.update({q: sym.kind for q, sym in fetched.items()})
+    for q, s in strength.items():
+        best = sorted(reasons[q], key=lambda r: (-r[0], r[2]))
+        sym_kind = kinds.get(q, "")
+        parts = []
+        for _, relation, other in best[:2]:
+            verb = relation
+            if other in kinds and relation in ("uses", "used by"):
+                if relation == "uses" and _calls(sym_kind, kinds[other]):
+                    verb = "calls"
+                elif relation == "used by" and _calls(kinds[other], sym_kind):
+                    verb = "called by"
+            parts.append(f"{verb} {_short(other) if other in kinds else other}")
+        label = ", ".join(parts) + (f" (+{len(best) - 2})" if len(best) > 2 else "")
+        entry = entries.get(q)
+        if entry is not None:
+            if entry[0].name == "__all__":  # an export list names everything it exports
+                continue
+            factor = 1 + GRAPH_BOOST * s
+            via_graph = GRAPH_SHARE * share[q]  # what it would score as a neighbour alone
+            if entry[1] * factor >= via_graph:
+                entry[1] *= factor
+                entry[2].append(f"{label} (graph ×{factor:.2f})")
+            else:  # a weak lexical hit must not rank below a neighbour that matched nothing
+                entry[1] = via_graph
+                entry[2].append(f"{label} (graph {via_graph:.2f}, above its lexical score)")
+        else:
+            sym = fetched.get(q)
+            if sym is None or sym.kind == "module" or sym.name == "__all__":
+                continue
+            score = GRAPH_SHARE * share[q]
+            entries[q] = [sym, score, [f"{label} (graph {score:.2f})"]]
+
+    for q, entry in entries.items():
+        pct = stats.get(q, (0.0, 0))[0]
+        if pct >= MIN_CENTRALITY:
+            factor = 1 + CENTRAL_WEIGHT * pct
+            entry[1] *= factor
+            entry[2].append(f"central {pct:.2f} (×{factor:.2f})")
 
 
 def with_activation(
@@ -166,9 +396,19 @@ def with_activation(
     return out
 
 
-def candidates(ranked: list[tuple[SymbolRow, float, str]], mode: Mode, calibration: float) -> list[Item]:
-    """Light mode offers symbol cards; heavy mode offers bodies (a card when the body is the
-    module itself) and more of them; off offers nothing."""
+def candidates(
+    ranked: list[tuple[SymbolRow, float, str]],
+    mode: Mode,
+    calibration: float,
+    *,
+    query: str = "",
+    count: Callable[[str], int] | None = None,
+) -> list[Item]:
+    """Light mode offers symbol cards, plus touchpoints when given the ``query`` and a token
+    ``count``; heavy mode offers bodies (a card when the body is the module itself) and more
+    of them, and for a long body its card too, at a lower score: the card gets in when the
+    body does not fit (the planner never includes two forms of one symbol); off offers
+    nothing."""
     limit = MODE_LIMITS[mode]
     floor = ranked[0][1] * MIN_RELATIVE_SCORE if ranked else 0.0
     out: list[Item] = []
@@ -177,18 +417,163 @@ def candidates(ranked: list[tuple[SymbolRow, float, str]], mode: Mode, calibrati
             break
         if mode == "heavy" and sym.kind != "module" and sym.body:
             out.append(body_item(sym, calibration, score=score, why=why))
+            if sym.body_tokens >= HEAVY_CARD_MIN_BODY and sym.body_tokens >= 4 * sym.card_tokens:
+                fallback = f"{why}; its card, in case the body does not fit (×{HEAVY_CARD_SHARE})"
+                out.append(card_item(sym, calibration, score=round(score * HEAVY_CARD_SHARE, 6), why=fallback))
         else:
             out.append(card_item(sym, calibration, score=score, why=why))
+    if mode == "light" and query and count is not None:
+        out += touchpoints([r for r in ranked[:limit] if r[1] >= floor], query, count, calibration)
     return out
 
 
+def _touch_terms(query: str) -> dict[str, int]:
+    """What a touchpoint looks for: the query's identifiers (weight 3) and their sub-words
+    (weight 1), lower-cased; stopwords and words of one or two letters left out."""
+    terms = {t: 1 for t in query_terms(query) if len(t) > 2}
+    for name in query_names(query):
+        for part in name.split("."):
+            if len(part) > 2 and ("_" in part or part in terms or any(c.isupper() for c in part)):
+                terms[part.lower()] = 3
+    return terms
+
+
+def touchpoints(
+    ranked: list[tuple[SymbolRow, float, str]],
+    query: str,
+    count: Callable[[str], int],
+    calibration: float,
+    *,
+    limit: int = MAX_TOUCHPOINTS,
+) -> list[Item]:
+    """Excerpts (≤ TOUCHPOINT_LINES lines) of the best-ranked long bodies, each around where
+    the query's identifiers occur most densely past the signature and docstring: where the
+    code touches what the question is about, without paying for the whole body. Each names
+    its lines and the words it matched; its score is a share of its symbol's."""
+    terms = _touch_terms(query)
+    if not terms:
+        return []
+    pattern = re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)), re.IGNORECASE)
+    out: list[Item] = []
+    for sym, score, why in ranked[:TOUCHPOINT_SCAN]:
+        if len(out) >= limit:
+            break
+        if sym.kind == "module" or not sym.body or sym.end_line - sym.start_line + 1 <= TOUCHPOINT_LINES:
+            continue
+        window = _best_window(sym.body, pattern, terms, _code_start(sym))
+        if window is None:
+            continue
+        first, last, found = window
+        lines = sym.body.splitlines()[first : last + 1]
+        a, b = sym.start_line + first, sym.start_line + last
+        shown = ", ".join(found[:6])
+        text = f"# {sym.path}:{a + 1}-{b + 1} · excerpt of {sym.qualname} (mentions {shown})\n" + "\n".join(lines)
+        out.append(
+            Item(
+                id=f"touch:{sym.qualname}:{a + 1}@{_short_hash(text)}",
+                section="rag",
+                kind=TOUCHPOINT,
+                title=f"touchpoint {sym.qualname}:{a + 1}-{b + 1}",
+                text=text,
+                tokens=scaled(count(text) + SEPARATOR_TOKENS, calibration),
+                path=sym.path,
+                range=Range.lines(a, b, len(lines[-1]) if lines else 0),
+                score=round(score * TOUCHPOINT_WEIGHT, 6),
+                why=f"{why}; touchpoint: mentions {shown} in lines {a + 1}-{b + 1} (×{TOUCHPOINT_WEIGHT})",
+                detail=f"excerpt of {sym.qualname}",
+            )
+        )
+    return out
+
+
+def _code_start(sym: SymbolRow) -> int:
+    """The first body line (0-based, in the body) past the signature and the docstring: the
+    card already shows those."""
+    body = sym.body
+    if sym.docstring:
+        for quote in ('"""', "'''"):
+            opening = body.find(quote)
+            if opening >= 0:
+                closing = body.find(quote, opening + 3)
+                if closing >= 0:
+                    return body.count("\n", 0, closing) + 1
+    return TOUCHPOINT_SKIP_LINES
+
+
+def _best_window(
+    body: str, pattern: re.Pattern[str], terms: dict[str, int], skip: int = TOUCHPOINT_SKIP_LINES
+) -> tuple[int, int, list[str]] | None:
+    """The ≤ TOUCHPOINT_LINES-line window of ``body`` (0-based first and last line) with the
+    most distinct matched terms, then the most weight; and the terms it matched."""
+    starts = [0]
+    for m in re.finditer("\n", body):
+        starts.append(m.end())
+    hits: list[tuple[int, str]] = []
+    for m in pattern.finditer(body):
+        line = bisect.bisect_right(starts, m.start()) - 1
+        if line >= skip:
+            hits.append((line, m.group(0).lower()))
+    if not hits:
+        return None
+    best: tuple[int, int, int, int] | None = None  # (distinct, weight, -first, last)
+    j = 0
+    for i in range(len(hits)):  # windows starting at each hit
+        while j < len(hits) and hits[j][0] - hits[i][0] < TOUCHPOINT_LINES - 4:
+            j += 1
+        seen = Counter(t for _, t in hits[i:j])
+        key = (len(seen), sum(terms.get(t, 1) for t in seen), -hits[i][0], hits[j - 1][0])
+        if best is None or key[:3] > best[:3]:
+            best = key
+    assert best is not None
+    first_hit, last_hit = -best[2], best[3]
+    pad = max(0, (TOUCHPOINT_LINES - (last_hit - first_hit + 1)) // 2)
+    first = max(skip, first_hit - min(pad, 3))
+    last = min(len(starts) - 1, first + TOUCHPOINT_LINES - 1, last_hit + pad)
+    found = sorted({t for line, t in hits if first <= line <= last}, key=lambda t: (-terms.get(t, 1), t))
+    return first, last, found
+
+
+def layout_note(modules: list[tuple[str, int]], central: list[str]) -> str:
+    """One paragraph on how to find one's way around the code, from its package layout."""
+    tops: Counter[str] = Counter()
+    tests = 0
+    for path, n in modules:
+        head = path.split("/", 1)[0] if "/" in path else path
+        tops[head] += n
+        if "/tests/" in f"/{path}" or "/test_" in f"/{path}" or path.startswith("tests"):
+            tests += n
+    parts = []
+    main = [f"{name}/" if not name.endswith(".py") else name for name, _ in tops.most_common(3)]
+    if main:
+        parts.append(f"Most code is under {', '.join(main)}.")
+    if tests:
+        nested = any("/tests/" in f"/{p}" and not p.startswith("tests/") for p, _ in modules)
+        where = "in tests/ folders next to the code they test" if nested else "under tests/"
+        parts.append(f"Tests live {where}.")
+    example = next((c for c in central if c.count(".") >= 1), None)
+    if example:
+        module, _, name = example.rpartition(".")
+        parts.append(
+            f"A qualified name is the module path plus the name: {example} is {name} in "
+            f"{module.replace('.', '/')}.py (or its package's __init__.py)."
+        )
+    parts.append(
+        "Symbol cards show a signature, the docstring's first paragraph and the first lines; "
+        "ask for a symbol by its qualified name to see its whole body."
+    )
+    return " ".join(parts)
+
+
 def scaffold_item(modules: list[tuple[str, int]], central: list[str], root_name: str, counter_count) -> Item:
-    """The orientation scaffold: a compact module tree and the most referenced symbols."""
+    """The orientation scaffold: a compact module tree, a short note on how to navigate the
+    code, and the 1–3 most central symbols (PageRank over the reference graph)."""
+    central = central[:3]
     lines = [f"# Workspace {root_name}: {len(modules)} Python modules (symbols per module)"]
     for path, n in modules:
         lines.append(f"- {path} ({n})")
     if central:
-        lines.append("Most central symbols: " + ", ".join(central))
+        lines.append("Most central symbols (most referenced, directly and indirectly): " + ", ".join(central))
+    lines.append("How to navigate: " + layout_note(modules, central))
     text = "\n".join(lines)
     return Item(
         id=f"scaffold:{_short_hash(text)}",

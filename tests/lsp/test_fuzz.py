@@ -29,7 +29,7 @@ def fields_of(method: str) -> list[str]:
 @st.composite
 def junk(draw):
     method = draw(st.sampled_from(METHODS))
-    names = fields_of(method) + ["session", "x", "class"]
+    names = [*fields_of(method), "session", "x", "class"]
     params = draw(st.dictionaries(st.sampled_from(names), JSON, max_size=5))
     params = draw(st.one_of(st.just(params), JSON))
     return method, params

@@ -88,3 +88,12 @@ def test_server_that_fails_to_start(workspace: Path, tmp_path: Path) -> None:
     proc = run_lua("test_bad_cmd.lua", workspace, tmp_path)
     assert "stack traceback" not in proc.stdout + proc.stderr
     assert "E5108" not in proc.stdout + proc.stderr
+
+
+def test_reflection_suggestions_promotion_undo(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_reflection.lua", workspace, tmp_path)
+
+
+def test_help_tags(workspace: Path, tmp_path: Path) -> None:
+    proc = run_lua("test_help.lua", workspace, tmp_path)
+    assert "every :Ctx command and Ctx highlight group documented" in proc.stdout

@@ -223,6 +223,8 @@ H.eq(archived, 4, "the older turns are archived on the server")
 
 -- ---- capsule staleness: saving a changed file warns, and the tree marks it ----------------------
 local tree = require("ctx_lsp.tree")
+-- (the server makes capsules for the most central modules; make sure config.py has one)
+H.request("ctx/refreshCapsules", { paths = { "shop/config.py" } })
 H.await("the tree", function(done)
   ctx.plan("what are the shop settings?", nil, done)
 end)

@@ -86,3 +86,19 @@ end, {
 command("CtxBudget", function()
   ctx().budget()
 end, { desc = "ctx: show the budget meter and its sections" })
+
+command("CtxUndo", function(a)
+  ctx().undo(a.args ~= "" and a.args or nil)
+end, {
+  nargs = "?",
+  desc = "ctx: undo a promotion or demotion of the reflection loop ([id]; default: the last one notified)",
+  complete = function(lead)
+    return vim.tbl_filter(function(id)
+      return vim.startswith(id, lead)
+    end, require("ctx_lsp.reflect").undoable_ids())
+  end,
+})
+
+command("CtxReflections", function()
+  ctx().reflections()
+end, { desc = "ctx: the session's promotions, renewals, demotions and suggestions (u undoes one)" })

@@ -7,7 +7,7 @@ import { describeError, type Capsule } from "./common/protocol";
 import type { ServerManager } from "./common/server";
 import type { Mode } from "./common/settings";
 import type { PlanItem } from "./protocol.generated";
-import { location, whatIfSummary, type TreeNode } from "./treeModel";
+import { location, promotionsByPin, undoable, whatIfSummary, type TreeNode } from "./treeModel";
 import { formatTokens } from "./meter";
 import type { PinDecorations } from "./views/pinDecorations";
 import type { PromptPreview } from "./views/preview";
@@ -220,6 +220,43 @@ export function registerCommands({ controller, server, decorations, preview }: D
     }
   };
 
+  const undoAuto = async (node?: TreeNode) => {
+    if (!node?.pinId) return;
+    let id = node.reflectionId;
+    if (id === undefined) {
+      const list = await c.guard("undo", () => c.listReflections(), "ctx/listReflections");
+      id = list && promotionsByPin(list).get(node.pinId)?.id;
+    }
+    if (id === undefined) {
+      void vscode.window.showInformationMessage(`ctx: no promotion to undo for ${node.item?.title ?? node.pinId}; unpin it instead.`);
+      return;
+    }
+    const out = await c.guard("undo", () => c.undoReflection(id!), "ctx/undoReflection");
+    if (out) flash(`$(discard) ctx: undid the automatic pin on ${out.item}`);
+  };
+
+  const undoReflection = async () => {
+    const list = await c.guard("undo", () => c.listReflections(), "ctx/listReflections");
+    if (!list) return;
+    const candidates = undoable(list);
+    if (!candidates.length) {
+      void vscode.window.showInformationMessage("ctx: no automatic pin change to undo.");
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(
+      candidates.map((r) => ({
+        label: `${r.kind === "promote" ? "$(sparkle) pinned" : "$(circle-slash) lease ended"}: ${r.item}`,
+        description: `turn ${r.turn} · #${r.id}`,
+        detail: r.reason,
+        r,
+      })),
+      { title: "ctx: Undo an Automatic Pin Change", placeHolder: "The server's promotions and demotions, newest first", matchOnDetail: true },
+    );
+    if (!pick) return;
+    const out = await c.guard("undo", () => c.undoReflection(pick.r.id), "ctx/undoReflection");
+    if (out) flash(`$(discard) ctx: undid the ${out.kind} of ${out.item}`);
+  };
+
   return [
     reg("ctx.planForQuery", planForQuery),
     reg("ctx.switchMode", switchMode),
@@ -246,6 +283,20 @@ export function registerCommands({ controller, server, decorations, preview }: D
       if (pin) flash(`$(history) ctx: restored ${pin.title} (pinned)`);
     }),
     reg("ctx.item.whatIf", whatIf),
+    reg("ctx.item.undoAuto", undoAuto),
+    reg("ctx.undoReflection", undoReflection),
+    reg("ctx.suggestion.pin", async (node?: TreeNode) => {
+      const item = node?.suggestion?.item;
+      if (!item) return;
+      const pin = await c.guard("pin", () => c.pinSuggestion(item), "ctx/pinSymbol");
+      if (pin) flash(`$(pin) ctx: pinned ${pin.title} (suggested by the model)`);
+    }),
+    reg("ctx.suggestion.dismiss", async (node?: TreeNode) => {
+      const item = node?.suggestion?.item;
+      if (!item) return;
+      const out = await c.guard("dismiss", () => c.dismissSuggestion(item), "ctx/undoReflection");
+      if (out) flash(`$(close) ctx: dismissed the suggestion of ${item}`);
+    }),
     reg("ctx.item.open", async (node?: TreeNode) => {
       if (node?.open) await openAt(node.open.path, node.open.range);
     }),

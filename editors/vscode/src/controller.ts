@@ -1,11 +1,13 @@
-// The client's view of the session: the current plan, meter, pins, dropped ledger and stale
-// capsules, kept current from the server's notifications. Views render it; commands call its
-// actions. It never decides anything the server decides.
+// The client's view of the session: the current plan, meter, pins, dropped ledger, stale
+// capsules, the model's suggestions and the reflections (automatic pins and why), kept current
+// from the server's notifications. Views render it; commands call its actions. It never decides
+// anything the server decides: nothing is pinned unless the user asks.
 import * as vscode from "vscode";
 import { CodeLensRequest } from "vscode-languageclient";
 import type { LanguageClient } from "vscode-languageclient/node";
 import {
   describeError,
+  isMethodNotFound,
   onNotification,
   request,
   requestPending,
@@ -19,10 +21,30 @@ import {
 import { log, getLog } from "./common/log";
 import { getSettings, type Mode } from "./common/settings";
 import type { ServerManager } from "./common/server";
-import type { AskRepin, BudgetMeter, ContextPlan, LedgerTurn, Pin, PlanChanged, PlanItem } from "./protocol.generated";
-import { whatIfDiff, type WhatIf } from "./treeModel";
+import type {
+  AskRepin,
+  BudgetMeter,
+  ContextPlan,
+  LedgerTurn,
+  MessageIn,
+  Pin,
+  PlanChanged,
+  PlanItem,
+  Reflected,
+  Reflection,
+  Suggestion,
+  UsageReport,
+} from "./protocol.generated";
+import {
+  mergeReflection,
+  reflectionLogLine,
+  reflectionNotice,
+  suggestionReflection,
+  whatIfDiff,
+  type WhatIf,
+} from "./treeModel";
 
-export type Change = "plan" | "meter" | "pins" | "ledger" | "stale";
+export type Change = "plan" | "meter" | "pins" | "ledger" | "stale" | "suggestions";
 
 export class NotRunning extends Error {
   constructor(detail?: string) {
@@ -38,6 +60,12 @@ export class Controller implements vscode.Disposable {
   ledger: LedgerTurn[] = [];
   /** Workspace-relative paths of capsules the server reported stale. */
   stalePaths = new Set<string>();
+  /** ctx/listSuggestions: the model's suggestions (the view lists the open ones). */
+  suggestions: Suggestion[] = [];
+  /** ctx/listReflections, kept current by ctx/reflected: promotions, renewals, demotions, suggestions. */
+  reflections: Reflection[] = [];
+  /** Every ctx/reflected, as it came (tests and the log read it). */
+  readonly reflected: Reflected[] = [];
   private planRequests = 0;
   private planSeq = 0;
   private lastParams: ParamsOf<"ctx/planContext"> | undefined;
@@ -74,6 +102,7 @@ export class Controller implements vscode.Disposable {
       onNotification(client, "ctx/budgetChanged", (m) => this.onBudget(m)),
       onNotification(client, "ctx/planChanged", (p) => this.onPlanChanged(p)),
       onNotification(client, "ctx/askRepin", (p) => void this.onAskRepin(p)),
+      onNotification(client, "ctx/reflected", (r) => void this.onReflected(r)),
       // Being added to the server (not in every schema yet): typed loosely in common/protocol.ts.
       client.onNotification("ctx/capsulesStale", (p: CapsulesStale) => void this.onCapsulesStale(p)),
       client.onNotification("ctx/compacted", (p: Compacted) => void this.onCompacted(p)),
@@ -112,6 +141,24 @@ export class Controller implements vscode.Disposable {
     }
   }
 
+  /**
+   * The server reflected on a turn. Promotions and demotions are shown with an Undo; renewals
+   * and suggestions are only logged. The suggestions, pins and the reasons of automatic pins are
+   * fetched again (the server re-plans by itself and says so with ctx/planChanged).
+   */
+  private async onReflected(r: Reflected): Promise<void> {
+    if (this.session && r.session !== this.session) return;
+    this.reflected.push(r);
+    this.reflections = mergeReflection(this.reflections, r);
+    log.info(reflectionLogLine(r));
+    this.fire("suggestions");
+    this.scheduleRefresh();
+    const notice = reflectionNotice(r);
+    if (!notice) return;
+    const action = await vscode.window.showInformationMessage(notice, "Undo");
+    if (action === "Undo") await this.guard("undo", () => this.undoReflection(r.id), "ctx/undoReflection");
+  }
+
   private async onCapsulesStale(p: CapsulesStale): Promise<void> {
     const paths = (p.capsules ?? []).map((c) => c.path).filter((x): x is string => typeof x === "string");
     for (const path of paths) this.stalePaths.add(path);
@@ -145,15 +192,17 @@ export class Controller implements vscode.Disposable {
   async refreshAll(): Promise<void> {
     const client = this.client;
     const session = this.session;
-    const [meter, pins, ledger] = await Promise.all([
+    const [meter, pins, ledger, reflection] = await Promise.all([
       request(client, "ctx/showBudget", { session }),
       request(client, "ctx/listPins", { session }),
       request(client, "ctx/listExcluded", { session }),
+      this.fetchReflection(client),
     ]);
     this.meter = meter;
     this.pins = pins;
     this.ledger = ledger.turns;
-    this.fire("meter", "pins", "ledger");
+    [this.suggestions, this.reflections] = reflection;
+    this.fire("meter", "pins", "ledger", "suggestions");
     if (meter.planId && meter.planId !== this.plan?.planId) await this.loadPlan(meter.planId);
     else if (!meter.planId && this.plan) this.setPlan(undefined, undefined);
     this.refreshCodeLenses();
@@ -171,14 +220,38 @@ export class Controller implements vscode.Disposable {
     const client = this.server.client;
     if (!client) return;
     const session = this.session;
-    const [pins, ledger] = await Promise.all([
+    const [pins, ledger, reflection] = await Promise.all([
       request(client, "ctx/listPins", { session }),
       request(client, "ctx/listExcluded", { session }),
+      this.fetchReflection(client),
     ]);
     this.pins = pins;
     this.ledger = ledger.turns;
-    this.fire("pins", "ledger");
+    [this.suggestions, this.reflections] = reflection;
+    this.fire("pins", "ledger", "suggestions");
     this.refreshCodeLenses();
+  }
+
+  /** ctx/listSuggestions and ctx/listReflections (empty from a server without reflection). */
+  private async fetchReflection(client: LanguageClient): Promise<[Suggestion[], Reflection[]]> {
+    const session = this.session;
+    try {
+      return await Promise.all([
+        request(client, "ctx/listSuggestions", { session }),
+        request(client, "ctx/listReflections", { session }),
+      ]);
+    } catch (err) {
+      if (!isMethodNotFound(err)) log.warn(`suggestions: ${describeError(err, "ctx/listSuggestions")}`);
+      return [[], []];
+    }
+  }
+
+  /** The model's suggestions and the reflections again (a plan arrived). */
+  async refreshSuggestions(): Promise<void> {
+    const client = this.server.client;
+    if (!client) return;
+    [this.suggestions, this.reflections] = await this.fetchReflection(client);
+    this.fire("suggestions");
   }
 
   /** The plan with this id, rebuilt by the server from its stored inputs. */
@@ -270,6 +343,7 @@ export class Controller implements vscode.Disposable {
     this.query = query;
     this.lastParams = params;
     this.fire("plan");
+    if (plan) void this.refreshSuggestions().catch((err) => log.warn(`suggestions: ${describeError(err, "ctx/listSuggestions")}`));
   }
 
   /** After a pin, unpin, restore or mode switch: re-plan the current query, refresh the rest. */
@@ -317,6 +391,49 @@ export class Controller implements vscode.Disposable {
       await this.afterChange();
       return out.mode;
     });
+  }
+
+  /** Undo a reflection: a promotion's automatic pin goes, a demoted lease comes back, a suggestion is dismissed. */
+  async undoReflection(id: number): Promise<Reflection> {
+    return this.ours(async () => {
+      const out = await request(this.client, "ctx/undoReflection", { id, session: this.session });
+      this.reflections = mergeReflection(this.reflections, out);
+      await this.afterChange();
+      return out;
+    });
+  }
+
+  /** Pin a suggested item: only ever on the user's request. */
+  async pinSuggestion(item: string): Promise<Pin> {
+    return this.pin({ symbol: item });
+  }
+
+  /** Dismiss a suggestion (undo the reflection that recorded it). */
+  async dismissSuggestion(item: string): Promise<Reflection> {
+    let r = suggestionReflection(this.reflections, item);
+    if (!r) {
+      await this.refreshSuggestions();
+      r = suggestionReflection(this.reflections, item);
+    }
+    if (!r) throw new Error(`no open suggestion of ${item}`);
+    return this.undoReflection(r.id);
+  }
+
+  /** The reflections again from the server (for "Undo an Automatic Pin Change…"). */
+  async listReflections(): Promise<Reflection[]> {
+    this.reflections = await request(this.client, "ctx/listReflections", { session: this.session });
+    this.fire("suggestions");
+    return this.reflections;
+  }
+
+  /** Add messages to the session's conversation (ctx/appendMessages). */
+  async appendMessages(messages: MessageIn[]): Promise<void> {
+    await request(this.client, "ctx/appendMessages", { messages, session: this.session });
+  }
+
+  /** Report a model call's usage for a plan: the turn ends and the server reflects on it. */
+  async reportUsage(planId: string, inputTokens: number, outputTokens: number): Promise<UsageReport> {
+    return request(this.client, "ctx/reportUsage", { planId, inputTokens, outputTokens, session: this.session });
   }
 
   /** What pinning `item` would change, from a dry-run plan with it as an extra pin. */

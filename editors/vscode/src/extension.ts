@@ -2,6 +2,7 @@
 // the commands; then start the server without holding up activation.
 import * as vscode from "vscode";
 import { registerCommands } from "./commands";
+import { registerE2eCommands } from "./e2eCommands";
 import { Controller } from "./controller";
 import { createLog, log } from "./common/log";
 import { describeError } from "./common/protocol";
@@ -63,6 +64,7 @@ export function activate(context: vscode.ExtensionContext): void {
     decorations,
     preview,
     ...registerCommands({ controller, server, decorations, preview }),
+    ...registerE2eCommands(controller),
     server.onDidStart(() => void controller.refreshAll().catch((err) => log.warn(`refresh: ${describeError(err, "ctx/showBudget")}`))),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (needsRestart(e)) {

@@ -1,8 +1,9 @@
-// The Context view's tree, as plain data built from the server's plan, dropped ledger and pins.
+// The Context view's tree, as plain data built from the server's plan, dropped ledger, pins and
+// reflections (the model's suggestions, automatic pins and why the server made them).
 // PURE: no vscode import (unit-tested under node:test); src/views/contextTree.ts turns nodes into
 // TreeItems. Every number and reason comes from the server: this module only arranges them.
-import type { ContextPlan, LedgerTurn, Pin, PlanItem, Range } from "./protocol.generated";
-import { groupDigits } from "./meter";
+import type { ContextPlan, LedgerTurn, Pin, PlanItem, Range, Reflected, Reflection, Suggestion } from "./protocol.generated";
+import { formatTokens, groupDigits } from "./meter";
 
 export type Collapse = "none" | "collapsed" | "expanded";
 
@@ -16,7 +17,10 @@ export interface TreeNode {
   /** A codicon id ("symbol-method") and an optional theme color id. */
   icon?: string;
   iconColor?: string;
-  /** Space-separated flags matched by package.json menus: item included|excluded pinnable pinned restorable whatif. */
+  /**
+   * Space-separated flags matched by package.json menus: item included|excluded pinnable pinned
+   * restorable whatif autopin; suggestion canpin|suggestionpinned.
+   */
   contextValue?: string;
   collapse: Collapse;
   children?: TreeNode[];
@@ -24,6 +28,10 @@ export interface TreeNode {
   item?: PlanItem;
   planId?: string;
   pinId?: string;
+  /** A row of the Suggested group: the model's suggestion. */
+  suggestion?: Suggestion;
+  /** The promotion that made the row's automatic pin (to undo it). */
+  reflectionId?: number;
   /** Clicking the row opens this workspace-relative path at range. */
   open?: { path: string; range: Range | null };
   accessibilityLabel?: string;
@@ -37,6 +45,10 @@ export interface TreeInput {
   pins?: Pin[];
   /** Workspace-relative paths of stale capsules (from ctx/capsulesStale). */
   stalePaths?: ReadonlySet<string>;
+  /** ctx/listSuggestions: the open ones are listed under "Suggested". */
+  suggestions?: Suggestion[];
+  /** ctx/listReflections (and ctx/reflected): why automatic pins were made. */
+  reflections?: Reflection[];
 }
 
 /** What each reason means, for tooltips (DESIGN.md §5). */
@@ -203,16 +215,95 @@ function escapeMd(s: string): string {
   return s.replace(/([\\`*_{}[\]<>|])/g, "\\$1");
 }
 
+// ---- reflection: automatic pins, suggestions, notifications ---------------------------------
+
+/** The promotion behind each automatic pin: the latest one not undone, by pin id. */
+export function promotionsByPin(reflections: readonly Reflection[] | undefined): Map<string, Reflection> {
+  const out = new Map<string, Reflection>();
+  for (const r of reflections ?? []) {
+    if (r.kind !== "promote" || !r.pinId || r.undone) continue;
+    const known = out.get(r.pinId);
+    if (!known || r.id > known.id) out.set(r.pinId, r);
+  }
+  return out;
+}
+
+/** The open suggestion reflection of an item (undoing it dismisses the suggestion). */
+export function suggestionReflection(reflections: readonly Reflection[] | undefined, item: string): Reflection | undefined {
+  let best: Reflection | undefined;
+  for (const r of reflections ?? []) if (r.kind === "suggest" && r.item === item && !r.undone && (!best || r.id > best.id)) best = r;
+  return best;
+}
+
+/** Promotions and demotions not undone, newest first (what "Undo…" offers). */
+export function undoable(reflections: readonly Reflection[] | undefined): Reflection[] {
+  return (reflections ?? []).filter((r) => (r.kind === "promote" || r.kind === "demote") && !r.undone).sort((a, b) => b.id - a.id);
+}
+
+/** Keep a reflection list current with one more (a ctx/reflected, an undo's answer). */
+export function mergeReflection(list: readonly Reflection[], r: Reflected | Reflection): Reflection[] {
+  const entry: Reflection = {
+    id: r.id,
+    turn: r.turn,
+    kind: r.kind as Reflection["kind"],
+    item: r.item,
+    pinId: r.pinId,
+    reason: r.reason,
+    undone: "undone" in r ? r.undone : false,
+  };
+  const out = list.filter((x) => x.id !== r.id);
+  out.push(entry);
+  return out.sort((a, b) => a.id - b.id);
+}
+
+/**
+ * The notification of a ctx/reflected: promotions and demotions are shown (with Undo);
+ * renewals and suggestions are only logged (undefined).
+ */
+export function reflectionNotice(r: Pick<Reflected, "kind" | "item" | "reason">): string | undefined {
+  if (r.kind === "promote") return `ctx: ${r.item} is now leased automatically — ${r.reason}`;
+  if (r.kind === "demote") return `ctx: the lease on ${r.item} ended — ${r.reason}`;
+  return undefined;
+}
+
+/** The log line of any reflection: "reflection turn 2 renew shop.x.f: lease renewed …". */
+export function reflectionLogLine(r: Pick<Reflected, "kind" | "item" | "reason" | "turn" | "id">): string {
+  return `reflection #${r.id} turn ${r.turn} ${r.kind} ${r.item}: ${r.reason}`;
+}
+
+/** "leased automatically: <reason>" (the pin's tooltip and hover line). */
+export function autoPinLine(reason: string | undefined): string {
+  return `leased automatically: ${reason ?? "by the server (the reason is in ctx: Undo an Automatic Pin Change…)"}`;
+}
+
+/** The gutter hover of a pin (Markdown); an automatic pin says why the server made it. */
+export function pinHover(pin: Pin, autoReason?: string): string {
+  const ttl = pin.ttlRemaining === null || pin.ttlRemaining === undefined ? "no ttl" : `ttl ${pin.ttlRemaining}`;
+  const tokens = pin.tokens !== null && pin.tokens !== undefined ? ` · ${formatTokens(pin.tokens)} tok` : "";
+  const facts = `${pin.kind} · ${ttl}${tokens} · \`${pin.id}\``;
+  if (pin.createdBy === "auto") {
+    return `📎 **Pinned automatically**: ${escapeMd(pin.title)}\n\n${escapeMd(autoPinLine(autoReason))}\n\n${facts}${
+      pin.leaseScope === "task" ? " · ends with the task" : ""
+    }`;
+  }
+  return `📌 **Pinned to context**: ${escapeMd(pin.title)}\n\n${facts}`;
+}
+
 interface ItemContext {
   included: boolean;
   planId?: string;
   pinsBySymbol: ReadonlyMap<string, Pin>;
+  pinsById: ReadonlyMap<string, Pin>;
+  promotions: ReadonlyMap<string, Reflection>;
   stalePaths: ReadonlySet<string>;
   idPrefix: string;
 }
 
 export function itemNode(item: PlanItem, ctx: ItemContext): TreeNode {
   const pinId = item.pinId ?? (item.symbol ? ctx.pinsBySymbol.get(item.symbol)?.id : undefined) ?? undefined;
+  const pin = pinId ? ctx.pinsById.get(pinId) : undefined;
+  const auto = pin?.createdBy === "auto";
+  const promotion = auto && pinId ? ctx.promotions.get(pinId) : undefined;
   const stale = item.kind === "capsule" && !!item.path && ctx.stalePaths.has(item.path);
   const flags = ["item", ctx.included ? "included" : "excluded"];
   if (pinId) flags.push("pinned");
@@ -220,22 +311,52 @@ export function itemNode(item: PlanItem, ctx: ItemContext): TreeNode {
     flags.push(ctx.included ? "pinnable" : "restorable");
     flags.push("whatif");
   }
+  if (auto) flags.push("autopin");
   if (stale) flags.push("stale");
-  const description = `${tok(item.tokens)} · ${item.reason}${stale ? " · stale" : ""}`;
+  const description = `${tok(item.tokens)} · ${item.reason}${auto ? " · auto" : ""}${stale ? " · stale" : ""}`;
+  let tooltip = itemTooltip(item, ctx.included, stale);
+  if (auto) {
+    const ttl = pin?.ttlRemaining !== null && pin?.ttlRemaining !== undefined ? ` (ttl ${pin.ttlRemaining})` : "";
+    tooltip = tooltip.replace("\n\n", `\n\n$(sparkle) ${escapeMd(autoPinLine(promotion?.reason))}${ttl}\n\n`);
+  }
   return {
     id: `${ctx.idPrefix}/${item.id}`,
     label: shortTitle(item),
     description,
-    tooltip: itemTooltip(item, ctx.included, stale),
-    icon: stale ? "warning" : iconOf(item),
+    tooltip,
+    icon: stale ? "warning" : auto ? "sparkle" : iconOf(item),
     iconColor: stale ? "list.warningForeground" : ctx.included ? undefined : "disabledForeground",
     contextValue: flags.join(" "),
     collapse: "none",
     item,
     planId: ctx.planId,
     pinId,
+    reflectionId: promotion?.id,
     open: item.path ? { path: item.path, range: item.range } : undefined,
-    accessibilityLabel: `${item.title}, ${item.tokens} tokens, ${ctx.included ? "included" : "excluded"}: ${item.reason}${stale ? ", stale" : ""}`,
+    accessibilityLabel:
+      `${item.title}, ${item.tokens} tokens, ${ctx.included ? "included" : "excluded"}: ${item.reason}` +
+      `${auto ? ", leased automatically" : ""}${stale ? ", stale" : ""}`,
+  };
+}
+
+/** A row of the Suggested group: muted (the description and a disabled-colour icon), never pinned by itself. */
+export function suggestionNode(s: Suggestion, pinned: boolean): TreeNode {
+  return {
+    id: `suggested/${s.item}`,
+    label: s.item,
+    description: pinned ? `pinned · ${s.reason}` : s.reason,
+    tooltip:
+      `**${escapeMd(s.item)}**\n\nSuggested by the model (a \`ctx-suggest\` block) in turn ${s.turn}: ` +
+      `${escapeMd(s.reason)}.\n\n` +
+      (pinned
+        ? "You have pinned it."
+        : "Not pinned: nothing is pinned without you. Pin it to keep it in the next plans, or dismiss it."),
+    icon: "lightbulb",
+    iconColor: "disabledForeground",
+    contextValue: `suggestion ${pinned ? "suggestionpinned" : "canpin"}`,
+    collapse: "none",
+    suggestion: s,
+    accessibilityLabel: `suggested: ${s.item}, ${s.reason}${pinned ? ", pinned" : ""}`,
   };
 }
 
@@ -276,18 +397,45 @@ function sectionNodes(items: readonly PlanItem[], plan: ContextPlan, included: b
   return out;
 }
 
+function suggestedGroup(suggestions: readonly Suggestion[] | undefined, pinsBySymbol: ReadonlyMap<string, Pin>): TreeNode | undefined {
+  const open = (suggestions ?? []).filter((s) => s.status === "open");
+  if (!open.length) return undefined;
+  return {
+    id: "suggested",
+    label: "Suggested",
+    description: `${plural(open.length, "item")} · by the model · not pinned`,
+    tooltip:
+      "What the model named as foundational in `ctx-suggest` blocks of its replies. " +
+      "Nothing here is pinned until you pin it; dismiss what you do not want.",
+    icon: "lightbulb",
+    iconColor: "disabledForeground",
+    contextValue: "suggested",
+    collapse: "expanded",
+    accessibilityLabel: `Suggested: ${plural(open.length, "item")} the model named, not pinned`,
+    children: open.map((s) => suggestionNode(s, pinsBySymbol.has(s.item))),
+  };
+}
+
 export function buildTree(input: TreeInput): TreeNode[] {
   const plan = input.plan;
   const pinsBySymbol = new Map<string, Pin>();
-  for (const p of input.pins ?? []) if (p.symbol && p.status === "active") pinsBySymbol.set(p.symbol, p);
+  const pinsById = new Map<string, Pin>();
+  for (const p of input.pins ?? []) {
+    pinsById.set(p.id, p);
+    if (p.symbol && p.status === "active") pinsBySymbol.set(p.symbol, p);
+  }
+  const promotions = promotionsByPin(input.reflections);
   const stalePaths = input.stalePaths ?? new Set<string>();
   const roots: TreeNode[] = [];
   if (plan) {
     const notes = plan.notes ?? [];
+    const task = plan.clusterId ? ` · task ${plan.clusterId}` : "";
     const tooltip = [
       `**Plan \`${plan.planId}\`**`,
       "",
       input.query ? `Query: ${escapeMd(input.query)}` : "",
+      "",
+      plan.clusterId ? `Task \`${plan.clusterId}\`: the cluster of similar questions this one belongs to` : "",
       "",
       `${plan.model} · mode ${plan.mode} · context ${groupDigits(plan.contextLength)} − completion ` +
         `${groupDigits(plan.maxCompletionTokens)} − safety ${groupDigits(plan.safetyBuffer)} = ` +
@@ -300,14 +448,14 @@ export function buildTree(input: TreeInput): TreeNode[] {
     roots.push({
       id: "plan",
       label: input.query ? `“${input.query}”` : plan.planId,
-      description: `${tok(plan.totals.tokens)} of ${groupDigits(plan.promptBudget)} · ${plan.model} · ${plan.mode}`,
+      description: `${tok(plan.totals.tokens)} of ${groupDigits(plan.promptBudget)} · ${plan.model} · ${plan.mode}${task}`,
       tooltip,
       icon: "dashboard",
       contextValue: "plan",
       collapse: "none",
-      accessibilityLabel: `plan ${plan.planId}: ${plan.totals.tokens} of ${plan.promptBudget} tokens`,
+      accessibilityLabel: `plan ${plan.planId}: ${plan.totals.tokens} of ${plan.promptBudget} tokens${task ? `, task ${plan.clusterId}` : ""}`,
     });
-    const base = { planId: plan.planId, pinsBySymbol, stalePaths };
+    const base = { planId: plan.planId, pinsBySymbol, pinsById, promotions, stalePaths };
     const inc = sectionNodes(plan.included, plan, true, { ...base, included: true, idPrefix: "included" });
     roots.push({
       id: "included",
@@ -320,6 +468,8 @@ export function buildTree(input: TreeInput): TreeNode[] {
       collapse: "expanded",
       children: inc,
     });
+    const suggested = suggestedGroup(input.suggestions, pinsBySymbol);
+    if (suggested) roots.push(suggested); // before Excluded (long): what the model would add
     const exc = sectionNodes(plan.excluded, plan, false, { ...base, included: false, idPrefix: "excluded" });
     roots.push({
       id: "excluded",
@@ -333,6 +483,10 @@ export function buildTree(input: TreeInput): TreeNode[] {
         ? exc
         : [{ id: "excluded/none", label: "nothing excluded: everything fitted", collapse: "none", icon: "check" }],
     });
+  }
+  if (!plan) {
+    const suggested = suggestedGroup(input.suggestions, pinsBySymbol);
+    if (suggested) roots.push(suggested);
   }
   const turns = input.ledger ?? [];
   if (turns.length) {
@@ -348,7 +502,9 @@ export function buildTree(input: TreeInput): TreeNode[] {
         contextValue: "turn",
         collapse: "collapsed",
         planId: t.planId,
-        children: items.map((i) => itemNode(i, { included: false, planId: t.planId, pinsBySymbol, stalePaths, idPrefix: id })),
+        children: items.map((i) =>
+          itemNode(i, { included: false, planId: t.planId, pinsBySymbol, pinsById, promotions, stalePaths, idPrefix: id }),
+        ),
       };
     });
     roots.push({

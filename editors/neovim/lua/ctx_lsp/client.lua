@@ -27,6 +27,10 @@ M.state = {
   indexed = {}, ---@type table<integer, boolean> client id -> indexing finished
   index_message = {}, ---@type table<integer, string> client id -> the server's last word on indexing
   last_error = nil, ---@type string? last error shown to the user (tests read it)
+  suggestions = {}, ---@type table[] last ctx/listSuggestions (the tree's "suggested" group)
+  reflections = {}, ---@type table<integer, table> reflections seen (ctx/reflected, ctx/listReflections)
+  reflection_log = {}, ---@type string[] one line per ctx/reflected (renewals and suggestions are only logged)
+  last_undoable = nil, ---@type integer? the last promotion/demotion notified (:CtxUndo's default)
 }
 
 local levels = vim.log.levels
@@ -169,6 +173,10 @@ end
 
 handlers["ctx/compacted"] = function(_, result)
   require("ctx_lsp.compact").on_compacted(result)
+end
+
+handlers["ctx/reflected"] = function(_, result)
+  require("ctx_lsp.reflect").on_reflected(result)
 end
 
 ---@return table<string, function>

@@ -14,6 +14,8 @@ local M = {}
 ---@field keymaps table<string, string|false> global normal-mode maps; none by default
 ---@field tree { width: integer, position: "right"|"left" }
 ---@field sign_text string        gutter sign of pinned symbols (1-2 cells)
+---@field auto_sign_text string   gutter sign of pins the server leased automatically (1-2 cells)
+---@field reflections { notify: boolean } promotions/demotions as notifications (with :CtxUndo)
 ---@field bar_width integer       cells of the meter's bar
 
 M.defaults = {
@@ -28,6 +30,8 @@ M.defaults = {
   keymaps = {},
   tree = { width = 64, position = "right" },
   sign_text = "📌",
+  auto_sign_text = "📎",
+  reflections = { notify = true },
   bar_width = 5,
 }
 

@@ -22,6 +22,7 @@ local KEYMAPS = {
   preview = { "<cmd>CtxPreview<cr>", "ctx: preview the prompt" },
   budget = { "<cmd>CtxBudget<cr>", "ctx: show the budget" },
   compact = { "<cmd>CtxCompact<cr>", "ctx: compact the conversation" },
+  undo = { "<cmd>CtxUndo<cr>", "ctx: undo the last automatic pin change" },
 }
 
 --- Configure and start the client. Options: see :help ctx_lsp-setup.
@@ -35,7 +36,7 @@ function M.setup(opts)
     if km and type(lhs) == "string" and lhs ~= "" then
       vim.keymap.set("n", lhs, km[1], { desc = km[2], silent = true })
     elseif not km then
-      vim.notify(("ctx-lsp: unknown keymap %q (known: plan, pin, unpin, preview, budget, compact)"):format(name), vim.log.levels.WARN)
+      vim.notify(("ctx-lsp: unknown keymap %q (known: plan, pin, unpin, preview, budget, compact, undo)"):format(name), vim.log.levels.WARN)
     end
   end
   did_setup = true
@@ -49,12 +50,15 @@ function M.highlights()
     CtxMeterError = "DiagnosticError",
     CtxPinSign = "DiagnosticHint",
     CtxPinGrace = "DiagnosticWarn",
+    CtxPinAuto = "DiagnosticInfo",
     CtxTreeSection = "Title",
     CtxTreeIncluded = "DiagnosticOk",
     CtxTreeExcluded = "DiagnosticWarn",
     CtxTreeReason = "Comment",
     CtxTreeStale = "DiagnosticWarn",
     CtxTreePath = "Directory",
+    CtxTreeSuggested = "Comment",
+    CtxTreeAuto = "DiagnosticInfo",
   }
   for group, link in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = link, default = true })
@@ -178,6 +182,25 @@ end
 
 function M.compact(opts)
   require("ctx_lsp.compact").run(opts)
+end
+
+--- :CtxUndo [id]: undo a promotion or demotion (default: the last one notified).
+---@param id? integer
+---@param done? fun(result: table)
+function M.undo(id, done)
+  require("ctx_lsp.reflect").undo_cmd(id, done)
+end
+
+--- :CtxReflections: the session's promotions, renewals, demotions and suggestions.
+---@param done? fun(buf: integer)
+function M.reflections(done)
+  require("ctx_lsp.reflect").open_list(done)
+end
+
+--- The model's open suggestions, as last fetched (the tree's "suggested" group).
+---@return table[]
+function M.suggestions()
+  return require("ctx_lsp.tree").open_suggestions(client().state.suggestions)
 end
 
 M.modes = { "off", "light", "heavy" }

@@ -1,6 +1,7 @@
 ---@brief Pins: :CtxPin / :CtxUnpin at the cursor (the server resolves the symbol), gutter signs
---- on pinned symbols (extmarks in the "ctx_lsp_pins" namespace), kept current from ctx/listPins,
---- and the re-pin-or-drop prompt of ctx/askRepin.
+--- on pinned symbols (extmarks in the "ctx_lsp_pins" namespace; pins the server leased
+--- automatically get their own sign), kept current from ctx/listPins, and the re-pin-or-drop
+--- prompt of ctx/askRepin.
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
@@ -32,9 +33,16 @@ local function buffer_of(pin)
   return nil
 end
 
-local function sign_for(pin)
+--- The sign of a pin: ⏳ in its grace turn, `auto_sign_text` when the server leased it
+--- automatically (createdBy "auto"), else `sign_text`.
+---@param pin table
+---@return string text, string hl_group
+function M.sign_for(pin)
   if pin.status == "grace" then
     return "⏳", "CtxPinGrace"
+  end
+  if pin.createdBy == "auto" then
+    return config.get().auto_sign_text, "CtxPinAuto"
   end
   return config.get().sign_text, "CtxPinSign"
 end
@@ -65,7 +73,7 @@ function M.place(bufnr)
       if line >= count then
         line = count - 1
       end
-      local text, hl = sign_for(pin)
+      local text, hl = M.sign_for(pin)
       pcall(vim.api.nvim_buf_set_extmark, b, M.ns, line, 0, {
         sign_text = text,
         sign_hl_group = hl,
@@ -75,16 +83,20 @@ function M.place(bufnr)
   end
 end
 
---- Fetch ctx/listPins and redraw every buffer's signs.
+--- Fetch ctx/listPins and redraw every buffer's signs (and the tree's pin marks; the reasons
+--- of automatic pins come from ctx/listReflections when they are not known yet).
 ---@param done? fun(pins: table[])
 function M.refresh(done)
   client.request("ctx/listPins", nil, function(pins)
     client.state.pins = type(pins) == "table" and pins or {}
     M.place()
-    pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxPinsChanged", modeline = false })
-    if done then
-      done(client.state.pins)
-    end
+    require("ctx_lsp.reflect").ensure_reasons(client.state.pins, function()
+      require("ctx_lsp.tree").redraw()
+      pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxPinsChanged", modeline = false })
+      if done then
+        done(client.state.pins)
+      end
+    end)
   end, { quiet = true })
 end
 

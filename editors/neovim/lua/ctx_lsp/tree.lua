@@ -1,7 +1,10 @@
 ---@brief The include/exclude tree of a ContextPlan in a side split: one fold per section
---- (excluded items in a nested fold), token counts and reasons as the server gave them.
---- Buffer-local keys: <CR> open the item's code, p pin/unpin, r restore an excluded item,
---- w what-if (what pinning the item would evict), R re-plan, q close.
+--- (excluded items in a nested fold), token counts and reasons as the server gave them, the
+--- plan's task (query cluster), pins the server leased automatically with their reason, and the
+--- model's suggestions, dimmed, in a "suggested" group (nothing there is pinned until you pin it).
+--- Buffer-local keys: <CR> open the item's code, p pin/unpin (a suggestion: pin it), r restore
+--- an excluded item, w what-if (what pinning the item would evict), u undo an automatic pin,
+--- d dismiss a suggestion, R re-plan, q close.
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
@@ -20,7 +23,8 @@ local SECTIONS = { "system", "conversation", "rag" }
 ---@field root? string    workspace root (item paths are relative to it)
 ---@field buf? integer
 ---@field items table<integer, table> line -> item
----@field kinds table<integer, string> line -> "top"|"section"|"excluded"|"item"|"excluded_item"
+---@field kinds table<integer, string> line -> "top"|"section"|"excluded"|"item"|"excluded_item"|"item_note"|"suggested"|"suggestion"
+---@field suggestions table<integer, table> line -> suggestion {item, turn, reason, status}
 
 ---@type ctx_lsp.TreeState?
 M.current = nil
@@ -63,14 +67,46 @@ local function is_stale(item)
   return item.reason == "stale" or (present(item.path) and client.state.stale[item.path] == true)
 end
 
+--- The pins of the session by id (from the last ctx/listPins).
+---@return table<string, table>
+local function pins_by_id()
+  local out = {}
+  for _, pin in ipairs(client.state.pins or {}) do
+    if type(pin) == "table" and pin.id then
+      out[pin.id] = pin
+    end
+  end
+  return out
+end
+
+--- The automatic pin (createdBy "auto") that put an item in the plan, if any.
+---@param item table
+---@param pins? table<string, table>
+---@return table?
+function M.auto_pin_of(item, pins)
+  if not present(item.pinId) then
+    return nil
+  end
+  local pin = (pins or pins_by_id())[item.pinId]
+  if pin and pin.createdBy == "auto" then
+    return pin
+  end
+  return nil
+end
+
+M.AUTO_MARK = "📎auto"
+
 --- One item line: mark, tokens, reason, title, location.
 ---@param item table
 ---@param included boolean
+---@param auto? table the automatic pin behind the item
 ---@return string
-function M.item_line(item, included)
+function M.item_line(item, included, auto)
   local mark = included and "✓" or "✗"
   local reason = item.reason
-  if present(item.pinId) and reason ~= "pinned" then
+  if auto then
+    reason = reason .. " " .. M.AUTO_MARK
+  elseif present(item.pinId) and reason ~= "pinned" then
     reason = reason .. " 📌"
   end
   if is_stale(item) and reason ~= "stale" then
@@ -99,18 +135,52 @@ function M.section_line(s)
   )
 end
 
+--- The line under an automatically pinned item: why the server leased it.
+---@param pin table
+---@return string
+function M.auto_note(pin)
+  local why = require("ctx_lsp.reflect").auto_reason(pin.id)
+  local ttl = present(pin.ttlRemaining) and (" (ttl %d)"):format(pin.ttlRemaining) or ""
+  return ("      ↳ leased automatically%s: %s · u undo"):format(ttl, why and M.one_line(why, 200) or "by the server")
+end
+
+--- The suggested group's line of a suggestion: ☆ (★ when it is pinned already), item, reason.
+---@param s table {item, turn, reason, status}
+---@param pinned boolean
+---@return string
+function M.suggestion_line(s, pinned)
+  return ("  %s %s  %s%s"):format(pinned and "★" or "☆", s.item, pinned and "pinned · " or "", M.one_line(s.reason))
+end
+
+--- The open suggestions (status "open"), in the server's order.
+---@param list? table[]
+---@return table[]
+function M.open_suggestions(list)
+  local out = {}
+  for _, sug in ipairs(list or {}) do
+    if type(sug) == "table" and sug.status == "open" and type(sug.item) == "string" then
+      table.insert(out, sug)
+    end
+  end
+  return out
+end
+
 --- Lines of a plan, and per line its item and kind.
 ---@param plan table
----@return string[] lines, table<integer, table> items, table<integer, string> kinds
-function M.render(plan)
-  local lines, items, kinds = {}, {}, {}
+---@param extra? { suggestions?: table[], pins?: table<string, table> } default: the client's state
+---@return string[] lines, table<integer, table> items, table<integer, string> kinds, table<integer, table> suggestions
+function M.render(plan, extra)
+  extra = extra or {}
+  local pins = extra.pins or pins_by_id()
+  local lines, items, kinds, sugs = {}, {}, {}, {}
   local function add(text, kind, item)
     table.insert(lines, text)
     kinds[#lines] = kind
     items[#lines] = item
   end
   local totals = plan.totals or {}
-  add(("ctx plan %s · %s · mode %s"):format(plan.planId, tostring(plan.model), tostring(plan.mode)), "top")
+  local task = present(plan.clusterId) and (" · task " .. plan.clusterId) or ""
+  add(("ctx plan %s · %s · mode %s%s"):format(plan.planId, tostring(plan.model), tostring(plan.mode), task), "top")
   local percent = (plan.promptBudget or 0) > 0 and 100 * totals.tokens / plan.promptBudget or 0
   add(
     ("%s/%s tok %s %s · %d in · %d out · %s"):format(
@@ -127,7 +197,7 @@ function M.render(plan)
   for _, note in ipairs(plan.notes or {}) do
     add("note: " .. M.one_line(note, 400), "top")
   end
-  add("<CR> open · p pin/unpin · r restore · w what-if · R re-plan · q close", "top")
+  add("<CR> open · p pin/unpin · r restore · w what-if · u undo auto · d dismiss · R re-plan · q close", "top")
 
   local by_section = {}
   for _, name in ipairs(SECTIONS) do
@@ -157,7 +227,11 @@ function M.render(plan)
     add("", "top")
     add(M.section_line(s), "section")
     for _, item in ipairs(by_section[name].included) do
-      add(M.item_line(item, true), "item", item)
+      local auto = M.auto_pin_of(item, pins)
+      add(M.item_line(item, true, auto), "item", item)
+      if auto and item.reason == "pinned" then
+        add(M.auto_note(auto), "item_note", item)
+      end
     end
     local excluded = by_section[name].excluded
     if #excluded > 0 then
@@ -167,11 +241,26 @@ function M.render(plan)
       end
       add(("  ▸ excluded (%d, %s tok)"):format(#excluded, meter.format_tokens(tok)), "excluded")
       for _, item in ipairs(excluded) do
-        add(M.item_line(item, false), "excluded_item", item)
+        add(M.item_line(item, false, M.auto_pin_of(item, pins)), "excluded_item", item)
       end
     end
   end
-  return lines, items, kinds
+  local open = M.open_suggestions(extra.suggestions or client.state.suggestions)
+  if #open > 0 then
+    local pinned_symbols = {}
+    for _, pin in pairs(pins) do
+      if present(pin.symbol) and pin.status ~= "expired" then
+        pinned_symbols[pin.symbol] = true
+      end
+    end
+    add("", "top")
+    add(("▾ suggested  %d open · by the model, not pinned until you pin them (p)"):format(#open), "suggested")
+    for _, sug in ipairs(open) do
+      add(M.suggestion_line(sug, pinned_symbols[sug.item] == true), "suggestion")
+      sugs[#lines] = sug
+    end
+  end
+  return lines, items, kinds, sugs
 end
 
 --- foldexpr: one fold per section, the excluded items of a section in a nested fold.
@@ -183,9 +272,9 @@ function M.foldexpr()
     return "0"
   end
   local kind = st.kinds[lnum]
-  if kind == "section" then
+  if kind == "section" or kind == "suggested" then
     return ">1"
-  elseif kind == "item" then
+  elseif kind == "item" or kind == "item_note" or kind == "suggestion" then
     return "1"
   elseif kind == "excluded" then
     return ">2"
@@ -203,8 +292,16 @@ local function highlight(buf, lines, items, kinds)
   for lnum, text in ipairs(lines) do
     local row = lnum - 1
     local kind = kinds[lnum]
-    if kind == "section" then
+    if kind == "section" or kind == "suggested" then
       hl(row, 0, #text, "CtxTreeSection")
+    elseif kind == "suggestion" then
+      hl(row, 0, #text, "CtxTreeSuggested")
+    elseif kind == "item_note" then
+      hl(row, 0, #text, "CtxTreeReason")
+      local ls, le = text:find("leased automatically", 1, true)
+      if ls then
+        hl(row, ls - 1, le, "CtxTreeAuto")
+      end
     elseif kind == "excluded" or (kind == "top" and text:match("^<CR>")) or text:match("^note:") then
       hl(row, 0, #text, "Comment")
     elseif kind == "top" and lnum == 1 then
@@ -216,6 +313,10 @@ local function highlight(buf, lines, items, kinds)
       local rs, re = text:find(vim.pesc(item.reason), 2 + #"✓" + 8, false)
       if rs then
         hl(row, rs - 1, re, is_stale(item) and "CtxTreeStale" or "CtxTreeReason")
+      end
+      local as, ae = text:find(M.AUTO_MARK, 1, true)
+      if as then
+        hl(row, as - 1, ae, "CtxTreeAuto")
       end
       if is_stale(item) then
         local ss, se = text:find("⚠stale", 1, true)
@@ -286,9 +387,17 @@ end
 function M.show(plan, params, root, opts)
   opts = opts or {}
   local buf = ensure_buf()
-  local lines, items, kinds = M.render(plan)
+  local lines, items, kinds, sugs = M.render(plan)
   local prev = M.current
-  M.current = { plan = plan, params = params, root = root, buf = buf, items = items, kinds = kinds }
+  M.current = {
+    plan = plan,
+    params = params,
+    root = root,
+    buf = buf,
+    items = items,
+    kinds = kinds,
+    suggestions = sugs,
+  }
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -310,25 +419,39 @@ function M.show(plan, params, root, opts)
   end
 end
 
---- Run ctx/planContext and show the result.
+--- Plans asked for, in order: only the answer to the latest one is shown (a re-plan after a
+--- reflection may cross a new question).
+M.seq = 0
+--- The params of the latest plan asked for (re-plans use them).
+M.latest_params = nil
+
+--- Run ctx/planContext and show the result (unless a newer plan was asked for meanwhile;
+--- `done` gets the plan either way). Then the model's suggestions are fetched again.
 ---@param params table
 ---@param done? fun(plan: table)
 ---@param opts? { focus?: boolean, open?: boolean }
 function M.plan(params, done, opts)
   local c = client.get_client()
   local root = c and client.client_root(c) or nil
+  M.seq = M.seq + 1
+  local seq = M.seq
+  M.latest_params = params
   client.request("ctx/planContext", params, function(plan)
-    client.state.plan_id = plan.planId
-    client.state.stale = {} -- a new plan carries the server's own view (reason "stale")
-    M.show(plan, params, root, opts)
+    if seq == M.seq then
+      client.state.plan_id = plan.planId
+      client.state.stale = {} -- a new plan carries the server's own view (reason "stale")
+      M.show(plan, params, root, opts)
+      require("ctx_lsp.reflect").refresh_suggestions()
+    end
     if done then
       done(plan)
     end
   end, { wait_index = true })
 end
 
---- Re-plan with the params of the plan shown (after a pin, unpin, restore, mode change), so the
---- tree and the meter show the plan the user asked for, not the server's default re-plan.
+--- Re-plan with the params of the plan shown (after a pin, unpin, restore, mode change, an
+--- automatic pin), so the tree and the meter show the plan the user asked for, not the
+--- server's default re-plan.
 ---@param done? fun(plan?: table)
 function M.after_change(done)
   local st = M.current
@@ -339,7 +462,7 @@ function M.after_change(done)
     return
   end
   local keep = vim.api.nvim_get_current_win()
-  M.plan(st.params, function(plan)
+  M.plan(M.latest_params or st.params, function(plan)
     if vim.api.nvim_win_is_valid(keep) then
       vim.api.nvim_set_current_win(keep)
     end
@@ -349,8 +472,9 @@ function M.after_change(done)
   end, { open = false })
 end
 
---- Capsule staleness arrived: redraw the marks.
-function M.mark_stale()
+--- Redraw the plan shown (pins, suggestions or staleness changed); never re-plans, never
+--- opens a closed tree.
+function M.redraw()
   local st = M.current
   if st and st.buf and vim.api.nvim_buf_is_valid(st.buf) then
     local keep = vim.api.nvim_get_current_win()
@@ -359,6 +483,11 @@ function M.mark_stale()
       vim.api.nvim_set_current_win(keep)
     end
   end
+end
+
+--- Capsule staleness arrived: redraw the marks.
+function M.mark_stale()
+  M.redraw()
 end
 
 function M.close()
@@ -381,6 +510,15 @@ function M.item_under_cursor()
     return nil
   end
   return st.items[vim.api.nvim_win_get_cursor(0)[1]]
+end
+
+---@return table? suggestion {item, turn, reason, status}
+function M.suggestion_under_cursor()
+  local st = M.current
+  if not st or not st.suggestions then
+    return nil
+  end
+  return st.suggestions[vim.api.nvim_win_get_cursor(0)[1]]
 end
 
 local function included_ids(plan)
@@ -437,9 +575,14 @@ function M.jump()
   end
 end
 
---- p: pin the item's symbol, or unpin it if a pin put it there.
+--- p: pin the item's symbol, or unpin it if a pin put it there; on a suggestion, pin it.
 ---@param done? fun()
 function M.toggle_pin(done)
+  local sug = M.suggestion_under_cursor()
+  if sug then
+    require("ctx_lsp.reflect").pin_suggestion(sug.item, done)
+    return
+  end
   local item = M.item_under_cursor()
   if not item then
     return
@@ -458,6 +601,42 @@ function M.toggle_pin(done)
     pins.refresh()
     M.after_change(done)
   end)
+end
+
+--- u: undo the automatic pin behind the item (the promotion that made it).
+---@param done? fun(result?: table)
+function M.undo_auto(done)
+  local item = M.item_under_cursor()
+  local pin = item and M.auto_pin_of(item)
+  if not pin then
+    client.notify("not an automatic pin: u undoes what the server pinned by itself", levels.INFO)
+    return
+  end
+  local reflect = require("ctx_lsp.reflect")
+  local function go()
+    local r = reflect.promotion_of(pin.id)
+    if not r then
+      client.notify(("no promotion to undo for %s (unpin it with p)"):format(pin.title or pin.id), levels.WARN)
+      return
+    end
+    reflect.undo(r.id, done)
+  end
+  if reflect.promotion_of(pin.id) then
+    go()
+  else
+    reflect.refresh_reflections(go)
+  end
+end
+
+--- d: dismiss the suggestion under the cursor.
+---@param done? fun(result?: table)
+function M.dismiss(done)
+  local sug = M.suggestion_under_cursor()
+  if not sug then
+    client.notify("d dismisses a suggestion (the suggested group)", levels.INFO)
+    return
+  end
+  require("ctx_lsp.reflect").dismiss(sug.item, done)
 end
 
 --- r: restore an excluded item by pinning it (ctx/restoreItem).
@@ -547,7 +726,9 @@ end
 --- committing (p in the window pins it).
 ---@param done? fun(result: table)
 function M.what_if(done)
+  local sug = M.suggestion_under_cursor()
   local item = M.item_under_cursor()
+    or (sug and { id = sug.item, title = sug.item, symbol = sug.item, reason = "suggested" })
   local st = M.current
   if not item or not st then
     return
@@ -659,6 +840,8 @@ function M.set_keymaps(buf)
   map("p", M.toggle_pin, "pin / unpin the item's symbol")
   map("r", M.restore, "restore an excluded item (pin it)")
   map("w", M.what_if, "what-if: what pinning the item would evict")
+  map("u", M.undo_auto, "undo the automatic pin of the item")
+  map("d", M.dismiss, "dismiss the suggestion")
   map("R", M.refresh, "re-plan")
   map("q", M.close, "close the tree")
 end

@@ -28,7 +28,15 @@ export class ContextTree implements vscode.TreeDataProvider<TreeNode>, vscode.Di
 
   rebuild(): void {
     const c = this.controller;
-    this.roots = buildTree({ plan: c.plan, query: c.query, ledger: c.ledger, pins: c.pins, stalePaths: c.stalePaths });
+    this.roots = buildTree({
+      plan: c.plan,
+      query: c.query,
+      ledger: c.ledger,
+      pins: c.pins,
+      stalePaths: c.stalePaths,
+      suggestions: c.suggestions,
+      reflections: c.reflections,
+    });
     this.updateMessage();
     this.emitter.fire(undefined);
   }
@@ -44,7 +52,7 @@ export class ContextTree implements vscode.TreeDataProvider<TreeNode>, vscode.Di
             ? "ctx-lsp is starting…"
             : undefined;
     const plan = this.controller.plan;
-    this.view.description = plan ? `${plan.model} · ${plan.mode}` : undefined;
+    this.view.description = plan ? `${plan.model} · ${plan.mode}${plan.clusterId ? ` · task ${plan.clusterId}` : ""}` : undefined;
   }
 
   getTreeItem(node: TreeNode): vscode.TreeItem {

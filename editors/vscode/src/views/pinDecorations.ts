@@ -1,12 +1,14 @@
 // A gutter pin on the first line of every pinned symbol (ranges from ctx/listPins), in visible
-// editors, refreshed when the pins change (after budgetChanged, pin, unpin).
+// editors, refreshed when the pins change (after budgetChanged, pin, unpin). Pins the server
+// leased automatically (createdBy "auto") get their own icon, and their hover says why.
 import * as vscode from "vscode";
 import type { Controller } from "../controller";
 import type { Pin } from "../protocol.generated";
-import { formatTokens } from "../meter";
+import { pinHover, promotionsByPin } from "../treeModel";
 
 export class PinDecorations implements vscode.Disposable {
   private readonly type: vscode.TextEditorDecorationType;
+  private readonly autoType: vscode.TextEditorDecorationType;
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(
@@ -19,9 +21,16 @@ export class PinDecorations implements vscode.Disposable {
       overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.infoForeground"),
       overviewRulerLane: vscode.OverviewRulerLane.Left,
     });
+    this.autoType = vscode.window.createTextEditorDecorationType({
+      gutterIconPath: vscode.Uri.joinPath(context.extensionUri, "media", "pin-auto.svg"),
+      gutterIconSize: "contain",
+      overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.infoForeground"),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    });
     this.subs.push(
       this.type,
-      controller.onDidChange((c) => (c === "pins" || c === "meter") && this.render()),
+      this.autoType,
+      controller.onDidChange((c) => (c === "pins" || c === "meter" || c === "suggestions") && this.render()),
       vscode.window.onDidChangeVisibleTextEditors(() => this.render()),
     );
     this.render();
@@ -42,21 +51,24 @@ export class PinDecorations implements vscode.Disposable {
 
   render(): void {
     const byFile = new Map<string, vscode.DecorationOptions[]>();
+    const autoByFile = new Map<string, vscode.DecorationOptions[]>();
+    const promotions = promotionsByPin(this.controller.reflections);
     for (const pin of this.controller.pins) {
       if (pin.status !== "active" || !pin.range) continue;
       const file = this.pinFile(pin);
       if (!file) continue;
       const line = pin.range.start.line;
-      const ttl = pin.ttlRemaining === null || pin.ttlRemaining === undefined ? "no ttl" : `ttl ${pin.ttlRemaining}`;
-      const tok = pin.tokens !== null && pin.tokens !== undefined ? ` · ${formatTokens(pin.tokens)} tok` : "";
-      const hover = new vscode.MarkdownString(`📌 **Pinned to context**: ${pin.title}\n\n${pin.kind} · ${ttl}${tok} · \`${pin.id}\``);
-      const list = byFile.get(file) ?? [];
+      const auto = pin.createdBy === "auto";
+      const hover = new vscode.MarkdownString(pinHover(pin, promotions.get(pin.id)?.reason));
+      const target = auto ? autoByFile : byFile;
+      const list = target.get(file) ?? [];
       list.push({ range: new vscode.Range(line, 0, line, 0), hoverMessage: hover });
-      byFile.set(file, list);
+      target.set(file, list);
     }
     for (const editor of vscode.window.visibleTextEditors) {
       if (editor.document.uri.scheme !== "file") continue;
       editor.setDecorations(this.type, byFile.get(editor.document.uri.fsPath) ?? []);
+      editor.setDecorations(this.autoType, autoByFile.get(editor.document.uri.fsPath) ?? []);
     }
   }
 

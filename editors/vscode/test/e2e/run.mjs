@@ -7,7 +7,9 @@
 // Steps (each leaves a screenshot): the meter shows the server's numbers after a plan; the Context
 // view lists included and excluded items with reasons; the prompt preview holds the rendered
 // prompt; pinning from the code lens adds the gutter pin and changes the plan (and the preview
-// follows); a crashed server is restarted with a notification.
+// follows); a scripted session (a test-only command) brings the model's suggestions under
+// "Suggested" and an automatic pin with an Undo notification; a crashed server is restarted with
+// a notification.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -290,7 +292,8 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
         2,
       ),
     );
-    const csEnv = { ...process.env, HOME: run.dir, XDG_CONFIG_HOME: join(run.dir, ".config"), XDG_DATA_HOME: join(run.dir, ".local/share") };
+    // CTX_E2E=1: the extension registers its test-only commands (src/e2eCommands.ts).
+    const csEnv = { ...process.env, CTX_E2E: "1", HOME: run.dir, XDG_CONFIG_HOME: join(run.dir, ".config"), XDG_DATA_HOME: join(run.dir, ".local/share") };
     const common = ["--user-data-dir", join(run.dir, "data"), "--extensions-dir", join(run.dir, "ext")];
     const installed = execFileSync(N24, [CS, ...common, "--install-extension", VSIX], { env: csEnv, encoding: "utf8" });
     assert.match(installed, /successfully installed/, installed);
@@ -487,6 +490,57 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     await waitMeter((t) => t === `ctx ${formatTokens(after.totals.tokens)} / ${formatTokens(after.promptBudget)}`, "the meter of the new plan");
     say(`restored ${target.title}: plan ${after.planId}, ${await meterText()}`);
     await screenshot("restored-from-tree");
+  });
+
+  step("a scripted session: the model's suggestions under Suggested, an automatic pin with Undo", async () => {
+    await runCommand("ctx: Run the Scripted Session (end-to-end test)");
+    // The promotion: an information toast naming the function and the reason, with Undo.
+    const toast = page
+      .locator(".notifications-toasts .notification-toast")
+      .filter({ hasText: /calculate_invoice_total is now leased automatically — promoted: activation/ });
+    await toast.first().waitFor({ timeout: 60000 });
+    say(`notification: ${(await toast.first().innerText()).split("\n").find((l) => /leased automatically/.test(l))}`);
+    await runCommand("ctx: Show Context View");
+    // Suggested: the model's ctx-suggest items, muted (a disabled-colour icon), not pinned by the server.
+    let rows = await waitRows(
+      (rows) => rows.some((r) => r.startsWith("suggested: shop.config.TAX_RATE, suggested by the model in turn ")),
+      "the Suggested row of shop.config.TAX_RATE",
+    );
+    assert.ok(rows.some((r) => /^Suggested: \d+ items? the model named, not pinned$/.test(r)), JSON.stringify(rows));
+    const suggestion = page.locator('.part.sidebar .monaco-list-row[aria-label^="suggested: shop.config.TAX_RATE,"]');
+    const icon = suggestion.locator(".codicon-lightbulb");
+    assert.equal(await icon.count(), 1, "a lightbulb icon");
+    // Muted as excluded items are (both use the theme's disabledForeground); included items are not.
+    const iconColor = (row) => row.first().locator(".custom-view-tree-node-item-icon").evaluate((el) => el.style.color);
+    const sidebarRow = (pattern) => page.locator(".part.sidebar .monaco-list-row").filter({ has: page.locator(`xpath=self::*[contains(@aria-label, "${pattern}")]`) });
+    let colors;
+    await waitFor(async () => {
+      // (the view rebuilds on each refresh: read the three rows of one rendering)
+      colors = {
+        suggestion: await iconColor(suggestion).catch(() => null),
+        excluded: await iconColor(sidebarRow(" tokens, excluded: ")).catch(() => null),
+        included: await iconColor(sidebarRow(" tokens, included: relevant")).catch(() => null),
+      };
+      return colors.suggestion && colors.suggestion === colors.excluded && colors.included !== colors.suggestion;
+    }, `a muted suggestion icon, as excluded items have (last seen: ${JSON.stringify(colors)})`, 10000).catch((err) => {
+      throw new Error(`${err.message}; colours: ${JSON.stringify(colors)}`);
+    });
+    // The automatic pin: its row says so, and the server has it as createdBy auto.
+    const autoRow = (r) => /^function shop\.billing\.invoice\.calculate_invoice_total \(body\), \d+ tokens, included: pinned, leased automatically$/.test(r);
+    rows = await waitRows((rows) => rows.some(autoRow), "the automatic pin's row");
+    await screenshot("suggested-and-automatic-pin");
+    // Undo from the notification: the automatic pin goes.
+    await toast.first().locator(".monaco-button", { hasText: "Undo" }).click();
+    rows = await waitRows((rows) => !rows.some(autoRow) && rows.some((r) => /^plan plan-\S+:/.test(r)), "the automatic pin gone after Undo");
+    const planId = /^plan (plan-\S+):/.exec(rows.find((r) => /^plan plan-\S+:/.test(r)))[1];
+    const after = storedPlan(planId);
+    assert.ok(
+      !after.included.some((i) => i.symbol === "shop.billing.invoice.calculate_invoice_total" && i.reason === "pinned"),
+      `not pinned in ${planId} after the undo`,
+    );
+    assert.ok(rows.some((r) => r.startsWith("suggested: shop.config.TAX_RATE,")), "the suggestion stays until you act on it");
+    say(`undone: plan ${planId} has no automatic pin; Suggested still lists shop.config.TAX_RATE`);
+    await screenshot("automatic-pin-undone");
   });
 
   step("a crashed server is restarted with a notification", async () => {

@@ -1,7 +1,16 @@
 // Loads the captured server answers (see fixtures/README.md) typed as the generated protocol.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BudgetMeter, ContextPlan, LedgerResult, Pin, RenderedPromptResult } from "../../src/protocol.generated";
+import type {
+  BudgetMeter,
+  ContextPlan,
+  LedgerResult,
+  Pin,
+  Reflected,
+  Reflection,
+  RenderedPromptResult,
+  Suggestion,
+} from "../../src/protocol.generated";
 
 // Bundled by esbuild into out/unit/: resolve the JSON next to the sources.
 const dir = join(__dirname, "..", "..", "test", "unit", "fixtures");
@@ -15,3 +24,10 @@ export const ledger = () => load<LedgerResult>("ledger.json");
 export const pin = () => load<Pin>("pin.json");
 export const renderText = () => load<RenderedPromptResult>("render-text.json");
 export const renderOpenai = () => load<RenderedPromptResult>("render-openai.json");
+// The reflection loop (scripts/capture-reflection.py): a session where the server leased
+// calculate_invoice_total automatically, the model suggested two items, then a new task ended it.
+export const reflectionPlan = () => load<ContextPlan>("reflection-plan.json");
+export const reflectionPins = () => load<Pin[]>("reflection-pins.json");
+export const suggestions = () => load<Suggestion[]>("reflection-suggestions.json");
+export const reflections = () => load<Reflection[]>("reflection-reflections.json");
+export const reflected = () => load<Reflected[]>("reflection-reflected.json");

@@ -1,0 +1,67 @@
+"""The benchmark scripts run (on tiny generated workspaces), so CI keeps them working. Nothing
+here is timed: the numbers are for people, on real trees (benchmarks/retrieval/RESULTS.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+
+
+def run(*args: str, timeout: float = 60) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_index_speed_prints_its_table() -> None:
+    out = run(str(BENCH / "index_speed.py"), "--files", "24", "--lines", "100", "--edits", "3", "--plans", "1")
+    for row in (
+        "cold index, 1 process",
+        "cold index, 2-process pool",
+        "symbols / resolved def→ref edges",
+        "restart: reopen + stat revalidation",
+        "restart: fresh process to its first light plan",
+        "single-file re-index, median of 3",
+        "reference graph update after the edits",
+        "light-mode plan (Engine.plan)",
+        "peak RSS",
+        "load average",
+    ):
+        assert f"| {row}" in out, out
+    edges = next(line for line in out.splitlines() if "def→ref edges" in line)
+    assert int(edges.split("/")[-1].strip(" |").replace(",", "")) > 0  # the generated tree has a graph
+
+
+def test_retrieval_harness_on_a_generated_workspace(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from index_speed import generate
+    finally:
+        sys.path.remove(str(BENCH))
+    ws = generate(tmp_path / "ws", 20, 100)
+    tasks = run(str(BENCH / "retrieval" / "tasks.py"), str(ws), "--name", "tiny", "--count", "8")
+    parsed = json.loads(tasks)
+    assert len(parsed) == 8 and all(t["gold_symbols"] and t["gold_ranges"] for t in parsed)
+    task_file = tmp_path / "tasks.json"
+    task_file.write_text(tasks)
+    out = run(
+        str(BENCH / "retrieval" / "harness.py"),
+        "--workspace",
+        f"tiny={ws}",
+        "--ablation",
+        "--processes",
+        "0",
+        str(task_file),
+    )
+    lines = out.splitlines()
+    assert lines[0].startswith("| workspace (tasks) | system | 2k file / symbol | 8k file / symbol | 32k")
+    for system in ("ctx_lsp light", "ctx_lsp heavy", "ctx_lsp light, no graph", "bm25 chunks"):
+        assert any(f"| tiny (8) | {system} |" in line for line in lines), out
+    assert "load average" in out

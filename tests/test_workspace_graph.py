@@ -1,0 +1,204 @@
+"""The reference graph: edges across modules and aliases, re-exports, centrality, incremental
+updates, no ghost edges; the 2-process parse pool; restart without reparsing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.workspace import graph
+from ctx_lsp.workspace import index as index_module
+from ctx_lsp.workspace.index import WorkspaceIndex
+
+SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+
+FILES = {
+    "pkg/__init__.py": '"""A package that re-exports base."""\nfrom .core import base\n',
+    "pkg/core.py": (
+        '"""Core helpers."""\n\n'
+        "def base():\n    return 1\n\n\n"
+        "def helper():\n    return base() + base()\n\n\n"
+        "class Engine:\n"
+        "    def run(self):\n        return helper() + self.step()\n\n"
+        "    def step(self):\n        return 0\n"
+    ),
+    "pkg/api.py": (
+        "from pkg.core import helper as h, Engine\n"
+        "import pkg.core as core_mod\n\n\n"
+        "def entry():\n    return h()\n\n\n"
+        "def other():\n    return core_mod.base()\n\n\n"
+        "def make():\n    return Engine().run()\n"
+    ),
+    "pkg/use.py": "import pkg\n\n\ndef via_reexport():\n    return pkg.base()\n",
+    "pkg/more.py": "from .core import base\n\n\ndef a():\n    return base()\n\n\ndef b():\n    return base()\n",
+}
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel, text in FILES.items():
+        write(root, rel, text)
+    return root
+
+
+@pytest.fixture
+def index(ws: Path):
+    idx = WorkspaceIndex(ws)
+    idx.refresh()
+    yield idx
+    idx.close()
+
+
+def calls(idx: WorkspaceIndex, qualname: str) -> set[str]:
+    return {n for _, n, rel, _ in idx.neighbours([qualname], 50) if rel == "calls"}
+
+
+def callers(idx: WorkspaceIndex, qualname: str) -> set[str]:
+    return {n for _, n, rel, _ in idx.neighbours([qualname], 50) if rel == "called by"}
+
+
+def test_edges_across_modules_aliases_and_reexports(index: WorkspaceIndex) -> None:
+    assert calls(index, "pkg.api.entry") == {"pkg.core.helper"}  # from x import y as z
+    assert calls(index, "pkg.api.other") == {"pkg.core.base"}  # import x.y as z; z.f()
+    assert calls(index, "pkg.use.via_reexport") == {"pkg.core.base"}  # pkg/__init__ re-export
+    assert calls(index, "pkg.api.make") == {"pkg.core.Engine"}  # Engine().run(): the type is not inferred
+    assert calls(index, "pkg.core.Engine.run") == {"pkg.core.helper", "pkg.core.Engine.step"}  # self.step()
+    assert {"pkg.core.helper", "pkg.more.a", "pkg.more.b", "pkg.api.other", "pkg.use.via_reexport"} <= callers(
+        index, "pkg.core.base"
+    )
+    weights = {n: w for _, n, rel, w in index.neighbours(["pkg.core.helper"]) if rel == "calls"}
+    assert weights == {"pkg.core.base": 2}  # two mentions
+    assert index.stats().edges > 0
+
+
+def test_centrality_orders_the_most_referenced_first(index: WorkspaceIndex) -> None:
+    central = index.central_symbols(3)
+    assert central[0] == "pkg.core.base"
+    assert central.index("pkg.core.helper") < len(central)  # base's caller ranks next
+    pct = index.centrality(["pkg.core.base", "pkg.more.a", "pkg.core.helper"])
+    assert pct["pkg.core.base"] == 1.0
+    assert pct["pkg.core.base"] > pct["pkg.core.helper"] > pct.get("pkg.more.a", 0.0)
+
+
+def test_deleted_and_renamed_files_leave_no_edges(index: WorkspaceIndex, ws: Path) -> None:
+    assert "pkg.more.a" in callers(index, "pkg.core.base")
+    (ws / "pkg/more.py").rename(ws / "pkg/extra.py")
+    (ws / "pkg/api.py").unlink()
+    stats = index.refresh()
+    assert stats.graph_seconds > 0 and not index.graph_dirty()
+    found = callers(index, "pkg.core.base")
+    assert "pkg.more.a" not in found and "pkg.extra.a" in found
+    assert "pkg.api.entry" not in callers(index, "pkg.core.helper")
+    rows = index._reader().execute("SELECT count(*) FROM edges WHERE path IN ('pkg/more.py', 'pkg/api.py')")
+    assert rows.fetchone()[0] == 0
+    assert "pkg.more.a" not in index.centrality(["pkg.more.a"])
+
+
+def test_incremental_update_resolves_at_once_and_centrality_later(index: WorkspaceIndex, ws: Path) -> None:
+    assert not index.graph_dirty()
+    # a reference to a name that does not exist yet stays unresolved ...
+    write(ws, "pkg/late.py", "from pkg.core import later\n\n\ndef user():\n    return later()\n")
+    index.update_file("pkg/late.py", None)
+    assert calls(index, "pkg.late.user") == set()
+    # ... until the file defining it changes: resolved without a full graph update
+    source = (ws / "pkg/core.py").read_text() + "\n\ndef later():\n    return base()\n"
+    assert index.update_file("pkg/core.py", source.encode())
+    assert calls(index, "pkg.late.user") == {"pkg.core.later"}
+    assert "pkg.core.later" in callers(index, "pkg.core.base")
+    assert index.graph_dirty()
+    index.update_graph()
+    assert not index.graph_dirty()
+    assert "pkg.core.later" in index.centrality(["pkg.core.later"])
+    # removing a definition unresolves the references to it
+    index.update_file("pkg/core.py", FILES["pkg/core.py"].encode())
+    assert calls(index, "pkg.late.user") == set()
+
+
+def test_syntax_error_keeps_the_last_good_edges(index: WorkspaceIndex) -> None:
+    before = calls(index, "pkg.api.entry")
+    assert not index.update_file("pkg/api.py", b"def entry(:\n")
+    assert calls(index, "pkg.api.entry") == before
+
+
+def test_remove_file_drops_its_edges(index: WorkspaceIndex) -> None:
+    assert index.remove_file("pkg/api.py")
+    assert "pkg.api.entry" not in callers(index, "pkg.core.helper")
+    assert calls(index, "pkg.api.entry") == set()
+
+
+def test_pagerank_and_percentiles() -> None:
+    ranks, iterations = graph.pagerank(3, [(0, 1, 1.0), (1, 2, 1.0), (0, 2, 1.0)])
+    assert abs(sum(ranks) - 1.0) < 1e-9 and iterations < graph.MAX_ITERATIONS
+    assert ranks[2] > ranks[1] > ranks[0]
+    warm, fewer = graph.pagerank(3, [(0, 1, 1.0), (1, 2, 1.0), (0, 2, 1.0)], start=ranks)
+    assert fewer <= 2 and max(abs(a - b) for a, b in zip(warm, ranks, strict=True)) < 1e-6
+    assert graph.pagerank(0, []) == ([], 0)
+    assert graph.percentiles({"a": 0.1, "b": 0.5, "c": 0.5, "d": 0.9}) == {"a": 0.25, "b": 0.5, "c": 0.5, "d": 1.0}
+
+
+def test_resolver_follows_reexports_stars_and_attributes() -> None:
+    kinds = {"p": "module", "p.m": "module", "p.m.f": "function", "p.m.C": "class", "p.m.C.meth": "method"}
+    modules = {"p": "p/__init__.py", "p.m": "p/m.py"}
+    imports = {"p/__init__.py": {"g": "p.m.f"}}
+    stars = {"p/__init__.py": ["p.m"]}
+    r = graph.Resolver(kinds, modules, imports, stars)
+    assert r.resolve("p.g") == "p.m.f"  # re-export under another name
+    assert r.resolve("p.C.meth") == "p.m.C.meth"  # through a star import
+    assert r.resolve("p.m.C.meth.__doc__") == "p.m.C.meth"  # an attribute of a definition
+    assert r.resolve("p.m") is None  # modules are not graph nodes
+    assert r.resolve("os.path.join") is None  # outside the workspace
+    assert r.resolve("p.m.missing") is None
+
+
+def test_pool_and_in_process_parsing_agree(ws: Path, tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, ws / "sample")
+    serial = WorkspaceIndex(ws, db_path=tmp_path / "serial.sqlite3")
+    pooled = WorkspaceIndex(ws, db_path=tmp_path / "pooled.sqlite3")
+    try:
+        s1 = serial.refresh(processes=0)
+        s2 = pooled.refresh(processes=2)
+        assert (s1.processes, s2.processes) == (1, 2)
+        assert (s1.files_indexed, s1.symbols, s1.edges) == (s2.files_indexed, s2.symbols, s2.edges)
+        cols = "qualname, kind, path, start_line, end_line, signature, card, body, card_tokens, body_tokens"
+        q = f"SELECT {cols} FROM symbols ORDER BY path, start_line, qualname"
+        assert serial._reader().execute(q).fetchall() == pooled._reader().execute(q).fetchall()
+        e = "SELECT path, src, target, weight FROM edges ORDER BY 1, 2, 3"
+        assert serial._reader().execute(e).fetchall() == pooled._reader().execute(e).fetchall()
+        assert serial.central_symbols(5) == pooled.central_symbols(5)
+    finally:
+        serial.close()
+        pooled.close()
+
+
+def test_restart_revalidates_by_stat_without_reparsing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    idx = WorkspaceIndex(ws)
+    first = idx.refresh()
+    edges = idx.stats().edges
+    idx.close()
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("a restart on an unchanged workspace must not parse")
+
+    monkeypatch.setattr(index_module, "parse_module", no_parsing)
+    idx = WorkspaceIndex(ws)
+    try:
+        again = idx.refresh()
+        assert again.files_unchanged == first.files_indexed and again.files_indexed == 0
+        assert again.graph_seconds == 0.0  # nothing changed: no graph work either
+        assert idx.stats().edges == edges and idx.central_symbols(1) == ["pkg.core.base"]
+        # a touched but identical file is hashed, not parsed
+        st = (ws / "pkg/core.py").stat()
+        os.utime(ws / "pkg/core.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        assert idx.refresh().files_unchanged == first.files_indexed
+    finally:
+        idx.close()

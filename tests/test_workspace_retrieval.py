@@ -1,0 +1,215 @@
+"""Retrieval: lexical hits plus graph relevance personalised per request, every signal in the
+``why``; touchpoints; modes; the orientation scaffold."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.engine import Engine, Focus, PlanRequest
+from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace.index import WorkspaceIndex
+
+SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+
+# A long function (the card shows its top only) that uses calculate_invoice_total far down.
+REPORTS = (
+    '"""Monthly reports."""\n\n'
+    "from shop.billing.invoice import calculate_invoice_total\n\n\n"
+    "def monthly_report(invoices, month):\n"
+    '    """Summarise a month of invoices into a printable report."""\n'
+    + "".join(f"    step_{i} = len(invoices) + {i}  # bookkeeping\n" for i in range(40))
+    + "    totals = [calculate_invoice_total(inv.lines) for inv in invoices]\n"
+    "    grand = sum(totals)\n" + "".join(f"    pad_{i} = {i}\n" for i in range(20)) + "    return grand\n"
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(SAMPLE, root)
+    (root / "shop" / "reports.py").write_text(REPORTS, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def index(ws: Path):
+    idx = WorkspaceIndex(ws)
+    idx.refresh()
+    yield idx
+    idx.close()
+
+
+def ranked_for(index: WorkspaceIndex, query: str, **kw) -> list[tuple]:
+    return retrieval.rank(index.search(query), query, graph=index, **kw)
+
+
+def test_a_query_naming_a_function_retrieves_it_first(index: WorkspaceIndex) -> None:
+    ranked = ranked_for(index, "why is calculate_invoice_total wrong with a discount?")
+    sym, _, why = ranked[0]
+    assert sym.qualname == "shop.billing.invoice.calculate_invoice_total"
+    assert why.startswith("bm25 ") and "named in the query (×2.0)" in why and "central " in why
+
+
+def test_graph_neighbours_join_with_a_graph_why(index: WorkspaceIndex) -> None:
+    ranked = ranked_for(index, "calculate_invoice_total")
+    by_name = {sym.qualname: (score, why) for sym, score, why in ranked}
+    # not a lexical hit: its text shares no word with the query; it comes from the graph
+    lexical = {h.symbol.qualname for h in index.search("calculate_invoice_total")}
+    assert "shop.billing.discounts.DiscountRule" not in lexical
+    score, why = by_name["shop.billing.discounts.DiscountRule"]
+    assert why.startswith("used by invoice.calculate_invoice_total (graph ") and score > 0
+    # a function it calls: "called by"; a weak lexical hit (its path says "invoice") scores as a
+    # neighbour, not below one
+    round_why = by_name["shop.billing.invoice._round_cents"][1]
+    assert round_why.startswith("bm25 ") and "called by invoice.calculate_invoice_total (graph " in round_why
+    assert "above its lexical score" in round_why
+    # export lists are no seeds: nothing is "used by __all__"
+    assert not any("__all__ (graph" in why for _, why in by_name.values())
+    # a lexical hit that is also a neighbour is boosted, and says by how much
+    assert "calls invoice.calculate_invoice_total (graph ×" in by_name["shop.billing.invoice.Invoice.total"][1]
+    # the caller in another module comes through the graph too
+    assert "calls invoice.calculate_invoice_total" in by_name["shop.reports.monthly_report"][1]
+
+
+def test_seeds_and_focus_personalise_the_graph(index: WorkspaceIndex) -> None:
+    query = "stock levels"
+    plain = {s.qualname for s, _, _ in ranked_for(index, query)}
+    seeded = {s.qualname: why for s, _, why in ranked_for(index, query, seeds=["shop.inventory.Inventory.reserve"])}
+    assert "shop.inventory.OutOfStockError" in seeded
+    assert "used by Inventory.reserve" in seeded["shop.inventory.OutOfStockError"]
+    focused = {s.qualname: why for s, _, why in ranked_for(index, query, focus_path="shop/billing/invoice.py")}
+    assert "shop.config.TAX_RATE" not in plain
+    assert "used by the focused file" in focused["shop.config.TAX_RATE"]
+    opened = {s.qualname: why for s, _, why in ranked_for(index, query, open_files=["shop/billing/invoice.py"])}
+    assert "used by open file shop/billing/invoice.py" in opened["shop.config.TAX_RATE"]
+
+
+def test_rank_without_a_graph_keeps_the_old_behaviour(index: WorkspaceIndex) -> None:
+    query = "calculate_invoice_total"
+    ranked = retrieval.rank(index.search(query), query)
+    assert all("graph" not in why and "central" not in why for _, _, why in ranked)
+    assert ranked[0][0].qualname == "shop.billing.invoice.calculate_invoice_total"
+
+
+def test_touchpoints_show_where_the_query_touches_a_long_body(index: WorkspaceIndex) -> None:
+    query = "where is calculate_invoice_total used in the monthly report?"
+    ranked = ranked_for(index, query)
+    count = counter_for("cl100k_base").count
+    points = retrieval.touchpoints(ranked, query, count, 1.0)
+    point = next(p for p in points if p.detail == "excerpt of shop.reports.monthly_report")
+    assert point.kind == retrieval.TOUCHPOINT and point.section == "rag" and point.path == "shop/reports.py"
+    lines = point.text.splitlines()
+    assert lines[0].startswith("# shop/reports.py:") and "calculate_invoice_total" in lines[0]
+    assert len(lines) - 1 <= retrieval.TOUCHPOINT_LINES
+    assert any("totals = [calculate_invoice_total(" in line for line in lines)
+    assert point.range is not None and point.range.end.line - point.range.start.line + 1 == len(lines) - 1
+    assert "touchpoint: mentions calculate_invoice_total" in (point.why or "")
+    assert point.tokens >= count(point.text)
+    # the window lies past the signature and docstring (the card shows those)
+    assert point.range.start.line > 6
+
+
+def test_modes_change_what_is_retrieved(ws: Path) -> None:
+    engine = Engine(ws)
+    engine.refresh_index()
+    query = "calculate_invoice_total in the monthly report"
+    try:
+        kinds = {}
+        for mode in ("off", "light", "heavy"):
+            outcome = engine.plan(PlanRequest(query=query, mode=mode, rag_budget=20_000))
+            kinds[mode] = {c.kind for c in outcome.inputs.candidates}
+        assert kinds["off"] == set()
+        assert kinds["light"] == {"symbol_card", retrieval.TOUCHPOINT}
+        assert "symbol_body" in kinds["heavy"] and retrieval.TOUCHPOINT not in kinds["heavy"]
+    finally:
+        engine.close()
+
+
+def test_engine_passes_focus_and_pins_as_graph_seeds(ws: Path) -> None:
+    engine = Engine(ws)
+    engine.refresh_index()
+    lines = (ws / "shop/inventory.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(lines) if "def reserve" in text)
+    try:
+        outcome = engine.plan(
+            PlanRequest(query="stock levels", focus=Focus("shop/inventory.py", line + 1), rag_budget=20_000)
+        )
+        whys = {c.symbol: c.why or "" for c in outcome.inputs.candidates}
+        assert "used by Inventory.reserve" in whys["shop.inventory.OutOfStockError"]
+        pinned = engine.plan(
+            PlanRequest(query="stock levels", pins=["shop.billing.invoice.tax_for"], rag_budget=20_000)
+        )
+        whys = {c.symbol: c.why or "" for c in pinned.inputs.candidates}
+        assert any("used by invoice.tax_for" in w or "called by invoice.tax_for" in w for w in whys.values())
+    finally:
+        engine.close()
+
+
+def test_scaffold_names_central_symbols_and_how_to_navigate(ws: Path) -> None:
+    engine = Engine(ws)
+    engine.refresh_index()
+    try:
+        outcome = engine.plan(PlanRequest(query="anything about invoices"))
+        scaffold = next(i for i in outcome.inputs.scaffold if i.kind == "scaffold")
+        central = engine.index.central_symbols(3)
+        assert central and f"Most central symbols (most referenced, directly and indirectly): {central[0]}" in (
+            scaffold.text
+        )
+        note = next(line for line in scaffold.text.splitlines() if line.startswith("How to navigate: "))
+        assert "Most code is under shop/." in note and "qualified name is the module path" in note
+    finally:
+        engine.close()
+
+
+def test_layout_note_finds_tests_folders() -> None:
+    modules = [("src/app/", 40), ("src/app/tests/", 12), ("tools.py", 3)]
+    note = retrieval.layout_note(modules, ["app.core.Thing"])
+    assert note.startswith("Most code is under src/, tools.py.")
+    assert "Tests live in tests/ folders next to the code they test." in note
+    assert "app.core.Thing is Thing in app/core.py" in note
+    assert "Tests live under tests/." in retrieval.layout_note([("pkg/", 5), ("tests/", 4)], [])
+
+
+def test_plain_words_are_weaker_names_than_code(index: WorkspaceIndex) -> None:
+    assert retrieval.code_words("why does `total` differ from calculate_invoice_total() and Invoice.add?") == {
+        "total",
+        "calculate_invoice_total",
+        "invoice.add",
+    }
+    assert retrieval.code_words("fetchRemoteStockLevels is slow") == {"fetchremotestocklevels"}
+    plain = {s.qualname: why for s, _, why in ranked_for(index, "what is the total of an invoice?")}
+    assert "named in the query (×1.3)" in plain["shop.billing.invoice.Invoice.total"]
+    code = {s.qualname: why for s, _, why in ranked_for(index, "what is `total` of an invoice?")}
+    assert "named in the query (×2.0)" in code["shop.billing.invoice.Invoice.total"]
+
+
+def test_hits_matching_few_query_terms_say_so(index: WorkspaceIndex) -> None:
+    ranked = ranked_for(index, "reserve stock for an order of products")
+    found = [re.search(r"matches (\d+) of (\d+) terms \(×([\d.]+)\)", why) for _, _, why in ranked]
+    partial = [m for m in found if m]
+    assert partial
+    for m in partial:
+        covered, total, factor = int(m[1]), int(m[2]), float(m[3])
+        assert covered < total and factor == round(0.5 + 0.5 * covered / total, 2)
+
+
+def test_heavy_mode_falls_back_to_the_card_of_a_long_body(ws: Path) -> None:
+    engine = Engine(ws)
+    engine.refresh_index()
+    try:
+        query = "monthly_report"
+        outcome = engine.plan(PlanRequest(query=query, mode="heavy", rag_budget=300))
+        forms = {(c.kind, c.symbol) for c in outcome.inputs.candidates if c.symbol == "shop.reports.monthly_report"}
+        assert forms == {("symbol_body", "shop.reports.monthly_report"), ("symbol_card", "shop.reports.monthly_report")}
+        included = [i for i in outcome.result.plan.included if i.symbol == "shop.reports.monthly_report"]
+        assert [i.kind for i in included] == ["symbol_card"]  # the body (≈600 tokens) does not fit 300
+        roomy = engine.plan(PlanRequest(query=query, mode="heavy", rag_budget=5000))
+        included = [i for i in roomy.result.plan.included if i.symbol == "shop.reports.monthly_report"]
+        assert [i.kind for i in included] == ["symbol_body"]  # and the card is a duplicate then
+    finally:
+        engine.close()
