@@ -11,13 +11,13 @@ precomputed at index time). Every signal and its weight is written into the item
 from __future__ import annotations
 
 import bisect
-import hashlib
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from ctx_lsp.core.ids import short_hash
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Mode, Range
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.index import query_terms
@@ -101,10 +101,6 @@ class GraphView(Protocol):
     def get_many(self, qualnames: Iterable[str]) -> dict[str, SymbolRow]: ...
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
-
-
 def symbol_range(sym: SymbolRow) -> Range:
     return Range.lines(sym.start_line, sym.end_line, sym.end_col)
 
@@ -115,7 +111,7 @@ def body_text(sym: SymbolRow) -> str:
 
 def card_item(sym: SymbolRow, calibration: float, *, score: float | None = None, why: str | None = None) -> Item:
     return Item(
-        id=f"card:{sym.qualname}@{_short_hash(sym.card)}",
+        id=f"card:{sym.qualname}@{short_hash(sym.card)}",
         section="rag",
         kind=SYMBOL_CARD,
         title=f"{sym.kind} {sym.qualname}",
@@ -138,7 +134,7 @@ def body_item(
     why: str | None = None,
 ) -> Item:
     return Item(
-        id=f"body:{sym.qualname}@{_short_hash(sym.body)}",
+        id=f"body:{sym.qualname}@{short_hash(sym.body)}",
         section=section,  # type: ignore[arg-type]
         kind=SYMBOL_BODY,
         title=f"{sym.kind} {sym.qualname} (body)",
@@ -470,7 +466,7 @@ def touchpoints(
         text = f"# {sym.path}:{a + 1}-{b + 1} · excerpt of {sym.qualname} (mentions {shown})\n" + "\n".join(lines)
         out.append(
             Item(
-                id=f"touch:{sym.qualname}:{a + 1}@{_short_hash(text)}",
+                id=f"touch:{sym.qualname}:{a + 1}@{short_hash(text)}",
                 section="rag",
                 kind=TOUCHPOINT,
                 title=f"touchpoint {sym.qualname}:{a + 1}-{b + 1}",
@@ -576,7 +572,7 @@ def scaffold_item(modules: list[tuple[str, int]], central: list[str], root_name:
     lines.append("How to navigate: " + layout_note(modules, central))
     text = "\n".join(lines)
     return Item(
-        id=f"scaffold:{_short_hash(text)}",
+        id=f"scaffold:{short_hash(text)}",
         section="system",
         kind=SCAFFOLD,
         title="workspace scaffold (module tree)",
