@@ -245,7 +245,8 @@ def _cmd_models(_: argparse.Namespace) -> int:
 
 
 def _session_engine(workspace: Path):
-    from ctx_lsp.engine import Engine, SessionEngine
+    from ctx_lsp.engine import Engine
+    from ctx_lsp.sessions import SessionEngine
 
     return SessionEngine(Engine(workspace))
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ctx_lsp.engine import Engine, PinIntent, SessionEngine
+from ctx_lsp.engine import Engine
+from ctx_lsp.sessions import PinIntent, SessionEngine
 from ctx_lsp.workspace import resolve
 from ctx_lsp.workspace.resolve import is_attribute, resolve_at, utf16_to_codepoint
 

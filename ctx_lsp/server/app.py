@@ -26,9 +26,10 @@ from ctx_lsp.core.conversation import ConversationError, parse_messages
 from ctx_lsp.core.items import ContextOverflow, Message, Position, Range
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.planner import InvalidBudget
-from ctx_lsp.engine import Engine, Focus, NotFound, PinIntent, SessionEngine, SessionPlanRequest, UserError
+from ctx_lsp.engine import Engine, Focus, UserError
 from ctx_lsp.memory.store import PinRecord, StoreError
 from ctx_lsp.server import protocol as P
+from ctx_lsp.sessions import NotFound, PinIntent, SessionEngine, SessionPlanRequest
 from ctx_lsp.workspace import watch
 from ctx_lsp.workspace.parse import parse_module
 
