@@ -199,25 +199,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _record(engine, outcome, query: str) -> None:
     """Keep the plan (and its inputs) in the workspace store, so `ctx-lsp replay` can rebuild it."""
-    from ctx_lsp.memory.store import MemoryStore, encode_inputs
+    from ctx_lsp.memory.store import MemoryStore
 
     store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
     try:
         store.ensure_session(CLI_SESSION)
-        plan = outcome.result.plan
-        store.save_plan(
-            CLI_SESSION,
-            "main",
-            0,
-            plan.plan_id,
-            query,
-            encode_inputs(outcome.inputs),
-            msgspec.json.encode(plan),
-            plan.retrieval_set_id,
-            plan.totals.tokens,
-            plan.prompt_budget,
-            outcome.timings_ms,
-        )
+        store.save_plan(CLI_SESSION, "main", 0, query, outcome.inputs, outcome.result.plan, outcome.timings_ms)
     finally:
         store.close()
 

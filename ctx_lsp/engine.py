@@ -12,7 +12,6 @@ from pathlib import Path, PurePosixPath
 
 import msgspec
 
-from ctx_lsp import __version__
 from ctx_lsp.config import CtxConfig, load_workspace_config
 from ctx_lsp.core.conversation import build_turns
 from ctx_lsp.core.ids import content_id
@@ -161,6 +160,42 @@ class Engine:
         estimator = EstimatorInfo(encoding=counter.encoding, exact=exact, calibration=calibration)
         return ResolvedModel(spec=spec, known=known, estimator=estimator, counter=counter)
 
+    def budget(
+        self,
+        model: ResolvedModel,
+        *,
+        context_length: int | None = None,
+        max_completion_tokens: int | None = None,
+        safety_buffer: int | None = None,
+        rag_budget: int | None = None,
+    ) -> BudgetSpec:
+        """The budget of a request: its own numbers, else the configuration's, else the model's
+        (the reply reserve defaults to the smaller of the model's max output and the configured
+        default). Every budget — plans, the meter, the compaction threshold — comes from here."""
+        config = self.config
+        context_length = context_length or model.spec.context_length
+        max_completion = (
+            max_completion_tokens
+            or config.max_completion_tokens
+            or min(model.spec.max_output, config.default_max_completion_tokens)
+        )
+        safety = config.safety_buffer if safety_buffer is None else safety_buffer
+        for label, value in (("context length", context_length), ("max completion tokens", max_completion)):
+            if value <= 0:
+                raise UserError(f"{label} must be positive, got {value}")
+        if safety < 0:
+            raise UserError(f"safety buffer must be zero or positive, got {safety}")
+        if rag_budget is not None and rag_budget < 0:
+            raise UserError(f"rag budget must be zero or positive, got {rag_budget}")
+        shares = config.shares
+        return BudgetSpec(
+            context_length=context_length,
+            max_completion_tokens=max_completion,
+            safety_buffer=safety,
+            shares=Shares(shares.system, shares.conversation, shares.rag),
+            rag_budget=rag_budget,
+        )
+
     # ---- planning --------------------------------------------------------------------------
 
     def build_inputs(
@@ -180,29 +215,14 @@ class Engine:
                 f"token counts are estimates: {model.estimator.encoding} × {cal} stands in for "
                 f"{model.spec.name}'s own tokenizer"
             )
-        context_length = req.context_length or model.spec.context_length
-        max_completion = (
-            req.max_completion_tokens
-            or self.config.max_completion_tokens
-            or min(model.spec.max_output, self.config.default_max_completion_tokens)
-        )
-        safety = self.config.safety_buffer if req.safety_buffer is None else req.safety_buffer
-        for label, value in (("context length", context_length), ("max completion tokens", max_completion)):
-            if value <= 0:
-                raise UserError(f"{label} must be positive, got {value}")
-        if safety < 0:
-            raise UserError(f"safety buffer must be zero or positive, got {safety}")
-        if req.rag_budget is not None and req.rag_budget < 0:
-            raise UserError(f"rag budget must be zero or positive, got {req.rag_budget}")
-        mode: Mode = req.mode or self.config.mode
-        shares = self.config.shares
-        budget = BudgetSpec(
-            context_length=context_length,
-            max_completion_tokens=max_completion,
-            safety_buffer=safety,
-            shares=Shares(shares.system, shares.conversation, shares.rag),
+        budget = self.budget(
+            model,
+            context_length=req.context_length,
+            max_completion_tokens=req.max_completion_tokens,
+            safety_buffer=req.safety_buffer,
             rag_budget=req.rag_budget,
         )
+        mode: Mode = req.mode or self.config.mode
 
         counter = model.counter
         system_text = req.system_prompt or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
@@ -353,7 +373,3 @@ class Engine:
         item = msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))
         self._scaffold_cache = (key, item)
         return item
-
-
-def version_string() -> str:
-    return f"ctx-lsp {__version__}"

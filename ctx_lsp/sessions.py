@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+import uuid
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.conversation import group_turns
+from ctx_lsp.core.conversation import group_turns, parse_messages
 from ctx_lsp.core.items import (
     CAPSULE,
     Item,
@@ -49,7 +50,6 @@ from ctx_lsp.memory.store import (
     StoreError,
     UsageStats,
     decode_inputs,
-    encode_inputs,
 )
 from ctx_lsp.workspace import resolve, retrieval
 
@@ -240,6 +240,16 @@ class SessionEngine:
 
     # ---- conversation ----------------------------------------------------------------------
 
+    def append_raw(self, session: str, branch: str | None, raw: list[dict[str, Any]]) -> list[StoredMessage]:
+        """Append chat messages as clients send them (OpenAI's or our camelCase spelling). A
+        message without an id gets a fresh one: ids derived from content would collide when the
+        same text ("ok") is sent twice."""
+        messages = [
+            m if r.get("id") is not None else msgspec.structs.replace(m, id=f"m-{uuid.uuid4().hex[:12]}")
+            for m, r in zip(parse_messages(raw), raw, strict=True)
+        ]
+        return self.append(session, branch, messages)
+
     def append(self, session: str, branch: str | None, messages: list[Message]) -> list[StoredMessage]:
         self.open_session(session)
         try:
@@ -339,21 +349,8 @@ class SessionEngine:
         if not req.dry_run:
             self._remember(outcome)
             self.store.save_plan(
-                req.session,
-                record.branch,
-                record.turn,
-                result.plan.plan_id,
-                req.query,
-                encode_inputs(inputs),
-                msgspec.json.encode(result.plan),
-                inputs.retrieval_set_id,
-                result.plan.totals.tokens,
-                result.plan.prompt_budget,
-                timings,
-                _options_of(req),
+                req.session, record.branch, record.turn, req.query, inputs, result.plan, timings, _options_of(req)
             )
-            if cluster_id is not None:
-                self.store.set_plan_cluster(result.plan.plan_id, req.session, cluster_id)
             if model_name and model_name != record.model:
                 self.store.set_model(req.session, model_name)
         return outcome
@@ -531,15 +528,13 @@ class SessionEngine:
 
     def _conversation_budget(self, model: ResolvedModel, req: SessionPlanRequest | None = None) -> int:
         """The conversation section's share of the prompt budget this request would have."""
-        spec, config = model.spec, self.engine.config
-        context_length = (req and req.context_length) or spec.context_length
-        max_completion = (
-            (req and req.max_completion_tokens)
-            or config.max_completion_tokens
-            or min(spec.max_output, config.default_max_completion_tokens)
+        budget = self.engine.budget(
+            model,
+            context_length=req.context_length if req else None,
+            max_completion_tokens=req.max_completion_tokens if req else None,
+            safety_buffer=req.safety_buffer if req else None,
         )
-        safety = req.safety_buffer if req is not None and req.safety_buffer is not None else config.safety_buffer
-        return max(0, int((context_length - max_completion - safety) * config.shares.conversation))
+        return max(0, int(budget.prompt_budget * budget.shares.conversation))
 
     def _maybe_compact(self, record: SessionRecord, model: ResolvedModel, req: SessionPlanRequest) -> None:
         """Threshold compaction: when the active conversation reaches the threshold share of the
@@ -863,28 +858,18 @@ class SessionEngine:
             p = self.outcome(session, plan_id).result.plan
             used, budget, context_length = p.totals.tokens, p.prompt_budget, p.context_length
             sections = [{"name": s.name, "budget": s.budget, "used": s.used, "count": s.count} for s in p.sections]
-            est = p.estimator
-            estimator = {
-                "encoding": est.encoding,
-                "exact": est.exact,
-                "calibration": est.calibration,
-                "spread": stats.spread,
-                "reports": stats.reports,
-            }
-            model_name = p.model
-        else:
-            context_length = model.spec.context_length
-            max_completion = min(model.spec.max_output, self.engine.config.default_max_completion_tokens)
-            budget = context_length - max_completion - self.engine.config.safety_buffer
-            used, sections, model_name = 0, [], model.spec.name
-            est = model.estimator
-            estimator = {
-                "encoding": est.encoding,
-                "exact": est.exact,
-                "calibration": est.calibration,
-                "spread": stats.spread,
-                "reports": stats.reports,
-            }
+            est, model_name = p.estimator, p.model
+        else:  # no plan yet: the budget a plan would have
+            spec = self.engine.budget(model)
+            used, budget, context_length = 0, spec.prompt_budget, spec.context_length
+            sections, est, model_name = [], model.estimator, model.spec.name
+        estimator = {
+            "encoding": est.encoding,
+            "exact": est.exact,
+            "calibration": est.calibration,
+            "spread": stats.spread,
+            "reports": stats.reports,
+        }
         return {
             "session": session,
             "model": model_name,

@@ -15,7 +15,6 @@ import math
 import os
 import tempfile
 import threading
-from dataclasses import dataclass
 from functools import lru_cache
 
 import tiktoken
@@ -62,17 +61,6 @@ def _load(encoding: str, allow_download: bool) -> tiktoken.Encoding | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Estimator:
-    """How tokens are counted for one model: which encoding, whether it is the model's own, and
-    the calibration factor that scales raw counts to the model's (conservatively)."""
-
-    encoding: str
-    exact: bool
-    calibration: float = 1.0
-    requested_encoding: str = FALLBACK_ENCODING
-
-
 class TokenCounter:
     """Counts tokens of text with one tiktoken encoding; thread-safe; cached by content digest."""
 
@@ -102,9 +90,6 @@ class TokenCounter:
                 self._cache.clear()
             self._cache[key] = n
         return n
-
-    def count_many(self, texts: list[str]) -> list[int]:
-        return [self.count(t) for t in texts]
 
     def encode(self, text: str) -> list[int]:
         return self._enc.encode_ordinary(text)

@@ -27,7 +27,7 @@ _TICKED = re.compile(r"`([A-Za-z_][\w.]*(?:\(\))?)`")
 _DECISION = re.compile(
     r"\b(decided|decide|we will|i will|i'll|we'll|going to|chose|choose|instead of|the plan is|let's|we should)\b", re.I
 )
-_FAILURE = re.compile(r"\b(error|failed|fails|failure|traceback|exception|did not work|doesn't work|broke)\b", re.I)
+FAILURE = re.compile(r"\b(error|failed|fails|failure|traceback|exception|did not work|doesn't work|broke)\b", re.I)
 _OPEN = re.compile(r"\b(todo|fixme|next step|still need|open question|remaining|not yet|follow[- ]up)\b", re.I)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 
@@ -97,13 +97,13 @@ def extract_digest(messages: Sequence[Message], previous: Digest | None = None) 
             name = call.name if call else (m.name or "tool")
             args = _line(call.arguments, 80) if call else ""
             first = next((ln for ln in m.content.splitlines() if ln.strip()), "")
-            failed = bool(_FAILURE.search(m.content[:2000]))
+            failed = bool(FAILURE.search(m.content[:2000]))
             outcome = ("failed: " if failed else "") + _line(first, 100)
             tools.append(f"{name}({args}) → {outcome} ({len(m.content):,} chars)")
             if failed:
                 failures.append(f"{name}: {_line(first, 160)}")
-        elif _FAILURE.search(m.content) and m.role == "assistant":
-            failures += [_line(s, 160) for s in _SENTENCE.findall(m.content) if _FAILURE.search(s)][:2]
+        elif FAILURE.search(m.content) and m.role == "assistant":
+            failures += [_line(s, 160) for s in _SENTENCE.findall(m.content) if FAILURE.search(s)][:2]
     if users:
         last = users[-1].content
         open_items += [_line(s) for s in _SENTENCE.findall(last) if s.strip().endswith("?")][:3]

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.items import Message, Mode, PinKind, PinPolicy, PlanInput, ToolCall
+from ctx_lsp.core.items import ContextPlan, Message, Mode, PinKind, PinPolicy, PlanInput, ToolCall
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions(
@@ -242,9 +242,6 @@ class MemoryStore:
             if threshold is not None:
                 conn.execute("UPDATE sessions SET compaction_threshold = ? WHERE id = ?", (threshold, session))
 
-    def session_ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT id FROM sessions ORDER BY created")]
-
     def set_mode(self, session: str, mode: Mode) -> None:
         with self.write() as conn:
             conn.execute("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session))
@@ -252,14 +249,6 @@ class MemoryStore:
     def set_model(self, session: str, model: str) -> None:
         with self.write() as conn:
             conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session))
-
-    def branches(self, session: str) -> list[dict[str, Any]]:
-        rows = self._read(
-            "SELECT name, head, forked_from, created FROM branches WHERE session = ? ORDER BY created",
-            (session,),
-        )
-        active = self.session(session).branch
-        return [{"name": n, "head": h, "forkedFrom": f, "active": n == active} for n, h, f, _ in rows]
 
     def _head(self, conn: sqlite3.Connection, session: str, branch: str) -> str | None:
         row = conn.execute("SELECT head FROM branches WHERE session = ? AND name = ?", (session, branch)).fetchone()
@@ -297,11 +286,6 @@ class MemoryStore:
             )
             conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
         return {"name": name, "head": from_message, "forkedFrom": from_message, "active": True}
-
-    def switch_branch(self, session: str, name: str) -> None:
-        with self.write() as conn:
-            self._head(conn, session, name)
-            conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
 
     # ---- messages --------------------------------------------------------------------------
 
@@ -375,9 +359,6 @@ class MemoryStore:
                 (head, session, session),
             ).fetchall()
         return [_stored(r) for r in rows]
-
-    def message_count(self, session: str) -> int:
-        return self._read("SELECT COUNT(*) FROM messages WHERE session = ?", (session,))[0][0]
 
     # ---- pins ------------------------------------------------------------------------------
 
@@ -501,37 +482,35 @@ class MemoryStore:
         session: str,
         branch: str,
         turn: int,
-        plan_id: str,
         query: str,
-        inputs: bytes,
-        plan: bytes,
-        retrieval_set_id: str | None,
-        tokens: int,
-        prompt_budget: int,
+        inputs: PlanInput,
+        plan: ContextPlan,
         timings: dict[str, float],
         options: dict[str, Any] | None = None,
     ) -> None:
-        """``options`` are the request's parameters besides the query (model, budgets, focus…),
-        so that a re-plan after a pin or a new message asks the same question the same way."""
+        """Keep a plan with the inputs that rebuild it (for replay and telemetry). ``options`` are
+        the request's parameters besides the query (model, budgets, focus…), so that a re-plan
+        after a pin or a new message asks the same question the same way."""
         with self.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO plans(id, session, branch, turn, created, query, inputs, plan, "
-                "retrieval_set_id, tokens, prompt_budget, timings, options) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "retrieval_set_id, tokens, prompt_budget, timings, options, cluster) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    plan_id,
+                    plan.plan_id,
                     session,
                     branch,
                     turn,
                     time.time(),
                     query,
-                    inputs,
-                    plan,
-                    retrieval_set_id,
-                    tokens,
-                    prompt_budget,
+                    encode_inputs(inputs),
+                    msgspec.json.encode(plan),
+                    plan.retrieval_set_id,
+                    plan.totals.tokens,
+                    plan.prompt_budget,
                     msgspec.json.encode(timings).decode(),
                     msgspec.json.encode(options or {}).decode(),
+                    plan.cluster_id,
                 ),
             )
 
@@ -835,10 +814,6 @@ class MemoryStore:
             "AND lease_scope = 'task' AND cluster IS NOT NULL AND cluster != ?",
             (session, branch, cluster),
         )
-
-    def set_plan_cluster(self, plan_id: str, session: str, cluster: str) -> None:
-        with self.write() as conn:
-            conn.execute("UPDATE plans SET cluster = ? WHERE id = ? AND session = ?", (cluster, plan_id, session))
 
     def turn_messages(self, session: str, turn: int) -> list[StoredMessage]:
         rows = self._read(

@@ -7,12 +7,12 @@ per usage report are written by the engine as it works; this module only summari
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from dataclasses import dataclass
 
 import msgspec
 
+from ctx_lsp.memory.compaction import FAILURE
 from ctx_lsp.memory.store import MemoryStore
 
 
@@ -89,9 +89,6 @@ def plan_stats(store: MemoryStore, session: str | None = None, limit: int = 10_0
     )
 
 
-_FAILED = re.compile(r"\b(error|failed|traceback|exception)\b", re.I)
-
-
 @dataclass(frozen=True, slots=True)
 class TurnFeedback:
     """What we showed the model in one turn next to what happened."""
@@ -130,7 +127,7 @@ def session_feedback(store: MemoryStore, session: str) -> list[TurnFeedback]:
         names = {c["id"]: c["name"] for m in messages for c in (m.tool_calls or [])}
         tools = [
             f"{names.get(m.tool_call_id or '', m.name or 'tool')}: {len(m.content):,} chars, "
-            + ("failed" if _FAILED.search(m.content[:2000]) else "ok")
+            + ("failed" if FAILURE.search(m.content[:2000]) else "ok")
             for m in messages
             if m.role == "tool"
         ]

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
-import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 from pygls.lsp.server import LanguageServer
@@ -22,8 +21,8 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from ctx_lsp import __version__
 from ctx_lsp.config import load_workspace_config, validate
-from ctx_lsp.core.conversation import ConversationError, parse_messages
-from ctx_lsp.core.items import ContextOverflow, Message, Position, Range
+from ctx_lsp.core.conversation import ConversationError
+from ctx_lsp.core.items import ContextOverflow, Position, Range
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, Focus, UserError
@@ -643,25 +642,11 @@ async def append_messages(ls: CtxServer, params: Any) -> dict[str, Any]:
     p = decode(params, P.AppendMessagesParams)
     session = ls.session_of(p.session)
     raw = [{k: v for k, v in P.encode(m).items() if v is not None} for m in p.messages]
-    for m in raw:  # our wire names are camelCase; the parser also reads OpenAI's snake_case
-        if "toolCalls" in m:
-            m["tool_calls"] = m.pop("toolCalls")
-        if "toolCallId" in m:
-            m["tool_call_id"] = m.pop("toolCallId")
-    try:
-        messages: list[Message] = parse_messages(raw)
-    except ConversationError as err:
-        raise JsonRpcInvalidParams(str(err)) from None
-    messages = [m if r.get("id") is not None else _fresh_id(m) for m, r in zip(messages, raw, strict=True)]
-    await ls.run(ls.core.append, session, p.branch, messages)
+    stored = await ls.run(ls.core.append_raw, session, p.branch, raw)
     _replan_soon(ls, session)
     count = len(await ls.run(ls.core.messages, session, p.branch))
     meter = await ls.run(ls.core.meter, session)
-    return {"appended": len(messages), "messages": count, "budget": meter}
-
-
-def _fresh_id(m: Message) -> Message:
-    return msgspec.structs.replace(m, id=f"m-{uuid.uuid4().hex[:12]}")
+    return {"appended": len(stored), "messages": count, "budget": meter}
 
 
 @server.feature("ctx/reportUsage")

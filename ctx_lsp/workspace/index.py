@@ -1402,8 +1402,3 @@ _KEY_SELECT = (
     "SELECT qualname, kind, start_line, end_line, start_col, end_col, signature, docstring, parent, "
     "card, decorators, body FROM symbols WHERE path = ? ORDER BY id"
 )
-
-
-def default_db_path(root: Path) -> Path:
-    """Where a workspace's index lives unless told otherwise."""
-    return Path(root) / ".ctx" / "index.sqlite3"
