@@ -25,6 +25,7 @@ from ctx_lsp.core.conversation import ConversationError, parse_messages
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import UserError
+from ctx_lsp.memory.store import MemoryUnavailable
 
 EXIT_USER_ERROR = 2
 EXIT_OVERFLOW = 3
@@ -166,6 +167,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             stats = engine.refresh_index()
             for err in stats.errors[:5]:
                 print(f"ctx-lsp: skipped {err}", file=sys.stderr)
+        recovered = engine.index.take_recovered()
+        if recovered:
+            print(f"ctx-lsp: {recovered}", file=sys.stderr)
         outcome = engine.plan(
             PlanRequest(
                 query=query or "",
@@ -199,9 +203,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _record(engine, outcome, query: str) -> None:
     """Keep the plan (and its inputs) in the workspace store, so `ctx-lsp replay` can rebuild it."""
-    from ctx_lsp.memory.store import MemoryStore
+    from ctx_lsp.memory.store import MemoryStore, MemoryUnavailable
 
-    store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
+    try:
+        store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
+    except MemoryUnavailable as err:  # the plan is still printed; only its record for replay is missing
+        print(f"ctx-lsp: the plan is not kept for replay: {err}", file=sys.stderr)
+        return
     try:
         store.ensure_session(CLI_SESSION)
         store.save_plan(CLI_SESSION, "main", 0, query, outcome.inputs, outcome.result.plan, outcome.timings_ms)
@@ -243,6 +251,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     engine = _session_engine(args.workspace)
     try:
+        engine.require_memory()
         accuracy = estimator_accuracy(engine.store)
         stats = plan_stats(engine.store, args.session)
         feedback = session_feedback(engine.store, args.session) if args.session else []
@@ -297,6 +306,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     engine = _session_engine(args.workspace)
     try:
+        engine.require_memory()
         identical, result = engine.replay(args.plan_id)
     finally:
         engine.close()
@@ -336,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     except ContextOverflow as err:
         print(f"ctx-lsp: {err}", file=sys.stderr)
         return EXIT_OVERFLOW
-    except (UserError, InvalidBudget) as err:
+    except (UserError, InvalidBudget, MemoryUnavailable) as err:
         print(f"ctx-lsp: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:

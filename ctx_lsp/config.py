@@ -6,12 +6,15 @@ default is used instead (DESIGN.md §7: bad input gets a clear message, the serv
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
+
+from ctx_lsp.workspace.files import MAX_SMALL_FILE_BYTES, PathRefused, read_workspace_file
 
 
 class _Model(BaseModel):
@@ -111,11 +114,11 @@ def load_workspace_config(root: Path) -> tuple[CtxConfig, list[str]]:
     """`ctx.toml` in the workspace root wins over `[tool.ctx-lsp]` in pyproject.toml."""
     for name, pick in (("ctx.toml", lambda d: d), ("pyproject.toml", lambda d: d.get("tool", {}).get("ctx-lsp"))):
         path = root / name
-        if not path.is_file():
+        if not os.path.lexists(path):
             continue
-        try:
-            data = pick(tomllib.loads(path.read_text(encoding="utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as err:
+        try:  # a cloned repository's settings: never through a link out of it, never unbounded
+            data = pick(tomllib.loads(read_workspace_file(root, name, MAX_SMALL_FILE_BYTES).decode("utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError, PathRefused) as err:
             return CtxConfig(), [f"{name}: cannot read it ({err}); using defaults"]
         if data is None:
             continue

@@ -38,6 +38,7 @@ from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, sca
 from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -49,6 +50,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 SCAFFOLD_MAX_ENTRIES = 40
 AGENT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
+MAX_INSTRUCTIONS_BYTES = 256 * 1024  # an instruction file is prose for every request; larger is a mistake
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
 
 
@@ -119,6 +121,7 @@ class Engine:
         self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3")
         self._scaffold_cache: tuple[int, Item] | None = None
         self._instructions_cache: dict[tuple[str, int, int], str] = {}
+        self.instruction_problems: dict[str, str] = {}  # file → why it was left out (a plan note)
         self.history_chunks = HistoryChunks()
 
     def apply_config(self, config: CtxConfig) -> None:
@@ -231,6 +234,7 @@ class Engine:
         for rel, text in self.agent_instructions():
             item = self._text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
             required.append(msgspec.structs.replace(item, path=rel))
+        notes.extend(self.instruction_problems.values())
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
 
@@ -328,7 +332,13 @@ class Engine:
             key = (rel, st.st_size, st.st_mtime_ns)
             text = self._instructions_cache.get(key)
             if text is None:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                try:  # a cloned repository decides what these are: a link out of it is never followed
+                    text = read_workspace_text(self.root, rel, MAX_INSTRUCTIONS_BYTES)
+                except (OSError, PathRefused) as err:
+                    text = ""
+                    self.instruction_problems[rel] = f"agent instructions {err}: left out of the prompt"
+                else:
+                    self.instruction_problems.pop(rel, None)
                 self._instructions_cache = {k: v for k, v in self._instructions_cache.items() if k[0] != rel}
                 self._instructions_cache[key] = text
             if text.strip():

@@ -44,6 +44,7 @@ from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_
 from ctx_lsp.memory.llm import ChatClient
 from ctx_lsp.memory.store import (
     MemoryStore,
+    MemoryUnavailable,
     PinRecord,
     SessionRecord,
     StoredMessage,
@@ -52,6 +53,7 @@ from ctx_lsp.memory.store import (
     decode_inputs,
 )
 from ctx_lsp.workspace import resolve, retrieval
+from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 
 SESSION_PLAN_CACHE = 16
 CALIBRATION_MIN_REPORTS = 3  # fewer measurements than this keep the registry's factor
@@ -104,7 +106,14 @@ class SessionEngine:
 
     def __init__(self, engine: Engine, store: MemoryStore | None = None) -> None:
         self.engine = engine
-        self.store = store or MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
+        self.memory_error: MemoryUnavailable | None = None
+        if store is None:
+            try:
+                store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
+            except MemoryUnavailable as err:  # the index and planning keep working; the file is left as it is
+                self.memory_error = err
+                store = MemoryStore(None)
+        self.store = store
         self._outcomes: OrderedDict[str, PlanOutcome] = OrderedDict()
         self._events: list[tuple[str, dict[str, Any]]] = []
 
@@ -112,12 +121,28 @@ class SessionEngine:
         self.store.close()
         self.engine.close()
 
+    def startup_messages(self) -> list[str]:
+        """What the user should know after start-up: settings that were ignored, a cache that
+        was rebuilt, a memory store that cannot be read."""
+        out = list(self.engine.config_messages)
+        if self.memory_error is not None:
+            out.append(str(self.memory_error))
+        return out
+
+    def require_memory(self) -> None:
+        """Before anything the user makes (a pin, a message, a mode…) is written, and for work
+        that reads the store: with the store unreadable, what is made would be lost at the next
+        start — so say so instead of pretending."""
+        if self.memory_error is not None:
+            raise self.memory_error
+
     # ---- sessions --------------------------------------------------------------------------
 
     def open_session(self, session: str) -> SessionRecord:
         return self.store.ensure_session(session)
 
     def set_mode(self, session: str, mode: Mode) -> Mode:
+        self.require_memory()
         self.open_session(session)
         self.store.set_mode(session, mode)
         return mode
@@ -165,8 +190,8 @@ class SessionEngine:
         text = intent.text
         if text is None:
             try:
-                text = (self.engine.root / intent.path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = read_workspace_text(self.engine.root, intent.path)
+            except (OSError, PathRefused):
                 return None
         lines = text.splitlines()
         if intent.line >= len(lines):
@@ -181,6 +206,7 @@ class SessionEngine:
         return retrieval.body_item(sym, calibration, section="system")
 
     def pin(self, session: str, intent: PinIntent) -> PinRecord:
+        self.require_memory()
         record = self.open_session(session)
         sym = self.resolve(intent)
         if intent.created_by == "user":  # the user took up a suggestion (a no-op when there was none)
@@ -211,6 +237,7 @@ class SessionEngine:
         return self.store.add_pin(pin)
 
     def unpin(self, session: str, pin_id: str) -> PinRecord:
+        self.require_memory()
         record = self.open_session(session)
         try:
             return self.store.remove_pin(session, record.branch, pin_id)
@@ -251,6 +278,7 @@ class SessionEngine:
         return self.append(session, branch, messages)
 
     def append(self, session: str, branch: str | None, messages: list[Message]) -> list[StoredMessage]:
+        self.require_memory()
         self.open_session(session)
         try:
             return self.store.append(session, branch, messages)
@@ -265,6 +293,7 @@ class SessionEngine:
             raise NotFound(str(err)) from None
 
     def branch(self, session: str, from_message: str, name: str | None) -> dict[str, Any]:
+        self.require_memory()
         self.open_session(session)
         try:
             return self.store.fork(session, from_message, name)
@@ -487,6 +516,7 @@ class SessionEngine:
 
     def undo_reflection(self, session: str, reflection_id: int) -> dict[str, Any]:
         """Undo a promotion (remove the automatic pin) or a demotion (restore the lease)."""
+        self.require_memory()
         record = self.open_session(session)
         entry = next((r for r in self.store.reflections(session) if r["id"] == reflection_id), None)
         if entry is None:
@@ -516,6 +546,7 @@ class SessionEngine:
         return None
 
     def set_memory_policy(self, session: str, rolling: bool | None, threshold: float | None) -> SessionRecord:
+        self.require_memory()
         if threshold is not None and not 0.1 <= threshold <= 1.0:
             raise UserError(f"compactionThreshold must be between 0.1 and 1.0, got {threshold}")
         self.open_session(session)
@@ -574,6 +605,8 @@ class SessionEngine:
         but the current turn when asked for, and when automatic all but the newest turns that
         fit half the conversation budget.
         Nothing is deleted: archived messages stay in the store and in ``ctx/listMessages``."""
+        if not dry_run:
+            self.require_memory()
         record = self.open_session(session)
         model, _ = self.calibrated(model_name or record.model)
         counter, cal = model.counter, model.estimator.calibration
@@ -691,7 +724,9 @@ class SessionEngine:
         count = counter_for("cl100k_base").count
         for rel in paths:
             try:
-                source = (self.engine.root / rel).read_text(encoding="utf-8", errors="replace")
+                source = read_workspace_text(self.engine.root, rel)
+            except PathRefused as err:
+                raise UserError(str(err)) from None
             except OSError as err:
                 raise NotFound(f"cannot read {rel}: {err.strerror or err}") from None
             symbols = index.symbols_in(rel)
@@ -725,8 +760,8 @@ class SessionEngine:
         that just became stale (to notify), after updating the stored state."""
         if text is None:
             try:
-                text = (self.engine.root / rel).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = read_workspace_text(self.engine.root, rel)
+            except (OSError, PathRefused):
                 text = None
         became = self.store.check_capsule(rel, code_hash(text) if text is not None else None)
         if became:
@@ -814,6 +849,7 @@ class SessionEngine:
     def report_usage(
         self, session: str, plan_id: str, input_tokens: int, output_tokens: int, cached: int
     ) -> tuple[dict[str, Any], list[PinRecord], list[PinRecord]]:
+        self.require_memory()
         for label, value in (
             ("inputTokens", input_tokens),
             ("outputTokens", output_tokens),

@@ -10,15 +10,22 @@ import pytest
 
 from ctx_lsp.workspace.files import (
     BINARY,
+    IGNORED,
     MAX_FILE_BYTES,
+    NOT_PYTHON,
+    NOT_REGULAR,
     NOT_UTF8,
     OUTSIDE_ROOT,
     TOO_LARGE,
+    PathRefused,
     Skipped,
     WalkEntry,
     WorkspaceWalker,
     classify_content,
     iter_python_files,
+    read_bounded,
+    read_workspace_file,
+    workspace_rel,
 )
 
 
@@ -244,3 +251,71 @@ def test_walk_is_repeatable(tmp_path: Path) -> None:
     first = walker.walk()
     assert walker.walk() == first
     assert [e.rel for e in first] == sorted(e.rel for e in first)
+
+
+# ---- one check for every path: workspace_rel, read_workspace_file, excluded ----------------
+
+
+def test_workspace_rel_refuses_everything_outside_alike(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, "pkg/a.py")
+    write(tmp_path, "outside/secret.py")
+    (root / "out").symlink_to(tmp_path / "outside")
+    (root / "pkg" / "link.py").symlink_to(root / "pkg" / "a.py")
+    assert workspace_rel(root, "pkg/a.py") == "pkg/a.py"
+    assert workspace_rel(root, root / "pkg" / "a.py") == "pkg/a.py"
+    assert workspace_rel(root, "pkg/../pkg/new.py") == "pkg/new.py"  # not there yet: still a workspace path
+    assert workspace_rel(root, "pkg/link.py") == "pkg/a.py"
+    refused = []
+    for path in ("/etc/passwd", "/etc/no-such-file", "../outside/secret.py", "out/secret.py", "out/none.py", "."):
+        with pytest.raises(PathRefused) as info:
+            workspace_rel(root, path)
+        assert info.value.reason == OUTSIDE_ROOT
+        refused.append(str(info.value).replace(path, "P"))
+    assert len(set(refused)) == 1  # the message never says whether the outside file exists
+
+
+def test_read_bounded_refuses_devices_fifos_and_large_files(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    for path, reason in (("/dev/zero", NOT_REGULAR), (fifo, NOT_REGULAR)):
+        with pytest.raises(PathRefused) as info:
+            read_bounded(path, 1024)  # returns at once: a FIFO is opened non-blocking
+        assert info.value.reason == reason
+    big = write(tmp_path, "big.py", "x" * 2048)
+    with pytest.raises(PathRefused) as info:
+        read_bounded(big, 1024)
+    assert info.value.reason == TOO_LARGE
+    assert read_bounded(big, 4096) == b"x" * 2048
+
+
+def test_read_workspace_file_does_not_follow_links_out(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    write(tmp_path, "key.txt", "PRIVATE")
+    (root / "AGENTS.md").symlink_to(tmp_path / "key.txt")
+    (root / "CLAUDE.md").symlink_to("/dev/zero")
+    with pytest.raises(PathRefused):
+        read_workspace_file(root, "AGENTS.md")
+    with pytest.raises(PathRefused):
+        read_workspace_file(root, "CLAUDE.md")
+    with pytest.raises(OSError):
+        read_workspace_file(root, "missing.md")
+
+
+def test_excluded_applies_the_walks_rules_to_one_file(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "secret.py\nprivate/\n")
+    write(tmp_path, "sub/.gitignore", "local_*.py\n!local_keep.py\n")
+    for rel in ("a.py", "secret.py", "private/k.py", "sub/local_x.py", "sub/local_keep.py", ".venv/bin/x.py"):
+        write(tmp_path, rel)
+    write(tmp_path, ".venv/pyvenv.cfg", "home = /usr\n")
+    write(tmp_path, "node_modules/m.py")
+    walked = set(rels(tmp_path))
+    walker = WorkspaceWalker(tmp_path)
+    for rel in ("a.py", "secret.py", "private/k.py", "sub/local_x.py", "sub/local_keep.py", ".venv/bin/x.py"):
+        assert (walker.excluded(rel) is None) == (rel in walked), rel
+    assert walker.excluded("secret.py") == IGNORED
+    assert walker.excluded("node_modules/m.py") == IGNORED
+    assert walker.excluded("notes.md") == NOT_PYTHON
+    assert walker.excluded("../x.py") == OUTSIDE_ROOT
+    assert walker.excluded("unsaved_new.py") is None  # a buffer not yet on disk is indexed

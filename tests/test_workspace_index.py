@@ -78,7 +78,7 @@ def test_first_refresh_indexes_the_sample(ws: Path) -> None:
         assert summary.files_with_errors == 1
         assert summary.tokens > 1000 and summary.card_tokens > 1000
     assert (ws / ".ctx" / "index.sqlite3").exists()
-    assert (ws / ".ctx" / ".gitignore").read_text() == "*\n"
+    assert "*" in (ws / ".ctx" / ".gitignore").read_text().splitlines()
 
 
 def test_reopening_finds_symbols_without_reparsing(ws: Path) -> None:

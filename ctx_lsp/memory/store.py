@@ -17,12 +17,13 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from ctx_lsp import storage
 from ctx_lsp.core.items import ContextPlan, Message, Mode, PinKind, PinPolicy, PlanInput, ToolCall
 
 SCHEMA = """
@@ -165,12 +166,41 @@ _PIN_COLUMNS = (
 _MSG_COLUMNS = "id, parent, role, content, tool_calls, tool_call_id, name, turn, archived_by, seq"
 
 
+class MemoryUnavailable(Exception):
+    """The memory store cannot be read. It is the user's data: nothing is changed or moved; the
+    message names the file and says what to do."""
+
+    def __init__(self, db_path: Path, err: BaseException) -> None:
+        super().__init__(
+            f"cannot read the memory store {db_path} ({err}); nothing in it was changed. Pins, "
+            "conversations and plans are unavailable until it can be read (planning without them "
+            f"keeps working): restore it from a backup, or move it aside (mv {db_path} {db_path}.bad) "
+            "to start an empty one."
+        )
+        self.db_path = db_path
+
+
 class MemoryStore:
-    def __init__(self, db_path: Path) -> None:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, db_path: Path | None) -> None:
+        """Open (or create) the store at ``db_path``; None keeps it in memory only (for a
+        server whose store file cannot be read: it plans, it remembers nothing)."""
         self.db_path = db_path
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False, timeout=30)
+        if db_path is not None:
+            storage.private_file(db_path)
+        try:
+            self._conn = sqlite3.connect(
+                db_path or ":memory:", isolation_level=None, check_same_thread=False, timeout=30
+            )
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if db_path is None or not storage.is_corruption(err):
+                raise
+            with suppress(sqlite3.Error, AttributeError):
+                self._conn.close()
+            raise MemoryUnavailable(db_path, err) from None
+
+    def _open(self) -> None:
         self._conn.execute("PRAGMA busy_timeout = 30000")
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")

@@ -26,10 +26,11 @@ from ctx_lsp.core.items import ContextOverflow, Position, Range
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, Focus, UserError
-from ctx_lsp.memory.store import PinRecord, StoreError
+from ctx_lsp.memory.store import MemoryUnavailable, PinRecord, StoreError
 from ctx_lsp.server import protocol as P
 from ctx_lsp.sessions import NotFound, PinIntent, SessionEngine, SessionPlanRequest
 from ctx_lsp.workspace import watch
+from ctx_lsp.workspace.files import PathRefused, read_workspace_text, workspace_rel
 from ctx_lsp.workspace.parse import parse_module
 
 log = logging.getLogger("ctx_lsp.server")
@@ -37,6 +38,7 @@ T = TypeVar("T")
 INDEX_DEBOUNCE_SECONDS = 0.2
 REPLAN_DEBOUNCE_SECONDS = 0.3
 _DEF_LINE = re.compile(r"\s*(async\s+def|def|class)\s")
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: not a drive letter
 
 
 class CtxServer(LanguageServer):
@@ -71,6 +73,8 @@ class CtxServer(LanguageServer):
             raise JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by}) from None
         except (NotFound, StoreError) as err:
             raise JsonRpcServerError(str(err), P.NOT_FOUND) from None
+        except MemoryUnavailable as err:
+            raise JsonRpcServerError(str(err), P.MEMORY_UNAVAILABLE) from None
         except (UserError, InvalidBudget, ConversationError, P.ParamsError) as err:
             raise JsonRpcInvalidParams(str(err)) from None
         except JsonRpcException:
@@ -88,15 +92,19 @@ class CtxServer(LanguageServer):
         return session or self.session_id
 
     def rel(self, uri: str) -> str:
+        """A ``file:`` URI or a path (absolute, or workspace-relative) → workspace-relative.
+        Every path of every method comes through here (one check: inside the root)."""
         if self.engine is None:
             raise JsonRpcServerError("the server is not initialized yet", P.INDEX_NOT_READY)
+        if _URI_SCHEME.match(uri) and not uri.startswith("file:"):
+            raise JsonRpcInvalidParams(f"not a file URI or a path: {uri!r}")
         path = to_fs_path(uri) if uri.startswith("file:") else uri
         if path is None:
             raise JsonRpcInvalidParams(f"not a file URI: {uri!r}")
         try:
-            return Path(path).resolve().relative_to(self.core.engine.root).as_posix()
-        except ValueError:
-            raise JsonRpcInvalidParams(f"{uri} is outside the workspace {self.core.engine.root}") from None
+            return workspace_rel(self.core.engine.root, path)
+        except PathRefused as err:
+            raise JsonRpcInvalidParams(str(err)) from None
 
     def uri(self, rel: str) -> str:
         return from_fs_path(str(self.core.engine.root / rel)) or rel
@@ -105,6 +113,9 @@ class CtxServer(LanguageServer):
         """The buffer's text if the editor has the document open (it may be unsaved)."""
         doc = self.workspace.text_documents.get(uri)
         return doc.source if doc is not None else None
+
+    def warn(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
 
     def notify_meter(self, session: str, meter: dict[str, Any]) -> None:
         self.protocol.notify("ctx/budgetChanged", meter)
@@ -200,8 +211,8 @@ def on_initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     if isinstance(settings, dict) and settings:
         config, more = validate(settings, "initializationOptions", base=config)
         messages += more
-    ls.config_messages = messages
     ls.engine = SessionEngine(Engine(root, config))
+    ls.config_messages = messages + ls.engine.startup_messages()
     ls.engine.open_session(ls.session_id)
     log.info("ctx-lsp %s serving %s (session %s)", __version__, root, ls.session_id)
 
@@ -209,7 +220,7 @@ def on_initialize(ls: CtxServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: CtxServer, params: types.InitializedParams) -> None:
     for message in ls.config_messages:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
+        ls.warn(message)
     caps = ls.client_capabilities
     watch = caps.workspace and caps.workspace.did_change_watched_files
     if watch and watch.dynamic_registration:
@@ -236,7 +247,7 @@ async def _pull_configuration(ls: CtxServer) -> None:
     config, messages = validate(P.to_builtin(settings), "editor settings (ctx)", base=engine.config)
     await ls.run(engine.apply_config, config)
     for message in messages:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
+        ls.warn(message)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -291,6 +302,9 @@ async def _index_with_progress(ls: CtxServer) -> None:
     try:
         stats = await loop.run_in_executor(ls.indexer, ls.core.engine.refresh_index, report)
         summary = f"{stats.symbols} symbols in {stats.files_seen} files ({stats.seconds:.1f} s)"
+        recovered = ls.core.engine.index.take_recovered()
+        if recovered:
+            ls.warn(recovered)
         await loop.run_in_executor(ls.indexer, ls.core.ensure_capsules)
         log.info("indexed: %s", summary)
     except Exception as err:
@@ -416,13 +430,15 @@ def did_change_watched(ls: CtxServer, params: types.DidChangeWatchedFilesParams)
 def code_lens(ls: CtxServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
     """One lens per function, class and method; cheap (the command is built on resolve)."""
     uri = params.text_document.uri
-    doc = ls.workspace.get_text_document(uri)
     try:
         rel = ls.rel(uri)
-    except JsonRpcException:
+        text = ls.open_text(uri)
+        if text is None:  # not open: read through the same checks as every other file
+            text = read_workspace_text(ls.core.engine.root, rel)
+    except (JsonRpcException, PathRefused, OSError):
         return None
-    parsed = parse_module(rel, doc.source)
-    lines = doc.lines
+    parsed = parse_module(rel, text)
+    lines = text.splitlines()
     lenses = []
     for sym in parsed.symbols:
         if sym.kind in ("class", "function", "method"):
@@ -542,7 +558,7 @@ async def plan_context(ls: CtxServer, params: Any) -> dict[str, Any]:
         safety_buffer=p.safety_buffer,
         rag_budget=p.rag_budget,
         focus=focus,
-        open_files=[ls.rel(u) if u.startswith("file:") else u for u in p.open_files or []],
+        open_files=[ls.rel(u) for u in p.open_files or []],
         dry_run=p.dry_run,
         extra_pins=[intent_of(ls, x) for x in p.extra_pins or []],
         drop_items=list(p.drop_items or []),
@@ -777,7 +793,7 @@ async def list_capsules(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
 async def refresh_capsules(ls: CtxServer, params: Any) -> list[dict[str, Any]]:
     p = decode(params, P.RefreshCapsulesParams)
     await ls.wait_index()
-    paths = [ls.rel(x) if x.startswith("file:") else x for x in p.paths] if p.paths is not None else None
+    paths = [ls.rel(x) for x in p.paths] if p.paths is not None else None
     return await ls.run(ls.core.refresh_capsules, paths)
 
 

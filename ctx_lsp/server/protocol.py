@@ -22,6 +22,7 @@ T = TypeVar("T")
 CONTEXT_OVERFLOW = -32001  # the required items alone do not fit the prompt budget
 NOT_FOUND = -32002  # unknown session, plan, pin, message or symbol
 INDEX_NOT_READY = -32003
+MEMORY_UNAVAILABLE = -32004  # the memory store cannot be read: nothing the user makes can be kept
 
 
 class _P(msgspec.Struct, kw_only=True, rename="camel"):
@@ -491,7 +492,12 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ctx_lsp protocol",
         "description": "Custom LSP methods of ctx_lsp (see docs/protocol.md). Generated; do not edit.",
-        "errors": {"InvalidParams": -32602, "ContextOverflow": CONTEXT_OVERFLOW, "NotFound": NOT_FOUND},
+        "errors": {
+            "InvalidParams": -32602,
+            "ContextOverflow": CONTEXT_OVERFLOW,
+            "NotFound": NOT_FOUND,
+            "MemoryUnavailable": MEMORY_UNAVAILABLE,
+        },
         "requests": methods,
         "notifications": notifications,
         "$defs": components,

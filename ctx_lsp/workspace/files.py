@@ -9,6 +9,7 @@ and checks the bytes it reads anyway (:func:`classify_content`).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,82 @@ BINARY = "binary"
 NOT_UTF8 = "not_utf8"
 UNREADABLE = "unreadable"
 OUTSIDE_ROOT = "outside_root"  # a symlink whose target is outside the workspace
+IGNORED = "ignored"  # excluded by .gitignore, a tool folder, a virtualenv or build output
+NOT_PYTHON = "not_python"
+NOT_REGULAR = "not_regular"  # a device, FIFO or socket
+
+MAX_SMALL_FILE_BYTES = 1024 * 1024  # settings, .gitignore, agent instructions: text a person wrote
+
+
+class PathRefused(ValueError):
+    """A path that names nothing ctx_lsp may read: outside the workspace (after symlinks), not
+    a regular file, or too large. The message never depends on what lies outside the root."""
+
+    def __init__(self, shown: str, reason: str, detail: str) -> None:
+        super().__init__(f"{shown}: {detail}")
+        self.reason = reason
+
+
+def workspace_rel(root: Path, path: str | os.PathLike[str]) -> str:
+    """The workspace-relative POSIX path of ``path`` (absolute, or relative to ``root``).
+
+    Every path a client or a file names goes through here before it is read: one that leaves
+    the root — by ``..`` or through a symlink — is refused with the same message whether or
+    not it exists, so a request cannot probe the rest of the disk.
+    """
+    root_real = os.path.realpath(root)
+    raw = os.fspath(path)
+    if "\x00" in raw:
+        raise PathRefused(repr(raw), OUTSIDE_ROOT, "not a path")
+    full = raw if os.path.isabs(raw) else os.path.join(root_real, raw)
+    real = os.path.realpath(full)
+    if real == root_real or not _is_inside(real, root_real):
+        raise PathRefused(raw, OUTSIDE_ROOT, f"not a file in the workspace {root}")
+    return Path(os.path.relpath(real, root_real)).as_posix()
+
+
+def read_bounded(
+    path: str | os.PathLike[str], max_bytes: int, shown: str | None = None, *, follow: bool = True
+) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``. Devices and FIFOs are refused
+    without blocking (``/dev/zero`` never ends, a FIFO never answers); a file that grows past
+    the cap while read is refused too. Raises PathRefused or OSError."""
+    shown = shown or os.fspath(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathRefused(shown, NOT_REGULAR, "not a regular file")
+        if st.st_size > max_bytes:
+            raise PathRefused(shown, TOO_LARGE, f"larger than {max_bytes:,} bytes ({st.st_size:,})")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise PathRefused(shown, TOO_LARGE, f"larger than {max_bytes:,} bytes")
+    return data
+
+
+def read_workspace_file(root: Path, path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """Read a file of the workspace: inside the root after symlinks, regular, size-capped."""
+    rel = workspace_rel(root, path)
+    real = os.path.join(os.path.realpath(root), rel)
+    try:  # the checked path has no links left: one swapped in since is refused (O_NOFOLLOW)
+        return read_bounded(real, max_bytes, rel, follow=False)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot read {rel}: {err.strerror}") from None
+
+
+def read_workspace_text(root: Path, path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> str:
+    return read_workspace_file(root, path, max_bytes).decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +179,8 @@ class _Frame:
 
 def _load_ignore(file: str, base: str) -> _Ignore | None:
     try:
-        with open(file, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
+        lines = read_bounded(file, MAX_SMALL_FILE_BYTES).decode("utf-8", errors="replace").splitlines()
+    except (OSError, PathRefused):
         return None
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
@@ -151,11 +227,7 @@ class WorkspaceWalker:
         root = os.path.abspath(self.root)
         root_real = os.path.realpath(root)
         entries: list[WalkEntry] = []
-        ignores: tuple[_Ignore, ...] = ()
-        if self.use_gitignore:
-            info = _load_ignore(os.path.join(root, ".git", "info", "exclude"), "")
-            if info is not None:
-                ignores = (info,)
+        ignores = self._base_ignores(root)
         # Real directories are walked first so files keep their canonical paths; directory
         # symlinks are followed afterwards, only into parts of the root not yet visited.
         visited: set[str] = set()
@@ -182,7 +254,44 @@ class WorkspaceWalker:
         self.skipped.sort(key=lambda s: (s.rel, s.reason))
         return entries
 
+    def excluded(self, rel: str) -> str | None:
+        """Why the walk would leave ``rel`` (workspace-relative) out, or None.
+
+        The same rules for one file as for the whole tree — outside the root after symlinks,
+        not Python, a pruned folder, ``.gitignore`` — so a buffer the editor opens or a file
+        the watcher reports is indexed exactly when the walk would index it: ignored means
+        ignored, open or not."""
+        root = os.path.abspath(self.root)
+        rel = rel.replace("\\", "/").strip("/")
+        if not rel or not _is_inside(os.path.realpath(os.path.join(root, rel)), os.path.realpath(root)):
+            return OUTSIDE_ROOT
+        if not rel.endswith(self.suffixes):
+            return NOT_PYTHON
+        ignores = self._base_ignores(root)
+        cur, cur_rel = root, ""
+        for name in rel.split("/"):
+            if self.use_gitignore:  # a folder's .gitignore applies to what is below it
+                ign = _load_ignore(os.path.join(cur, ".gitignore"), cur_rel)
+                if ign is not None:
+                    ignores = (*ignores, ign)
+            cur, cur_rel = os.path.join(cur, name), f"{cur_rel}/{name}" if cur_rel else name
+            if cur_rel == rel:
+                break
+            env = any(os.path.exists(os.path.join(cur, m)) for m in _ENV_MARKERS)
+            if env or self._skip_dir_name(name, cur) or (ignores and _ignored(ignores, cur_rel, True)):
+                return IGNORED
+        if ignores and _ignored(ignores, rel, False):
+            return IGNORED
+        return None
+
     # -- internals -----------------------------------------------------------------------
+
+    def _base_ignores(self, root: str) -> tuple[_Ignore, ...]:
+        """The repository's own exclude file (``.git/info/exclude``) applies everywhere."""
+        if not self.use_gitignore:
+            return ()
+        info = _load_ignore(os.path.join(root, ".git", "info", "exclude"), "")
+        return (info,) if info is not None else ()
 
     def _pruned_target(self, target: str, root_real: str) -> bool:
         """A symlink must not smuggle in a folder the walk prunes (e.g. ``lib -> .venv/lib``)."""

@@ -17,6 +17,7 @@ import contextlib
 import gc
 import hashlib
 import itertools
+import logging
 import multiprocessing
 import os
 import re
@@ -31,11 +32,22 @@ from pathlib import Path
 
 import msgspec
 
+from ctx_lsp import storage
 from ctx_lsp.core.tokens import FALLBACK_ENCODING, counter_for
 from ctx_lsp.workspace import graph
-from ctx_lsp.workspace.files import BINARY, NOT_UTF8, UNREADABLE, WorkspaceWalker, classify_content
+from ctx_lsp.workspace.files import (
+    BINARY,
+    MAX_FILE_BYTES,
+    NOT_UTF8,
+    UNREADABLE,
+    PathRefused,
+    WorkspaceWalker,
+    classify_content,
+    read_bounded,
+)
 from ctx_lsp.workspace.parse import ParsedModule, Symbol, module_name_for, parse_module
 
+log = logging.getLogger("ctx_lsp.index")
 SCHEMA_VERSION = "3"  # 2: the reference graph (edges, targets, centrality); 3: node degrees
 BATCH_FILES = 200
 POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
@@ -327,9 +339,9 @@ def _classify(work: _Work, parsed: ParsedModule) -> _Work:
 def _prepare_file(rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None) -> _Work:
     """Read, hash and parse one file (no database access)."""
     work = _Work(rel, size, mtime_ns)
-    try:
-        data = path.read_bytes()
-    except OSError:
+    try:  # the walk checked the size; a file that grew since is still capped
+        data = read_bounded(path, MAX_FILE_BYTES, rel)
+    except (OSError, PathRefused):
         work.action, work.reason = "skip", UNREADABLE
         return work
     work.sha256 = hashlib.sha256(data).hexdigest()
@@ -426,15 +438,7 @@ class WorkspaceIndex:
 
     def __init__(self, root: Path, db_path: Path | None = None, encoding: str = FALLBACK_ENCODING) -> None:
         self.root = Path(root).resolve()
-        if db_path is None:
-            ctx = self.root / ".ctx"
-            ctx.mkdir(parents=True, exist_ok=True)
-            ignore = ctx / ".gitignore"
-            if not ignore.exists():  # the index is a cache: keep it out of version control
-                ignore.write_text("*\n", encoding="utf-8")
-            db_path = ctx / "index.sqlite3"
-        self.db_path = Path(db_path)
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db_path = Path(db_path) if db_path is not None else self.root / ".ctx" / "index.sqlite3"
         self.encoding = encoding
         self._counter = counter_for(encoding)
         self._lock = threading.RLock()
@@ -443,15 +447,53 @@ class WorkspaceIndex:
         self._closed = False
         self._graph_generation = 0  # bumped by every write that changes symbols or references
         self._count_cache: dict[str, int] = {}  # text → tokens, for re-indexing edited files
-        self._conn = _connect(self.db_path)
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")  # WAL-safe; a crash loses the last batch only
-        self._conn.execute("PRAGMA temp_store = MEMORY")
-        # Checkpoints can leave a big WAL file behind after a bulk build; cap what stays on disk.
-        self._conn.execute(f"PRAGMA journal_size_limit = {64 * 1024 * 1024}")
-        self._init_schema()
+        self._recovered: str | None = None  # what happened to an unreadable cache, until told
+        try:
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if not storage.is_corruption(err):
+                raise
+            self._recover(err)
 
     # -- setup -----------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        storage.private_file(self.db_path)
+        self._conn = _connect(self.db_path)
+        try:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")  # WAL-safe; a crash loses the last batch only
+            self._conn.execute("PRAGMA temp_store = MEMORY")
+            # Checkpoints can leave a big WAL file behind after a bulk build; cap what stays on disk.
+            self._conn.execute(f"PRAGMA journal_size_limit = {64 * 1024 * 1024}")
+            self._init_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _recover(self, err: sqlite3.DatabaseError) -> None:
+        """The index is a cache: one that cannot be read is moved aside (for a bug report) and
+        rebuilt from the files, and the user is told — never a crash, never a silent loss."""
+        with self._lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self._local = threading.local()
+            with contextlib.suppress(sqlite3.Error, AttributeError):
+                self._conn.close()
+            aside = storage.move_aside(self.db_path)
+            self._open()
+            self._graph_generation += 1
+        self._recovered = (
+            f"the index cache {self.db_path} could not be read ({err}): moved it to {aside.name}; "
+            "the index is built again from the files"
+        )
+        log.warning("%s", self._recovered)
+
+    def take_recovered(self) -> str | None:
+        """The message about a cache that was found unreadable and rebuilt (once)."""
+        message, self._recovered = self._recovered, None
+        return message
 
     def _init_schema(self) -> None:
         with self._lock:
@@ -510,6 +552,19 @@ class WorkspaceIndex:
     # -- indexing --------------------------------------------------------------------------
 
     def refresh(
+        self, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+    ) -> IndexStats:
+        """Bring the index in line with the files on disk (see ``_refresh``); a cache found
+        unreadable on the way is moved aside and built again."""
+        try:
+            return self._refresh(progress, processes=processes)
+        except sqlite3.DatabaseError as err:
+            if not storage.is_corruption(err):
+                raise
+            self._recover(err)
+            return self._refresh(progress, processes=processes)
+
+    def _refresh(
         self, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
     ) -> IndexStats:
         """Bring the index in line with the files on disk.
@@ -750,11 +805,15 @@ class WorkspaceIndex:
         """Re-index one file from ``source`` (e.g. an unsaved buffer) or, when None, from disk.
 
         Returns whether the file's symbols changed. A syntax error keeps the old symbols and
-        returns False; a file missing from disk (``source`` None) is removed. The file's disk
+        returns False; a file missing from disk (``source`` None) is removed, and so is one the
+        walk would leave out (ignored, outside the root after symlinks, too large). The file's disk
         size and mtime are recorded, so a later ``refresh`` leaves these symbols alone until
         the file changes on disk.
         """
         rel = rel.replace("\\", "/").lstrip("/")
+        too_large = source is not None and len(source) > MAX_FILE_BYTES
+        if too_large or WorkspaceWalker(self.root).excluded(rel) is not None:
+            return self.remove_file(rel)  # the walk would leave it out: so does an open buffer
         path = self.root / rel
         try:
             st = path.stat()
@@ -763,8 +822,8 @@ class WorkspaceIndex:
             size, mtime_ns = -1, -1
         if source is None:
             try:
-                source = path.read_bytes()
-            except OSError:
+                source = read_bounded(path, MAX_FILE_BYTES, rel)
+            except (OSError, PathRefused):
                 return self.remove_file(rel)
         work = _Work(rel, size, mtime_ns, sha256=hashlib.sha256(source).hexdigest())
         with self._lock:

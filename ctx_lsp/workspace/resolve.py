@@ -14,6 +14,7 @@ import logging
 import threading
 from pathlib import Path
 
+from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.parse import module_name_for
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,8 @@ def resolve_at(
     root = Path(root).resolve()
     if text is None:
         try:
-            text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_workspace_text(root, rel)
+        except (OSError, PathRefused):
             return None
     lines = text.splitlines()
     if line < 0 or line >= len(lines):
@@ -144,8 +145,8 @@ def is_attribute(root: Path, rel: str, text: str | None, line: int, character: i
     lookup alone cannot tell whose ``name`` it is."""
     if text is None:
         try:
-            text = (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_workspace_text(Path(root), rel)
+        except (OSError, PathRefused):
             return False
     lines = text.splitlines()
     if not 0 <= line < len(lines):
