@@ -28,7 +28,7 @@ from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, Focus, UserError
 from ctx_lsp.memory.store import PinRecord, StoreError
 from ctx_lsp.server import protocol as P
-from ctx_lsp.sessions import NotFound, PinIntent, SessionEngine, SessionPlanRequest
+from ctx_lsp.sessions import DEFAULT_SESSION, NotFound, PinIntent, SessionEngine, SessionPlanRequest
 from ctx_lsp.workspace import watch
 from ctx_lsp.workspace.parse import parse_module
 
@@ -43,7 +43,7 @@ class CtxServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("ctx-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.engine: SessionEngine | None = None
-        self.session_id = f"conn-{uuid.uuid4().hex[:12]}"
+        self.session_id = DEFAULT_SESSION  # unless initializationOptions name one
         self.config_messages: list[str] = []
         # One worker thread owns the engine: requests are served in order, SQLite stays simple.
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-engine")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,7 +12,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import SESSION, server_command, start
+from ctx_lsp.sessions import DEFAULT_SESSION
+from tests.lsp.conftest import FIXTURE, SESSION, server_command, start
 
 QUERY = "how is the invoice total calculated with tax?"
 
@@ -332,6 +334,39 @@ async def test_pins_and_conversation_survive_restart(workspace: Path):
         assert replay.identical
         rendered = await req(second, "ctx/renderPrompt", {"planId": plan.planId})
         assert rendered.planId == plan.planId
+    finally:
+        await second.shutdown_session()
+
+
+async def test_default_session_is_stable_across_restarts(tmp_path: Path):
+    """A client that names no session (any plain LSP client, code lenses) gets the workspace's
+    default session: its pins are there again after a restart."""
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    config = ClientServerConfig(server_command=server_command())
+    first = await config.start()
+    await start(first, root, session=None)
+    try:
+        pin = await req(first, "ctx/pinSymbol", {"symbol": "shop.inventory.Product"})
+        uri = (root / "shop/billing/invoice.py").as_uri()
+        lens_pin = ns(
+            await first.workspace_execute_command_async(
+                types.ExecuteCommandParams(
+                    command="ctx.pinSymbol", arguments=[uri, "shop.billing.invoice.calculate_invoice_total"]
+                )
+            )
+        )
+        assert (await req(first, "ctx/showBudget", {})).session == DEFAULT_SESSION
+    finally:
+        await first.shutdown_session()
+    second = await config.start()
+    await start(second, root, session=None)
+    try:
+        pins = await req(second, "ctx/listPins", {})
+        assert sorted(p.id for p in pins) == sorted([pin.id, lens_pin.id])
+        named = await req(second, "ctx/listPins", {"session": DEFAULT_SESSION})
+        assert sorted(p.id for p in named) == sorted([pin.id, lens_pin.id])
+        assert await req(second, "ctx/listPins", {"session": "someone-else"}) == []
     finally:
         await second.shutdown_session()
 
