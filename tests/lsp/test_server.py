@@ -309,6 +309,26 @@ async def test_malformed_params_get_invalid_params_and_server_keeps_serving(clie
     assert (await req(client, "ctx/listPins", {})) is not None
 
 
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"contextLength": 0}, "contextLength must be greater than 0, got 0"),
+        ({"contextLength": -5}, "contextLength must be greater than 0, got -5"),
+        ({"maxCompletionTokens": 0}, "maxCompletionTokens must be greater than 0, got 0"),
+        ({"safetyBuffer": -1}, "safetyBuffer must be 0 or more, got -1"),
+        ({"ragBudget": -1}, "ragBudget must be 0 or more, got -1"),
+    ],
+)
+async def test_zero_or_negative_budget_numbers_are_invalid_params(client: LanguageClient, params, message):
+    """0 is not "the default" (null is): the same rule and words as the CLI's options."""
+    err = await error_of(client, "ctx/planContext", {"query": QUERY, **params})
+    assert err.code == -32602 and message in str(err), err
+    err = await error_of(client, "ctx/planContext", {"query": QUERY, "dryRun": True, **params})
+    assert err.code == -32602 and message in str(err), err
+    plan = await req(client, "ctx/planContext", {"query": QUERY, "contextLength": None, "maxCompletionTokens": None})
+    assert plan.contextLength == 128000  # null: the model's default
+
+
 async def test_huge_query_is_served(client: LanguageClient):
     plan = await req(client, "ctx/planContext", {"query": "invoice " * 50_000, "contextLength": 1_000_000})
     assert plan.totals.tokens <= plan.promptBudget
