@@ -459,12 +459,9 @@ async def cmd_pin(ls: CtxServer, *args: Any) -> dict[str, Any]:
     """ctx.pinSymbol(uri, qualifiedName) or ctx.pinSymbol(uri, {line, character})."""
     if len(args) < 2:
         raise JsonRpcInvalidParams("ctx.pinSymbol takes a document URI and a symbol name or a position")
-    uri, target = args[0], args[1]
-    pos = P.to_builtin(target)
-    if isinstance(pos, dict):
-        req = P.PinRequest(text_document=P.TextDocument(uri=uri), position=Position(pos["line"], pos["character"]))
-    else:
-        req = P.PinRequest(text_document=P.TextDocument(uri=uri), symbol=str(target))
+    uri, target = P.to_builtin(args[0]), P.to_builtin(args[1])
+    where = {"position": target} if isinstance(target, dict) else {"symbol": str(target)}
+    req = decode({"textDocument": {"uri": uri}, **where}, P.PinRequest)
     return await _pin(ls, req, ls.session_id)
 
 

@@ -9,6 +9,7 @@ this module (``python -m ctx_lsp.server.protocol``); the clients' types follow i
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, Literal, TypeVar
 
@@ -21,7 +22,10 @@ T = TypeVar("T")
 # JSON-RPC error codes. -32602 is the standard InvalidParams; ours sit in the server range.
 CONTEXT_OVERFLOW = -32001  # the required items alone do not fit the prompt budget
 NOT_FOUND = -32002  # unknown session, plan, pin, message or symbol
-INDEX_NOT_READY = -32003
+INDEX_NOT_READY = -32003  # the server is not initialized yet (LSP's ServerNotInitialized is -32002, our NotFound)
+# JSON's interoperable integer range (RFC 8259 §6): what every client can represent exactly, and
+# far beyond any token count, line number or TTL. Larger numbers in params are InvalidParams.
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 class _P(msgspec.Struct, kw_only=True, rename="camel"):
@@ -459,12 +463,37 @@ def to_builtin(obj: Any) -> Any:
     return obj
 
 
+def check_numbers(value: Any, path: str = "$") -> None:
+    """Every number in params is a finite float or an integer within ±(2**53 − 1); else
+    ParamsError naming the field (msgspec alone accepts any Python int, and a 10**30 would only
+    fail deep inside, as an internal error)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            digits = len(str(abs(value)))
+            shown = str(value) if digits <= 24 else f"an integer of {digits} digits"
+            raise ParamsError(
+                f"invalid params: {shown} is out of range (integers must be within ±{MAX_SAFE_INTEGER}) - at `{path}`"
+            )
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ParamsError(f"invalid params: {value} is not a finite number - at `{path}`")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_numbers(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            check_numbers(item, f"{path}[{n}]")
+
+
 def decode(params: Any, kind: type[T]) -> T:
     raw = to_builtin(params)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ParamsError(f"params must be an object, got {type(raw).__name__}")
+    check_numbers(raw)
     try:
         return msgspec.convert(raw, kind)
     except msgspec.ValidationError as err:

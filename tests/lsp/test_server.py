@@ -329,6 +329,43 @@ async def test_zero_or_negative_budget_numbers_are_invalid_params(client: Langua
     assert plan.contextLength == 128000  # null: the model's default
 
 
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("ctx/planContext", {"query": QUERY, "maxCompletionTokens": 10**30}, "$.maxCompletionTokens"),
+        ("ctx/planContext", {"query": QUERY, "contextLength": -(2**64)}, "$.contextLength"),
+        (
+            "ctx/planContext",
+            {"query": QUERY, "dryRun": True, "extraPins": [{"symbol": "x", "ttl": 2**53}]},
+            "$.extraPins[0].ttl",
+        ),
+        ("ctx/pinSymbol", {"symbol": "shop.inventory.Product", "priority": 10**30}, "$.priority"),
+        ("ctx/reportUsage", {"planId": "p", "inputTokens": 10**40, "outputTokens": 1}, "$.inputTokens"),
+        ("ctx/undoReflection", {"id": 10**30}, "$.id"),
+        (
+            "ctx/appendMessages",
+            {"messages": [{"role": "user", "content": "x", "usage": {"total": 10**30}}]},
+            "$.messages[0].usage.total",
+        ),
+    ],
+)
+async def test_out_of_range_numbers_are_invalid_params_naming_the_field(client: LanguageClient, method, params, field):
+    err = await error_of(client, method, params)
+    assert err.code == -32602, err
+    assert "out of range" in str(err) and f"`{field}`" in str(err), err
+    assert (await req(client, "ctx/listPins", {})) is not None
+
+
+async def test_pin_command_with_a_bad_position_is_invalid_params(client: LanguageClient, workspace: Path):
+    uri = (workspace / "shop/billing/invoice.py").as_uri()
+    for target in ({"line": 3}, {"line": 10**30, "character": 0}, {"line": "x", "character": 0}):
+        with pytest.raises(JsonRpcException) as err:
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ctx.pinSymbol", arguments=[uri, target])
+            )
+        assert err.value.code == -32602, err.value
+
+
 async def test_huge_query_is_served(client: LanguageClient):
     plan = await req(client, "ctx/planContext", {"query": "invoice " * 50_000, "contextLength": 1_000_000})
     assert plan.totals.tokens <= plan.promptBudget
