@@ -19,10 +19,13 @@ from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, PlanItem, 
 
 T = TypeVar("T")
 
-# JSON-RPC error codes. -32602 is the standard InvalidParams; ours sit in the server range.
+# JSON-RPC error codes: the standard ones (JSON-RPC 2.0), and ours in the server range.
+PARSE_ERROR = -32700  # a body that is not JSON, a malformed message header
+INVALID_REQUEST = -32600  # not a JSON-RPC message, over the size limit, a second initialize, after shutdown
+INVALID_PARAMS = -32602
 CONTEXT_OVERFLOW = -32001  # the required items alone do not fit the prompt budget
 NOT_FOUND = -32002  # unknown session, plan, pin, message or symbol
-INDEX_NOT_READY = -32003  # the server is not initialized yet (LSP's ServerNotInitialized is -32002, our NotFound)
+NOT_INITIALIZED = -32003  # before initialize (LSP's ServerNotInitialized is -32002: here that is NotFound)
 # JSON's interoperable integer range (RFC 8259 §6): what every client can represent exactly, and
 # far beyond any token count, line number or TTL. Larger numbers in params are InvalidParams.
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -520,7 +523,14 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ctx_lsp protocol",
         "description": "Custom LSP methods of ctx_lsp (see docs/protocol.md). Generated; do not edit.",
-        "errors": {"InvalidParams": -32602, "ContextOverflow": CONTEXT_OVERFLOW, "NotFound": NOT_FOUND},
+        "errors": {
+            "ParseError": PARSE_ERROR,
+            "InvalidRequest": INVALID_REQUEST,
+            "InvalidParams": INVALID_PARAMS,
+            "ContextOverflow": CONTEXT_OVERFLOW,
+            "NotFound": NOT_FOUND,
+            "NotInitialized": NOT_INITIALIZED,
+        },
         "requests": methods,
         "notifications": notifications,
         "$defs": components,
