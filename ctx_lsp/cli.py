@@ -118,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    s.add_argument(
+        "--max-message-bytes",
+        type=_positive,
+        metavar="N",
+        help="refuse (and skip) protocol messages longer than N bytes (default 268435456, 256 MB)",
+    )
     return parser
 
 
@@ -324,7 +330,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from ctx_lsp.server.app import serve
     except ImportError:
         raise UserError("the language server is not available in this build") from None
-    return serve(tcp=args.tcp)
+    return serve(tcp=args.tcp, max_message_bytes=args.max_message_bytes)
 
 
 def main(argv: list[str] | None = None) -> int:

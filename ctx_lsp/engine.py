@@ -176,20 +176,22 @@ class Engine:
         (the reply reserve defaults to the smaller of the model's max output and the configured
         default). Every budget — plans, the meter, the compaction threshold — comes from here."""
         config = self.config
-        context_length = context_length or model.spec.context_length
-        max_completion = (
-            max_completion_tokens
-            or config.max_completion_tokens
-            or min(model.spec.max_output, config.default_max_completion_tokens)
-        )
+        # A request's own numbers are checked before any default applies: 0 is an error, not "the
+        # default" (None is). The same words as the CLI's options, named as in the protocol.
+        for label, value in (("contextLength", context_length), ("maxCompletionTokens", max_completion_tokens)):
+            if value is not None and value <= 0:
+                raise UserError(f"{label} must be greater than 0, got {value}")
+        for label, value in (("safetyBuffer", safety_buffer), ("ragBudget", rag_budget)):
+            if value is not None and value < 0:
+                raise UserError(f"{label} must be 0 or more, got {value}")
+        if context_length is None:
+            context_length = model.spec.context_length
+        max_completion = max_completion_tokens
+        if max_completion is None:
+            max_completion = config.max_completion_tokens or min(
+                model.spec.max_output, config.default_max_completion_tokens
+            )
         safety = config.safety_buffer if safety_buffer is None else safety_buffer
-        for label, value in (("context length", context_length), ("max completion tokens", max_completion)):
-            if value <= 0:
-                raise UserError(f"{label} must be positive, got {value}")
-        if safety < 0:
-            raise UserError(f"safety buffer must be zero or positive, got {safety}")
-        if rag_budget is not None and rag_budget < 0:
-            raise UserError(f"rag budget must be zero or positive, got {rag_budget}")
         shares = config.shares
         return BudgetSpec(
             context_length=context_length,

@@ -60,6 +60,9 @@ CALIBRATION_MIN_REPORTS = 3  # fewer measurements than this keep the registry's 
 COMPACTION_KEEP_SHARE = 0.5  # after a compaction, the recent turns kept fill at most half the budget
 CENTRAL_CAPSULES = 5  # capsules made for the most central modules when none are asked for
 LEDGER_TURNS = 5
+# The session of every request that names none, whichever face it came through (an editor, a code
+# lens, the gateway): one per workspace, since the store is per workspace, so it survives restarts.
+DEFAULT_SESSION = "default"
 _WORD_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -28,7 +28,8 @@ from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, Focus, UserError
 from ctx_lsp.memory.store import MemoryUnavailable, PinRecord, StoreError
 from ctx_lsp.server import protocol as P
-from ctx_lsp.sessions import NotFound, PinIntent, SessionEngine, SessionPlanRequest
+from ctx_lsp.server import transport
+from ctx_lsp.sessions import DEFAULT_SESSION, NotFound, PinIntent, SessionEngine, SessionPlanRequest
 from ctx_lsp.workspace import watch
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text, workspace_rel
 from ctx_lsp.workspace.parse import parse_module
@@ -43,9 +44,16 @@ _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: n
 
 class CtxServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ctx-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "ctx-lsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=transport.CtxProtocol,
+        )
+        self.protocol: transport.CtxProtocol
+        self.max_message_bytes = transport.MAX_MESSAGE_BYTES
         self.engine: SessionEngine | None = None
-        self.session_id = f"conn-{uuid.uuid4().hex[:12]}"
+        self.session_id = DEFAULT_SESSION  # unless initializationOptions name one
         self.config_messages: list[str] = []
         # One worker thread owns the engine: requests are served in order, SQLite stays simple.
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-engine")
@@ -55,12 +63,20 @@ class CtxServer(LanguageServer):
         self._pending_replan: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task] = set()
 
+    # ---- transport: our reader loop instead of pygls' (see transport.py) -----------------------
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> int:  # type: ignore[override]
+        return transport.serve_stdio(self, self.max_message_bytes)
+
+    def start_tcp(self, host: str, port: int) -> int:  # type: ignore[override]
+        return transport.serve_tcp(self, host, port, self.max_message_bytes)
+
     # ---- helpers used by handlers ----------------------------------------------------------
 
     @property
     def core(self) -> SessionEngine:
         if self.engine is None:
-            raise JsonRpcServerError("the server is not initialized yet", P.INDEX_NOT_READY)
+            raise JsonRpcServerError("the server is not initialized yet", P.NOT_INITIALIZED)
         return self.engine
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -85,7 +101,15 @@ class CtxServer(LanguageServer):
 
     async def wait_index(self) -> None:
         """Requests that read the index wait for the start-up indexing (seconds, once), instead of
-        answering from half an index."""
+        answering from half an index. Indexing starts on the client's `initialized`: without it
+        (or without a workspace) the answer is -32003 at once, not a wait that never ends."""
+        if self.engine is None:
+            raise JsonRpcServerError("the server is not initialized yet", P.NOT_INITIALIZED)
+        if not self.protocol.client_initialized:
+            raise JsonRpcServerError(
+                "the server is not initialized yet: the client has not sent the `initialized` notification",
+                P.NOT_INITIALIZED,
+            )
         await self.index_ready.wait()
 
     def session_of(self, session: str | None) -> str:
@@ -95,7 +119,7 @@ class CtxServer(LanguageServer):
         """A ``file:`` URI or a path (absolute, or workspace-relative) → workspace-relative.
         Every path of every method comes through here (one check: inside the root)."""
         if self.engine is None:
-            raise JsonRpcServerError("the server is not initialized yet", P.INDEX_NOT_READY)
+            raise JsonRpcServerError("the server is not initialized yet", P.NOT_INITIALIZED)
         if _URI_SCHEME.match(uri) and not uri.startswith("file:"):
             raise JsonRpcInvalidParams(f"not a file URI or a path: {uri!r}")
         path = to_fs_path(uri) if uri.startswith("file:") else uri
@@ -202,6 +226,16 @@ def _root_of(params: types.InitializeParams) -> Path:
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     """Open the workspace: configuration (files, then initializationOptions), index, memory."""
+    try:
+        _open_workspace(ls, params)
+    except Exception as err:
+        ls.protocol.initialize_received = False  # nothing was opened: a corrected `initialize` may follow
+        if isinstance(err, UserError):  # e.g. a workspace that is not a directory
+            raise JsonRpcInvalidParams(str(err)) from None
+        raise
+
+
+def _open_workspace(ls: CtxServer, params: types.InitializeParams) -> None:
     root = _root_of(params)
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     if isinstance(options.get("session"), str) and options["session"]:
@@ -214,11 +248,14 @@ def on_initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     ls.engine = SessionEngine(Engine(root, config))
     ls.config_messages = messages + ls.engine.startup_messages()
     ls.engine.open_session(ls.session_id)
+    ls.protocol.workspace_root = str(ls.engine.engine.root)
     log.info("ctx-lsp %s serving %s (session %s)", __version__, root, ls.session_id)
 
 
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: CtxServer, params: types.InitializedParams) -> None:
+    if ls.engine is None:  # initialize failed (and said why): nothing to index
+        return
     for message in ls.config_messages:
         ls.warn(message)
     caps = ls.client_capabilities
@@ -475,12 +512,9 @@ async def cmd_pin(ls: CtxServer, *args: Any) -> dict[str, Any]:
     """ctx.pinSymbol(uri, qualifiedName) or ctx.pinSymbol(uri, {line, character})."""
     if len(args) < 2:
         raise JsonRpcInvalidParams("ctx.pinSymbol takes a document URI and a symbol name or a position")
-    uri, target = args[0], args[1]
-    pos = P.to_builtin(target)
-    if isinstance(pos, dict):
-        req = P.PinRequest(text_document=P.TextDocument(uri=uri), position=Position(pos["line"], pos["character"]))
-    else:
-        req = P.PinRequest(text_document=P.TextDocument(uri=uri), symbol=str(target))
+    uri, target = P.to_builtin(args[0]), P.to_builtin(args[1])
+    where = {"position": target} if isinstance(target, dict) else {"symbol": str(target)}
+    req = decode({"textDocument": {"uri": uri}, **where}, P.PinRequest)
     return await _pin(ls, req, ls.session_id)
 
 
@@ -820,17 +854,18 @@ async def undo_reflection(ls: CtxServer, params: Any) -> dict[str, Any]:
     return out
 
 
-def serve(tcp: str | None = None) -> int:
+def serve(tcp: str | None = None, max_message_bytes: int | None = None) -> int:
+    """Serve until the client's `exit`; the process's exit code (LSP: 0 after `shutdown`, else 1)."""
     logging.basicConfig(level=logging.INFO, format="ctx-lsp %(levelname)s %(message)s")
     logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
     # ... and every error response with a traceback; ours are expected answers (unknown symbol,
     # overflow), and real failures are logged by CtxServer.run.
     logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+    if max_message_bytes is not None:
+        server.max_message_bytes = max_message_bytes
     if tcp:
         host, _, port = tcp.rpartition(":")
         if not port.isdigit():
             raise UserError(f"--tcp wants HOST:PORT, got {tcp!r}")
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()
-    return 0
+        return server.start_tcp(host or "127.0.0.1", int(port))
+    return server.start_io()

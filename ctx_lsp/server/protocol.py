@@ -9,6 +9,7 @@ this module (``python -m ctx_lsp.server.protocol``); the clients' types follow i
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, Literal, TypeVar
 
@@ -18,11 +19,17 @@ from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, PlanItem, 
 
 T = TypeVar("T")
 
-# JSON-RPC error codes. -32602 is the standard InvalidParams; ours sit in the server range.
+# JSON-RPC error codes: the standard ones (JSON-RPC 2.0), and ours in the server range.
+PARSE_ERROR = -32700  # a body that is not JSON, a malformed message header
+INVALID_REQUEST = -32600  # not a JSON-RPC message, over the size limit, a second initialize, after shutdown
+INVALID_PARAMS = -32602
 CONTEXT_OVERFLOW = -32001  # the required items alone do not fit the prompt budget
 NOT_FOUND = -32002  # unknown session, plan, pin, message or symbol
-INDEX_NOT_READY = -32003
+NOT_INITIALIZED = -32003  # before initialize (LSP's ServerNotInitialized is -32002: here that is NotFound)
 MEMORY_UNAVAILABLE = -32004  # the memory store cannot be read: nothing the user makes can be kept
+# JSON's interoperable integer range (RFC 8259 §6): what every client can represent exactly, and
+# far beyond any token count, line number or TTL. Larger numbers in params are InvalidParams.
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 class _P(msgspec.Struct, kw_only=True, rename="camel"):
@@ -460,12 +467,37 @@ def to_builtin(obj: Any) -> Any:
     return obj
 
 
+def check_numbers(value: Any, path: str = "$") -> None:
+    """Every number in params is a finite float or an integer within ±(2**53 − 1); else
+    ParamsError naming the field (msgspec alone accepts any Python int, and a 10**30 would only
+    fail deep inside, as an internal error)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            digits = len(str(abs(value)))
+            shown = str(value) if digits <= 24 else f"an integer of {digits} digits"
+            raise ParamsError(
+                f"invalid params: {shown} is out of range (integers must be within ±{MAX_SAFE_INTEGER}) - at `{path}`"
+            )
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ParamsError(f"invalid params: {value} is not a finite number - at `{path}`")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_numbers(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            check_numbers(item, f"{path}[{n}]")
+
+
 def decode(params: Any, kind: type[T]) -> T:
     raw = to_builtin(params)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ParamsError(f"params must be an object, got {type(raw).__name__}")
+    check_numbers(raw)
     try:
         return msgspec.convert(raw, kind)
     except msgspec.ValidationError as err:
@@ -493,9 +525,12 @@ def json_schema() -> dict[str, Any]:
         "title": "ctx_lsp protocol",
         "description": "Custom LSP methods of ctx_lsp (see docs/protocol.md). Generated; do not edit.",
         "errors": {
-            "InvalidParams": -32602,
+            "ParseError": PARSE_ERROR,
+            "InvalidRequest": INVALID_REQUEST,
+            "InvalidParams": INVALID_PARAMS,
             "ContextOverflow": CONTEXT_OVERFLOW,
             "NotFound": NOT_FOUND,
+            "NotInitialized": NOT_INITIALIZED,
             "MemoryUnavailable": MEMORY_UNAVAILABLE,
         },
         "requests": methods,

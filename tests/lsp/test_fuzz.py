@@ -10,11 +10,18 @@ from hypothesis import strategies as st
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from ctx_lsp.server.protocol import REQUESTS
+from ctx_lsp.server.protocol import MAX_SAFE_INTEGER, REQUESTS
 from tests.lsp.test_server import req
 
+# integers up to the edges of (and past) JSON's safe range, 64-bit and beyond
+EXTREME = st.sampled_from([2**53 - 1, -(2**53 - 1), 2**53, 2**63, -(2**63) - 1, 2**64, 10**30, -(10**30)])
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=30),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | EXTREME
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12,
 )
@@ -53,3 +60,38 @@ async def test_junk_params_never_break_the_server(client: LanguageClient):
                 internal.append((method, params, err.code, str(err)))
     assert not internal, internal[:3]
     assert (await req(client, "ctx/showBudget", {})).session  # still serving
+
+
+async def test_numbers_at_the_edge_of_range_never_break_the_server(client: LanguageClient):
+    """Every field of every method at ±(2**53 − 1), the largest accepted integer: served, or
+    refused with an error a person can act on, never an internal error."""
+    base = {
+        "ctx/planContext": {"query": "x"},
+        "ctx/pinSymbol": {"symbol": "shop.inventory.Product"},
+        "ctx/unpin": {"pinId": "pin:x"},
+        "ctx/appendMessages": {"messages": [{"role": "user", "content": "x"}]},
+        "ctx/reportUsage": {"planId": "p", "inputTokens": 1, "outputTokens": 1},
+        "ctx/replayPlan": {"planId": "p"},
+        "ctx/setMode": {"mode": "light"},
+        "ctx/branch": {"fromMessageId": "m"},
+        "ctx/undoReflection": {"id": 1},
+        "ctx/restoreItem": {"itemId": "i"},
+    }
+    nested = {
+        "position": {"line": MAX_SAFE_INTEGER, "character": MAX_SAFE_INTEGER},
+        "focus": {"uri": "file:///nowhere.py", "position": {"line": MAX_SAFE_INTEGER, "character": 0}},
+        "extraPins": [{"symbol": "shop.inventory.Product", "ttl": MAX_SAFE_INTEGER, "priority": -MAX_SAFE_INTEGER}],
+    }
+    internal = []
+    for method in METHODS:
+        for name in fields_of(method):
+            values = [nested[name]] if name in nested else [MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER, 0.5e308]
+            for value in values:
+                params = {**base.get(method, {}), name: value}
+                try:
+                    await client.protocol.send_request_async(method, params)
+                except JsonRpcException as err:
+                    if err.code not in (-32602, -32001, -32002):
+                        internal.append((method, params, err.code, str(err)))
+    assert not internal, internal[:3]
+    assert (await req(client, "ctx/showBudget", {})).session

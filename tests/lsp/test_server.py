@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,7 +12,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import SESSION, server_command, start
+from ctx_lsp.sessions import DEFAULT_SESSION
+from tests.lsp.conftest import FIXTURE, SESSION, server_command, start
 
 QUERY = "how is the invoice total calculated with tax?"
 
@@ -307,6 +309,63 @@ async def test_malformed_params_get_invalid_params_and_server_keeps_serving(clie
     assert (await req(client, "ctx/listPins", {})) is not None
 
 
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"contextLength": 0}, "contextLength must be greater than 0, got 0"),
+        ({"contextLength": -5}, "contextLength must be greater than 0, got -5"),
+        ({"maxCompletionTokens": 0}, "maxCompletionTokens must be greater than 0, got 0"),
+        ({"safetyBuffer": -1}, "safetyBuffer must be 0 or more, got -1"),
+        ({"ragBudget": -1}, "ragBudget must be 0 or more, got -1"),
+    ],
+)
+async def test_zero_or_negative_budget_numbers_are_invalid_params(client: LanguageClient, params, message):
+    """0 is not "the default" (null is): the same rule and words as the CLI's options."""
+    err = await error_of(client, "ctx/planContext", {"query": QUERY, **params})
+    assert err.code == -32602 and message in str(err), err
+    err = await error_of(client, "ctx/planContext", {"query": QUERY, "dryRun": True, **params})
+    assert err.code == -32602 and message in str(err), err
+    plan = await req(client, "ctx/planContext", {"query": QUERY, "contextLength": None, "maxCompletionTokens": None})
+    assert plan.contextLength == 128000  # null: the model's default
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("ctx/planContext", {"query": QUERY, "maxCompletionTokens": 10**30}, "$.maxCompletionTokens"),
+        ("ctx/planContext", {"query": QUERY, "contextLength": -(2**64)}, "$.contextLength"),
+        (
+            "ctx/planContext",
+            {"query": QUERY, "dryRun": True, "extraPins": [{"symbol": "x", "ttl": 2**53}]},
+            "$.extraPins[0].ttl",
+        ),
+        ("ctx/pinSymbol", {"symbol": "shop.inventory.Product", "priority": 10**30}, "$.priority"),
+        ("ctx/reportUsage", {"planId": "p", "inputTokens": 10**40, "outputTokens": 1}, "$.inputTokens"),
+        ("ctx/undoReflection", {"id": 10**30}, "$.id"),
+        (
+            "ctx/appendMessages",
+            {"messages": [{"role": "user", "content": "x", "usage": {"total": 10**30}}]},
+            "$.messages[0].usage.total",
+        ),
+    ],
+)
+async def test_out_of_range_numbers_are_invalid_params_naming_the_field(client: LanguageClient, method, params, field):
+    err = await error_of(client, method, params)
+    assert err.code == -32602, err
+    assert "out of range" in str(err) and f"`{field}`" in str(err), err
+    assert (await req(client, "ctx/listPins", {})) is not None
+
+
+async def test_pin_command_with_a_bad_position_is_invalid_params(client: LanguageClient, workspace: Path):
+    uri = (workspace / "shop/billing/invoice.py").as_uri()
+    for target in ({"line": 3}, {"line": 10**30, "character": 0}, {"line": "x", "character": 0}):
+        with pytest.raises(JsonRpcException) as err:
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ctx.pinSymbol", arguments=[uri, target])
+            )
+        assert err.value.code == -32602, err.value
+
+
 async def test_huge_query_is_served(client: LanguageClient):
     plan = await req(client, "ctx/planContext", {"query": "invoice " * 50_000, "contextLength": 1_000_000})
     assert plan.totals.tokens <= plan.promptBudget
@@ -332,6 +391,39 @@ async def test_pins_and_conversation_survive_restart(workspace: Path):
         assert replay.identical
         rendered = await req(second, "ctx/renderPrompt", {"planId": plan.planId})
         assert rendered.planId == plan.planId
+    finally:
+        await second.shutdown_session()
+
+
+async def test_default_session_is_stable_across_restarts(tmp_path: Path):
+    """A client that names no session (any plain LSP client, code lenses) gets the workspace's
+    default session: its pins are there again after a restart."""
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    config = ClientServerConfig(server_command=server_command())
+    first = await config.start()
+    await start(first, root, session=None)
+    try:
+        pin = await req(first, "ctx/pinSymbol", {"symbol": "shop.inventory.Product"})
+        uri = (root / "shop/billing/invoice.py").as_uri()
+        lens_pin = ns(
+            await first.workspace_execute_command_async(
+                types.ExecuteCommandParams(
+                    command="ctx.pinSymbol", arguments=[uri, "shop.billing.invoice.calculate_invoice_total"]
+                )
+            )
+        )
+        assert (await req(first, "ctx/showBudget", {})).session == DEFAULT_SESSION
+    finally:
+        await first.shutdown_session()
+    second = await config.start()
+    await start(second, root, session=None)
+    try:
+        pins = await req(second, "ctx/listPins", {})
+        assert sorted(p.id for p in pins) == sorted([pin.id, lens_pin.id])
+        named = await req(second, "ctx/listPins", {"session": DEFAULT_SESSION})
+        assert sorted(p.id for p in named) == sorted([pin.id, lens_pin.id])
+        assert await req(second, "ctx/listPins", {"session": "someone-else"}) == []
     finally:
         await second.shutdown_session()
 

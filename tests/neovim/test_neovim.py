@@ -97,3 +97,7 @@ def test_reflection_suggestions_promotion_undo(workspace: Path, tmp_path: Path) 
 def test_help_tags(workspace: Path, tmp_path: Path) -> None:
     proc = run_lua("test_help.lua", workspace, tmp_path)
     assert "every :Ctx command and Ctx highlight group documented" in proc.stdout
+
+
+def test_default_session_survives_restart(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_session.lua", workspace, tmp_path)

@@ -50,14 +50,7 @@ local function event(name, data)
   pcall(vim.api.nvim_exec_autocmds, "User", { pattern = name, modeline = false, data = data })
 end
 
--- ---- session and root -------------------------------------------------------------------------
-
---- The default session id: stable per workspace, so pins and the conversation survive restarts.
----@param root string
----@return string
-function M.session_for(root)
-  return "nvim-" .. vim.fn.sha256(vim.fs.normalize(root)):sub(1, 12)
-end
+-- ---- root -------------------------------------------------------------------------------
 
 --- The workspace root of a buffer: the nearest root marker; else the current directory when
 --- the file is under it (but never the home directory itself); else the file's directory.
@@ -196,25 +189,6 @@ local function flush(client_id)
   end
 end
 
---- initializationOptions: the session (unless set) is derived from the root in before_init.
----@param params table
----@param cfg table
-function M.before_init(params, cfg)
-  local opts = vim.deepcopy(cfg.init_options or {})
-  if type(opts) ~= "table" then
-    opts = {}
-  end
-  if not opts.session then
-    local root = cfg.root_dir
-    if type(root) ~= "string" then
-      local uri = params.rootUri
-      root = (type(uri) == "string") and vim.uri_to_fname(uri) or vim.fn.getcwd()
-    end
-    opts.session = M.session_for(root)
-  end
-  params.initializationOptions = opts
-end
-
 local initialized = {} ---@type table<integer, true>
 
 function M.on_init(client)
@@ -275,6 +249,8 @@ function M.lsp_config()
   if next(settings) ~= nil then
     init_options.settings = settings
   end
+  -- Without a configured session the server's default session of the workspace is used: the one
+  -- every client and tool that names none shares, so pins survive restarts and show everywhere.
   if c.session then
     init_options.session = c.session
   end
@@ -285,7 +261,6 @@ function M.lsp_config()
     root_markers = c.root_markers,
     init_options = init_options,
     handlers = M.handlers(),
-    before_init = M.before_init,
     on_init = M.on_init,
     on_attach = M.on_attach,
     on_exit = M.on_exit,

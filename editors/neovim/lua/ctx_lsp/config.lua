@@ -7,7 +7,7 @@ local M = {}
 ---@field model? string           model name the server plans for (its default: gpt-4o)
 ---@field context_length? integer override the model's context length in every plan
 ---@field mode? "off"|"light"|"heavy" retrieval mode (the server's default: light)
----@field session? string         session id (default: "nvim-" .. a hash of the workspace root)
+---@field session? string         session id (default: the server's default session of the workspace)
 ---@field filetypes string[]      buffers the server attaches to (default { "python" })
 ---@field root_markers string[]   files that mark the workspace root
 ---@field settings table          extra server settings, passed as is (camelCase keys)

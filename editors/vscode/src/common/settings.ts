@@ -54,7 +54,7 @@ export function getSettings(scope?: vscode.ConfigurationScope): CtxSettings {
     serverSettings: server && typeof server === "object" && !Array.isArray(server) ? server : {},
     model: c.get<string>("model", "").trim(),
     mode: mode === "off" || mode === "light" || mode === "heavy" ? mode : "",
-    session: c.get<string>("session", "vscode").trim(),
+    session: c.get<string>("session", "").trim(),
     ragBudget: typeof rag === "number" && rag >= 0 ? Math.floor(rag) : null,
     previewFormat: fmt === "openai" || fmt === "anthropic" ? fmt : "text",
   };
