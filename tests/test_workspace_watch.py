@@ -67,7 +67,7 @@ async def test_edit_delete_and_rename_reach_the_index(ws: Path) -> None:
         (ws / "shop/moved.py").unlink()
         await until(lambda: index.get("shop.moved.make") is None)
         # centrality catches up once the workspace is quiet
-        await until(lambda: not index.graph_dirty(), timeout=3 + watcher.graph_quiet_s)
+        await until(lambda: not index.graph_dirty())
     finally:
         await watcher.close()
         index.close()
