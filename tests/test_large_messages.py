@@ -4,7 +4,9 @@ can use. Real tiktoken, real SQLite."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -19,9 +21,13 @@ from ctx_lsp.core.conversation import (
 from ctx_lsp.core.items import BudgetSpec, ContextOverflow, Conversation, Message
 from ctx_lsp.core.planner import FRAMING_TOKENS, plan
 from ctx_lsp.core.tokens import EXACT_COUNT_LIMIT_BYTES, counter_for, utf8_size
+from ctx_lsp.engine import Engine
+from ctx_lsp.memory.store import BODY_MIN_BYTES, HEAD_CHARS, MemoryStore, decode_inputs, encode_inputs
+from ctx_lsp.sessions import SessionEngine, SessionPlanRequest
 from tests.planning import plan_input
 
 COUNTER = counter_for("cl100k_base")
+FIXTURE = Path(__file__).parent / "fixtures" / "sample_ws"
 
 
 def log(size: int, seed: int = 0) -> str:
@@ -182,3 +188,100 @@ def test_only_large_messages_within_the_allowance_are_read():
     window = conversation_window(msgs, sizes, COUNTER, 1.0, one + 200, None)
     assert "t2" in window.load and "t1" not in window.load  # newest first; the older one is a stub
     assert {"u1", "a1", "r1", "u2", "a2", "r2", "q"} <= window.load  # small messages are always read
+
+
+# ---- the store -----------------------------------------------------------------------------------
+
+
+def test_large_texts_are_stored_once_and_read_by_head(tmp_path: Path):
+    store = MemoryStore(tmp_path / "memory.sqlite3")
+    store.ensure_session("s")
+    text = log(BODY_MIN_BYTES * 4)
+    store.append("s", None, parse_messages([{"id": "a", "role": "tool", "tool_call_id": "c", "content": text}]))
+    store.append("s", None, parse_messages([{"id": "b", "role": "tool", "tool_call_id": "c", "content": text}]))
+    store.append("s", None, parse_messages([{"id": "c", "role": "user", "content": "short"}]))
+    db = sqlite3.connect(tmp_path / "memory.sqlite3")
+    assert db.execute("SELECT COUNT(*) FROM bodies").fetchone()[0] == 1
+    assert db.execute("SELECT MAX(length(content)) FROM messages").fetchone()[0] == len("short")
+    assert [m.content for m in store.path("s")] == [text, text, "short"]
+    meta = store.path_meta("s")
+    assert [m.bytes for m in meta] == [len(text), len(text), 5]
+    heads = store.contents("s", ["a", "c"], prefix=True)
+    assert heads["a"].startswith(text[:HEAD_CHARS]) and f"{len(text):,} bytes" in heads["a"]
+    assert len(heads["a"]) < HEAD_CHARS + 200 and heads["c"] == "short"
+    store.close()
+
+
+def test_plan_inputs_keep_large_texts_by_reference():
+    msgs = parse_messages([*tool_turn(1, log(BODY_MIN_BYTES * 3)), {"role": "user", "content": "and?"}])
+    inputs = plan_input(context_length=200_000, max_completion=1_000, conv=Conversation(build_turns(msgs, COUNTER)))
+    blob, refs, bodies = encode_inputs(inputs)
+    assert len(refs) == 1 and len(bodies) == 1  # the result in its whole form (the masked one is a stub)
+    assert len(blob) < BODY_MIN_BYTES
+    assert decode_inputs(blob, refs, bodies) == inputs
+
+
+# ---- sessions ------------------------------------------------------------------------------------
+
+
+def session(tmp_path: Path) -> SessionEngine:
+    import shutil
+
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURE, root)
+    core = SessionEngine(Engine(root))
+    core.engine.refresh_index()
+    return core
+
+
+def test_counts_are_stored_at_append_and_plans_read_no_large_text(tmp_path: Path, monkeypatch):
+    core = session(tmp_path)
+    core.append_raw("s", None, tool_turn(1, log(5_000_000)))
+    meta = core.store.path_meta("s")
+    assert [m.tokens_encoding for m in meta][2] == "utf-8 bytes" and meta[2].tokens == 5_000_000
+    assert all(m.tokens is not None for m in meta)
+    read: list[list[str]] = []
+    contents = core.store.contents
+    monkeypatch.setattr(core.store, "contents", lambda s, ids, **kw: read.append(ids) or contents(s, ids, **kw))
+    out = core.plan(SessionPlanRequest(session="s", query="what failed in step 1?"))
+    assert not any("t1" in ids for ids in read)
+    stub = next(i for i in out.result.plan.included if i.kind == "tool_episode")
+    assert "message t1" in (stub.detail or "")
+    assert out.result.plan.totals.tokens <= out.result.plan.prompt_budget
+    identical, _ = core.replay(out.result.plan.plan_id)
+    assert identical
+    core.close()
+
+
+def test_a_store_of_an_earlier_version_is_migrated_and_counted_once(tmp_path: Path):
+    core = session(tmp_path)
+    db_path = core.store.db_path
+    core.close()
+    db = sqlite3.connect(db_path)  # what an earlier version wrote: the text inline, no counts
+    db.execute("DROP TABLE messages")
+    db.execute(
+        "CREATE TABLE messages(seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, id TEXT NOT NULL, "
+        "parent TEXT, role TEXT NOT NULL, content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, name TEXT, "
+        "turn INTEGER NOT NULL, archived_by INTEGER, created REAL NOT NULL, UNIQUE(session, id))"
+    )
+    db.execute("DROP TABLE bodies")
+    db.execute("INSERT OR IGNORE INTO sessions(id, created) VALUES ('s', 0)")
+    db.execute("INSERT OR IGNORE INTO branches(session, name, head, created) VALUES ('s', 'main', 'u1', 0)")
+    text = log(200_000)
+    insert = (
+        "INSERT INTO messages(session, id, parent, role, content, turn, created) VALUES ('s', ?, ?, 'user', ?, 0, 0)"
+    )
+    db.execute(insert, ("u0", None, text))
+    db.execute(insert, ("u1", "u0", "and?"))
+    db.execute("UPDATE branches SET head = 'u1' WHERE session = 's'")
+    db.commit()
+    db.close()
+    core = SessionEngine(Engine(db_path.parent.parent))
+    meta = core.store.path_meta("s")
+    assert [m.bytes for m in meta] == [len(text), None] and meta[0].tokens is None
+    out = core.plan(SessionPlanRequest(session="s", query="and?"))
+    assert out.result.plan.totals.tokens <= out.result.plan.prompt_budget
+    meta = core.store.path_meta("s")
+    assert meta[0].tokens == COUNTER.count(text) and meta[0].tokens_encoding == COUNTER.encoding
+    assert core.messages("s")[0].content == text
+    core.close()

@@ -25,12 +25,13 @@ def _terms(text: str) -> list[str]:
 
 
 class _Chunk:
-    __slots__ = ("doc", "length", "tf")
+    __slots__ = ("doc", "length", "tf", "title")
 
     def __init__(self, turn: Sequence[Message]) -> None:
         self.doc = transcript(turn)[:MAX_CHUNK_CHARS]
         self.tf = Counter(_terms(self.doc))
         self.length = sum(self.tf.values())
+        self.title = f"earlier turn: {' '.join(turn[0].content[:400].split())[:60]}"
 
 
 class HistoryChunks:
@@ -39,6 +40,10 @@ class HistoryChunks:
     def __init__(self, limit: int = 20_000) -> None:
         self._chunks: dict[tuple[str, ...], _Chunk] = {}
         self._limit = limit
+
+    def has(self, turn: Sequence[Message]) -> bool:
+        """Whether ``turn`` is read already (its messages' texts are then not needed)."""
+        return tuple(m.id for m in turn) in self._chunks
 
     def of(self, turn: Sequence[Message]) -> _Chunk:
         key = tuple(m.id for m in turn)
@@ -57,7 +62,8 @@ def history_candidates(
     calibration: float,
     chunks: HistoryChunks | None = None,
 ) -> list[Item]:
-    """One item per archived turn that shares a word with the query, scored by BM25."""
+    """One item per archived turn that shares a word with the query, scored by BM25. A turn
+    already read into ``chunks`` needs only its message ids (its texts may be empty)."""
     q = set(_terms(query))
     if not turns or not q:
         return []
@@ -87,7 +93,7 @@ def history_candidates(
                 id="history:" + content_id(text),
                 section="rag",
                 kind=HISTORY_CHUNK,
-                title=f"earlier turn: {' '.join(first.content.split())[:60]}",
+                title=chunk.title,
                 text=text,
                 tokens=scaled(counter.count(text) + 1, calibration),
                 score=round(score * HISTORY_WEIGHT, 6),
