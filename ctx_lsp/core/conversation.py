@@ -346,35 +346,41 @@ def conversation_window(
       first while together they fit ``available``; older large messages are shown as stubs.
     """
     latest = latest_user(messages)
-    groups = _group_atoms(list(messages))
-    starts: list[int] = []  # index of each turn's first message
-    costs: list[int] = []  # each turn's least cost (every large message masked)
+    turns: list[list[tuple[int, list[Message]]]] = []  # each turn's atoms, with their first index
     index = 0
-    for group in groups:
-        tool_names = {t.id: t.name for m in group for t in m.tool_calls}
-        thin = 0
-        for m in group:
-            thin += _message_costs(m, _size(m, counter, sizes), counter, tool_names, calibration, mask_over)[2]
-        if group[0].role == "user" or not starts:
-            starts.append(index)
-            costs.append(0)
-        costs[-1] += scaled(thin, calibration)
+    for group in _group_atoms(list(messages)):
+        if group[0].role == "user" or not turns:
+            turns.append([])
+        turns[-1].append((index, group))
         index += len(group)
-    position = {m.id: n for n, m in enumerate(messages)}
+
+    def least(turn: list[tuple[int, list[Message]]]) -> int:
+        """What a turn costs at least: every large message masked (as the planner computes it)."""
+        total = 0
+        for _, group in turn:
+            names = {t.id: t.name for m in group for t in m.tool_calls}
+            raw = sum(
+                _message_costs(m, _size(m, counter, sizes), counter, names, calibration, mask_over)[2] for m in group
+            )
+            total += scaled(raw, calibration)
+        return total
+
+    position = next((n for n in range(len(messages) - 1, -1, -1) if messages[n].id == latest), None)
     floor = 0
-    if latest is not None:
-        m = messages[position[latest]]
+    if position is not None:
+        m = messages[position]
         floor = scaled(_framing(counter, m) + _size(m, counter, sizes).tokens, calibration)
     start = 0
-    for t in range(len(starts) - 2, -1, -1):
-        if floor + costs[t] > available:
-            start = starts[t]  # the boundary turn is kept: the plan lists it as outside the window
+    for turn in reversed(turns[:-1]):  # newest first, computed only as far as the window reaches
+        cost = least(turn)
+        if floor + cost > available:
+            start = turn[0][0]  # the boundary turn is kept: the plan lists it as outside the window
             break
-        floor += costs[t]
+        floor += cost
     load: set[str] = set()
     allowance = available
-    if latest is not None and position[latest] >= start:
-        m = messages[position[latest]]
+    if position is not None and position >= start:
+        m = messages[position]
         cost = scaled(_framing(counter, m) + _size(m, counter, sizes).tokens, calibration)
         if cost <= available:
             load.add(latest)

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS messages(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, id TEXT NOT NULL, parent TEXT,
     role TEXT NOT NULL, content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, name TEXT,
     turn INTEGER NOT NULL, archived_by INTEGER, created REAL NOT NULL,
+    bytes INTEGER, tokens INTEGER, tokens_encoding TEXT, body TEXT,
     UNIQUE(session, id));
 CREATE TABLE IF NOT EXISTS pins(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, session TEXT NOT NULL,
@@ -56,7 +57,7 @@ CREATE TABLE IF NOT EXISTS plans(
     id TEXT NOT NULL, session TEXT NOT NULL, branch TEXT NOT NULL, turn INTEGER NOT NULL,
     created REAL NOT NULL, query TEXT NOT NULL, inputs BLOB NOT NULL, plan BLOB NOT NULL,
     retrieval_set_id TEXT, tokens INTEGER NOT NULL, prompt_budget INTEGER NOT NULL,
-    timings TEXT NOT NULL, options TEXT, PRIMARY KEY(id, session));
+    timings TEXT NOT NULL, options TEXT, bodies TEXT, PRIMARY KEY(id, session));
 CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created);
 CREATE TABLE IF NOT EXISTS usage(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, plan_id TEXT NOT NULL, session TEXT NOT NULL,
