@@ -673,7 +673,8 @@ class SessionEngine:
         budget = self._conversation_budget(model, req)
         if estimate < threshold * budget:
             return False
-        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=int(budget * COMPACTION_KEEP_SHARE))
+        keep = int(budget * COMPACTION_KEEP_SHARE)
+        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=keep, path=meta)
         if compaction is None:
             return False
         self._events.append(("ctx/compacted", msgspec.to_builtins(compaction)))
@@ -689,15 +690,17 @@ class SessionEngine:
         auto: bool = False,
         model_name: str | None = None,
         keep_tokens: int | None = None,
+        path: list[MessageMeta] | None = None,
     ) -> Compaction | None:
         """Summarise (or, with ``trim``, just archive) the older turns of the active branch: all
         but the current turn when asked for, and when automatic all but the newest turns that
         fit half the conversation budget.
-        Nothing is deleted: archived messages stay in the store and in ``ctx/listMessages``."""
+        Nothing is deleted: archived messages stay in the store and in ``ctx/listMessages``.
+        ``path`` is the branch's path when the caller has just read it."""
         record = self.open_session(session)
         model, _ = self.calibrated(model_name or record.model)
         counter, cal = model.counter, model.estimator.calibration
-        stored = self.store.path_meta(session, record.branch)
+        stored = path if path is not None else self.store.path_meta(session, record.branch)
         active_meta = [m for m in stored if m.archived_by is None]
         sizes = self._sizes(session, active_meta, counter)
 

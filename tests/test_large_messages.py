@@ -285,3 +285,19 @@ def test_a_store_of_an_earlier_version_is_migrated_and_counted_once(tmp_path: Pa
     assert meta[0].tokens == COUNTER.count(text) and meta[0].tokens_encoding == COUNTER.encoding
     assert core.messages("s")[0].content == text
     core.close()
+
+
+def test_older_history_offers_only_its_best_turns(monkeypatch):
+    from ctx_lsp.memory import history
+
+    turns = [
+        parse_messages([{"id": f"u{k}", "role": "user", "content": "invoice " * (1 + k % 7) + f"filler {k}"}])
+        for k in range(3 * history.HISTORY_LIMIT)
+    ]
+    capped = history.history_candidates(turns, "invoice", COUNTER, 1.0)
+    monkeypatch.setattr(history, "HISTORY_LIMIT", 10**6)
+    every = history.history_candidates(turns, "invoice", COUNTER, 1.0)
+    assert len(every) == len(turns) and len(capped) == len(turns) // 3
+    order = {item.id: n for n, item in enumerate(every)}
+    best = sorted(every, key=lambda i: (-i.score, order[i.id]))[: len(capped)]
+    assert [i.id for i in capped] == sorted((i.id for i in best), key=order.get)  # the best, in order
