@@ -224,7 +224,9 @@ def one_message(size_mb: float, timeout: float, context_length: int | None) -> t
     return row, outcomes
 
 
-def stored_session(total_mb: int, plans: int, timeout: float, context_length: int | None) -> dict[str, float]:
+def stored_session(
+    total_mb: int, plans: int, timeout: float, context_length: int | None, run: int = 0
+) -> dict[str, float]:
     from ctx_lsp.engine import Engine
     from ctx_lsp.sessions import SessionEngine
 
@@ -235,7 +237,7 @@ def stored_session(total_mb: int, plans: int, timeout: float, context_length: in
         try:
             t0 = time.perf_counter()
             for k in range(total_mb):
-                core.append_raw("stored", None, tool_turn(k, big_block(MB, k, base)))
+                core.append_raw("stored", None, tool_turn(k, big_block(MB, run * 100_000 + k, base)))
             build = time.perf_counter() - t0
         finally:
             core.close()
@@ -290,7 +292,7 @@ def main() -> None:
             rows.append((f"{label}: {key}", [r[key] for r, _ in runs]))
     for total in [int(s) for s in args.stored.split(",") if s]:
         label = f"{total} MB stored in 1-MB results"
-        runs = [stored_session(total, args.plans, args.timeout, args.context_length) for _ in range(args.repeat)]
+        runs = [stored_session(total, args.plans, args.timeout, args.context_length, n) for n in range(args.repeat)]
         outcomes[label] = set().union(*(o for _, o in runs))
         for key in runs[0][0]:
             rows.append((f"{label}: {key}", [r[key] for r, _ in runs]))
