@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 import msgspec
 
 from ctx_lsp.config import CtxConfig, load_workspace_config
-from ctx_lsp.core.conversation import build_turns
+from ctx_lsp.core.conversation import Sized, build_turns, mask_limit, with_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import (
     COMPACTION_SUMMARY,
@@ -52,6 +52,7 @@ SCAFFOLD_MAX_ENTRIES = 40
 AGENT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 MAX_INSTRUCTIONS_BYTES = 256 * 1024  # an instruction file is prose for every request; larger is a mistake
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
+RAG_QUERY_CHARS = 8_000
 
 
 class UserError(ValueError):
@@ -76,6 +77,9 @@ class PlanRequest:
     pins: list[str] = field(default_factory=list)  # qualified names, pinned sticky for this plan
     extra_pins: list[PinnedItem] = field(default_factory=list)
     conversation: list[Message] = field(default_factory=list)
+    # known sizes of conversation messages, by id (from the store); a message whose size says it
+    # was not loaded has no text here and is shown as a stub
+    sizes: dict[str, Sized] | None = None
     system_prompt: str | None = None
     focus: Focus | None = None
     open_files: list[str] = field(default_factory=list)
@@ -240,10 +244,8 @@ class Engine:
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
 
-        messages = list(req.conversation)
+        messages = with_query(req.conversation, req.query)
         query = req.query.strip()
-        if query and not (messages and messages[-1].role == "user" and messages[-1].content.strip() == query):
-            messages.append(Message(id=f"q-{content_id(query)}", role="user", content=query))
         if not any(m.role == "user" for m in messages):
             raise UserError("nothing to plan for: give a query (--query or --query-file) or a conversation")
         summary = None
@@ -254,7 +256,8 @@ class Engine:
                 ),
                 tokens=scaled(counter.count(req.summary) + MESSAGE_OVERHEAD, cal),
             )
-        conversation = Conversation(turns=build_turns(messages, counter, cal), summary=summary)
+        turns = build_turns(messages, counter, cal, sizes=req.sizes, mask_over=mask_limit(budget))
+        conversation = Conversation(turns=turns, summary=summary)
         t_inputs = time.perf_counter()
 
         pins = [self._pin_by_name(name, n, cal) for n, name in enumerate(req.pins)] + list(req.extra_pins)
@@ -262,7 +265,9 @@ class Engine:
         scaffold: list[Item] = []
         retrieval_set_id = None
         if mode != "off":
-            rag_query = "\n".join([query, *(m.content for m in messages[-3:] if m.role == "user")])
+            # retrieval reads the head of each recent question: a pasted log is not a search query
+            recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
+            rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
             hits = self.index.search(rag_query, limit=min(self.config.retrieval_limit * 2, 1000))
             ranked = retrieval.rank(
                 hits,

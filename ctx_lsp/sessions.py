@@ -16,9 +16,18 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.conversation import group_turns, parse_messages
+from ctx_lsp.core.conversation import (
+    Sized,
+    conversation_window,
+    group_turns,
+    mask_limit,
+    parse_messages,
+    sized_cost,
+    with_query,
+)
 from ctx_lsp.core.items import (
     CAPSULE,
+    BudgetSpec,
     Item,
     Message,
     Mode,
@@ -28,8 +37,8 @@ from ctx_lsp.core.items import (
     PinSpec,
 )
 from ctx_lsp.core.meter import format_tokens
-from ctx_lsp.core.planner import PlanResult, plan
-from ctx_lsp.core.tokens import counter_for, message_cost, scaled
+from ctx_lsp.core.planner import FRAMING_TOKENS, PlanResult, plan
+from ctx_lsp.core.tokens import TokenCounter, counter_for, scaled, utf8_size
 from ctx_lsp.engine import (
     Engine,
     Focus,
@@ -43,14 +52,15 @@ from ctx_lsp.memory.capsules import code_hash, make_capsule
 from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
 from ctx_lsp.memory.llm import ChatClient
 from ctx_lsp.memory.store import (
+    BOUND_ENCODING,
     MemoryStore,
     MemoryUnavailable,
+    MessageMeta,
     PinRecord,
     SessionRecord,
     StoredMessage,
     StoreError,
     UsageStats,
-    decode_inputs,
 )
 from ctx_lsp.workspace import resolve, retrieval
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
@@ -63,6 +73,7 @@ LEDGER_TURNS = 5
 # The session of every request that names none, whichever face it came through (an editor, a code
 # lens, the gateway): one per workspace, since the store is per workspace, so it survives restarts.
 DEFAULT_SESSION = "default"
+COUNT_BATCH = 32  # messages read at once when counting what an earlier version stored uncounted
 _WORD_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -281,10 +292,17 @@ class SessionEngine:
         return self.append(session, branch, messages)
 
     def append(self, session: str, branch: str | None, messages: list[Message]) -> list[StoredMessage]:
+        """Store messages with their token counts, counted once here (in the session's model's
+        encoding; a text over the counting limit is recorded as its UTF-8 size)."""
         self.require_memory()
-        self.open_session(session)
+        record = self.open_session(session)
+        counter = self.engine.resolve_model(record.model).counter
+        counts = []
+        for m in messages:
+            tokens, exact = counter.measure(m.content)
+            counts.append((tokens, counter.encoding if exact else BOUND_ENCODING))
         try:
-            return self.store.append(session, branch, messages)
+            return self.store.append(session, branch, messages, counts)
         except StoreError as err:
             raise NotFound(str(err)) from None
 
@@ -294,6 +312,86 @@ class SessionEngine:
             return self.store.path(session, branch)
         except StoreError as err:
             raise NotFound(str(err)) from None
+
+    def message_count(self, session: str, branch: str | None = None) -> int:
+        self.open_session(session)
+        try:
+            return self.store.path_length(session, branch)
+        except StoreError as err:
+            raise NotFound(str(err)) from None
+
+    def _sizes(self, session: str, meta: list[MessageMeta], counter: TokenCounter) -> dict[str, Sized]:
+        """The stored counts of messages, in ``counter``'s encoding. Messages never counted in it
+        (stores of earlier versions, a session that changed model family) are read and counted
+        now, once, and the counts stored."""
+        stale = [
+            m
+            for m in meta
+            if m.tokens is None or m.bytes is None or m.tokens_encoding not in (counter.encoding, BOUND_ENCODING)
+        ]
+        for start in range(0, len(stale), COUNT_BATCH):
+            batch = stale[start : start + COUNT_BATCH]
+            texts = self.store.contents(session, [m.id for m in batch])
+            counted = []
+            for m in batch:
+                text = texts.get(m.id, "")
+                tokens, exact = counter.measure(text)
+                m.bytes, m.tokens = utf8_size(text), tokens
+                m.tokens_encoding = counter.encoding if exact else BOUND_ENCODING
+                counted.append((m.id, m.bytes, m.tokens, m.tokens_encoding))
+            self.store.set_counts(session, counted)
+        return {
+            m.id: Sized(tokens=m.tokens or 0, bytes=m.bytes or 0, exact=m.tokens_encoding != BOUND_ENCODING)
+            for m in meta
+        }
+
+    def _window(
+        self,
+        session: str,
+        active: list[MessageMeta],
+        sizes: dict[str, Sized],
+        query: str,
+        model: ResolvedModel,
+        budget: BudgetSpec,
+    ) -> tuple[list[Message], dict[str, Sized], int]:
+        """The conversation a plan gets: only the part of the active path it can use, with the
+        texts it may show whole (``conversation_window``); the rest stays unread in the store.
+        Returns (messages, their sizes, how many older messages were left out)."""
+        counter, cal = model.counter, model.estimator.calibration
+        messages = [m.to_message() for m in active]
+        if messages and messages[-1].role == "user":  # is the latest message the question itself?
+            last = messages[-1]
+            if sizes[last.id].bytes <= utf8_size(query) + 4096:
+                text = self.store.contents(session, [last.id]).get(last.id, "")
+                messages[-1] = msgspec.structs.replace(last, content=text)
+        messages = with_query(messages, query)
+        available = budget.prompt_budget - FRAMING_TOKENS
+        window = conversation_window(messages, sizes, counter, cal, available, mask_limit(budget))
+        messages = messages[window.start :]
+        wanted = [m.id for m in messages if m.id in window.load and m.id in sizes and not m.content]
+        texts = self.store.contents(session, wanted) if wanted else {}
+        out, used = [], {}
+        for m in messages:
+            if m.id not in sizes:  # the query, appended as a new message
+                out.append(m)
+            elif m.id in window.load:
+                out.append(msgspec.structs.replace(m, content=texts[m.id]) if m.id in texts else m)
+                used[m.id] = sizes[m.id]
+            else:
+                out.append(m)
+                used[m.id] = msgspec.structs.replace(sizes[m.id], loaded=False)
+        return out, used, window.start
+
+    def _history(self, session: str, archived: list[MessageMeta]) -> list[list[Message]]:
+        """Archived turns for older-history retrieval: the heads of their texts, read only for
+        turns not read into chunks before."""
+        turns = group_turns([m.to_message() for m in archived])
+        chunks = self.engine.history_chunks
+        missing = [m.id for t in turns if not chunks.has(t) for m in t]
+        if not missing:
+            return turns
+        heads = self.store.contents(session, missing, prefix=True)
+        return [[msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in t] for t in turns]
 
     def branch(self, session: str, from_message: str, name: str | None) -> dict[str, Any]:
         self.require_memory()
@@ -328,13 +426,27 @@ class SessionEngine:
         model, _ = self.calibrated(model_name)
         cal = model.estimator.calibration
         notes: list[str] = []
-        if not req.dry_run and not record.rolling:
-            self._maybe_compact(record, model, req)
+        budget = self.engine.budget(
+            model,
+            context_length=req.context_length,
+            max_completion_tokens=req.max_completion_tokens,
+            safety_buffer=req.safety_buffer,
+            rag_budget=req.rag_budget,
+        )
+        meta = self.store.path_meta(req.session, record.branch)
+        sizes = self._sizes(req.session, [m for m in meta if m.archived_by is None], model.counter)
+        if not req.dry_run and not record.rolling and self._maybe_compact(record, model, req, meta, sizes):
+            meta = self.store.path_meta(req.session, record.branch)
         cluster_id = self._cluster_for(record, req.query, persist=not req.dry_run)
-        stored = self.store.path(req.session, record.branch)
-        conversation = [m.to_message() for m in stored if m.archived_by is None]
-        summary = self._summary_for(req.session, stored)
-        history = group_turns([m.to_message() for m in stored if m.archived_by is not None])
+        active = [m for m in meta if m.archived_by is None]
+        conversation, sizes, skipped = self._window(req.session, active, sizes, req.query, model, budget)
+        if skipped:
+            notes.append(
+                f"{skipped} older messages are outside any window this budget allows: not read for this plan "
+                "(they stay in the session: ctx/listMessages)"
+            )
+        summary = self._summary_for(req.session, meta)
+        history = self._history(req.session, [m for m in meta if m.archived_by is not None])
         pins = self._pinned_items(self.store.pins(req.session, record.branch), cal, notes)
         for n, intent in enumerate(req.extra_pins):
             sym = self.resolve(intent)
@@ -361,6 +473,7 @@ class SessionEngine:
             mode=req.mode or record.mode,
             extra_pins=pins,
             conversation=conversation,
+            sizes=sizes,
             focus=req.focus,
             open_files=req.open_files,
             summary=summary["summary"] if summary else None,
@@ -570,28 +683,36 @@ class SessionEngine:
         )
         return max(0, int(budget.prompt_budget * budget.shares.conversation))
 
-    def _maybe_compact(self, record: SessionRecord, model: ResolvedModel, req: SessionPlanRequest) -> None:
+    def _maybe_compact(
+        self,
+        record: SessionRecord,
+        model: ResolvedModel,
+        req: SessionPlanRequest,
+        meta: list[MessageMeta],
+        sizes: dict[str, Sized],
+    ) -> bool:
         """Threshold compaction: when the active conversation reaches the threshold share of the
         conversation budget — measured from the last actual usage when there is one (scaled by
-        how far off the estimate was), from estimates otherwise — summarise older turns."""
-        stored = self.store.path(record.id, record.branch)
-        active = [m.to_message() for m in stored if m.archived_by is None]
+        how far off the estimate was), from stored counts otherwise — summarise older turns.
+        Returns whether it compacted."""
+        active = [m.to_message() for m in meta if m.archived_by is None]
         if len(active) < 2:
-            return
+            return False
         cal = model.estimator.calibration
-        estimate = sum(
-            scaled(message_cost(model.counter, m.role, m.content, m.tool_calls, m.name), cal) for m in active
-        )
+        estimate = sum(scaled(sized_cost(model.counter, m, sizes[m.id]), cal) for m in active)
         stats = self.store.usage_stats(model.spec.name, record.id)
         if stats.last_actual and stats.last_estimate:
             estimate = round(estimate * max(1.0, stats.last_actual / stats.last_estimate))
         threshold = record.compaction_threshold or self.engine.config.compaction_threshold
         budget = self._conversation_budget(model, req)
         if estimate < threshold * budget:
-            return
-        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=int(budget * COMPACTION_KEEP_SHARE))
-        if compaction is not None:
-            self._events.append(("ctx/compacted", msgspec.to_builtins(compaction)))
+            return False
+        keep = int(budget * COMPACTION_KEEP_SHARE)
+        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=keep, path=meta)
+        if compaction is None:
+            return False
+        self._events.append(("ctx/compacted", msgspec.to_builtins(compaction)))
+        return True
 
     def compact(
         self,
@@ -603,22 +724,26 @@ class SessionEngine:
         auto: bool = False,
         model_name: str | None = None,
         keep_tokens: int | None = None,
+        path: list[MessageMeta] | None = None,
     ) -> Compaction | None:
         """Summarise (or, with ``trim``, just archive) the older turns of the active branch: all
         but the current turn when asked for, and when automatic all but the newest turns that
         fit half the conversation budget.
-        Nothing is deleted: archived messages stay in the store and in ``ctx/listMessages``."""
+        Nothing is deleted: archived messages stay in the store and in ``ctx/listMessages``.
+        ``path`` is the branch's path when the caller has just read it."""
         if not dry_run:
             self.require_memory()
         record = self.open_session(session)
         model, _ = self.calibrated(model_name or record.model)
         counter, cal = model.counter, model.estimator.calibration
+        stored = path if path is not None else self.store.path_meta(session, record.branch)
+        active_meta = [m for m in stored if m.archived_by is None]
+        sizes = self._sizes(session, active_meta, counter)
 
         def cost(msgs) -> int:
-            return sum(scaled(message_cost(counter, m.role, m.content, m.tool_calls, m.name), cal) for m in msgs)
+            return sum(scaled(sized_cost(counter, m, sizes[m.id]), cal) for m in msgs)
 
-        stored = self.store.path(session, record.branch)
-        active = [m.to_message() for m in stored if m.archived_by is None]
+        active = [m.to_message() for m in active_meta]
         turns = group_turns(active)
         # automatic: keep the newest turns that fill half the budget; asked for: keep only the current turn
         if keep_tokens is None:
@@ -630,18 +755,22 @@ class SessionEngine:
             raise UserError("nothing to compact: the conversation is only its current turn")
         previous = self._summary_for(session, stored)
         prev_digest = msgspec.json.decode(previous["digest"], type=Digest) if previous and previous["digest"] else None
+        # what the summary is made from: the archived texts, a large one by its head
+        heads = self.store.contents(session, [m.id for m in archive], prefix=True)
+        texts = [msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in archive]
+        big = {m.id: sizes[m.id].bytes for m in archive}
         number = 1 + max((c["number"] for c in self.store.compactions(session)), default=0)
         note = None
         if summary is not None:
-            text, digest, summarizer, ms = summary, extract_digest(archive, prev_digest), "edited", 0.0
+            text, digest, summarizer, ms = summary, extract_digest(texts, prev_digest, big), "edited", 0.0
         elif strategy == "trim":
-            text, digest, summarizer, ms = "", extract_digest(archive, prev_digest), "trim", 0.0
+            text, digest, summarizer, ms = "", extract_digest(texts, prev_digest, big), "trim", 0.0
         else:
             config = self.engine.config
             client = ChatClient(config.llm) if config.summarizer == "llm" else None
             llm_counter = counter_for("cl100k_base")
             text, digest, summarizer, note, ms = summarise(
-                archive,
+                texts,
                 number,
                 prev_digest,
                 previous["summary"] if previous else None,
@@ -649,6 +778,7 @@ class SessionEngine:
                 client=client,
                 count=llm_counter.count,
                 window=config.llm.context_length,
+                sizes=big,
             )
         before = cost(active) + (counter.count(previous["summary"]) if previous else 0)
         after = cost(kept) + counter.count(text)
@@ -802,7 +932,7 @@ class SessionEngine:
             row = self.store.plan_row(plan_id)
         except StoreError as err:
             raise NotFound(str(err)) from None
-        inputs = decode_inputs(row["inputs"])
+        inputs = self.store.plan_inputs(row)
         counter = counter_for(inputs.estimator.encoding)
         outcome = PlanOutcome(result=plan(inputs), inputs=inputs, counter=counter, timings_ms={})
         self._remember(outcome)
@@ -814,7 +944,7 @@ class SessionEngine:
             row = self.store.plan_row(plan_id)
         except StoreError as err:
             raise NotFound(str(err)) from None
-        inputs = decode_inputs(row["inputs"])
+        inputs = self.store.plan_inputs(row)
         result = plan(inputs)
         identical = result.plan.plan_id == plan_id and msgspec.json.encode(result.plan) == row["plan"]
         return identical, result

@@ -65,3 +65,23 @@ def test_retrieval_harness_on_a_generated_workspace(tmp_path: Path) -> None:
     for system in ("ctx_lsp light", "ctx_lsp heavy", "ctx_lsp light, no graph", "bm25 chunks"):
         assert any(f"| tiny (8) | {system} |" in line for line in lines), out
     assert "load average" in out
+
+
+def test_large_messages_prints_its_table() -> None:
+    out = run(str(BENCH / "large_messages.py"), "--sizes", "0.05", "--stored", "2", "--repeat", "1", "--plans", "1")
+    for row in (
+        "0.05 MB message: append",
+        "0.05 MB message: answer behind append",
+        "0.05 MB message: plan after append",
+        "0.05 MB message: shutdown",
+        "0.05 MB message: exit",
+        "0.05 MB message: plan after restart",
+        "0.05 MB message: peak RSS MB",
+        "2 MB stored in 1-MB results: first plan",
+        "2 MB stored in 1-MB results: plan",
+        "cores",
+        "load average",
+    ):
+        assert f"| {row}" in out, out
+    answered = [line for line in out.splitlines() if "plans answered" in line]
+    assert len(answered) == 2 and all(line.rstrip().endswith("| ok |") for line in answered), out

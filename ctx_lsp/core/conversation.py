@@ -3,23 +3,75 @@
 An assistant message that calls tools and the results of those calls form one atom: providers
 reject a tool call without its result and a result without its call, so the planner keeps or
 drops them together. A turn starts at each user message.
+
+Any message may be far larger than a prompt (a tool result with a whole log). Counts can come
+from the store (``Sized``: counted once, when the message arrived), and a message whose text was
+left in the store because this plan cannot show it whole is built as a one-line stub that says
+what it was, how large, and its message id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from ctx_lsp.core.ids import content_id
-from ctx_lsp.core.items import MESSAGE, TOOL_EPISODE, Item, Message, ToolCall, Turn
-from ctx_lsp.core.tokens import TokenCounter, message_cost, scaled
+from ctx_lsp.core.items import MESSAGE, TOOL_EPISODE, BudgetSpec, Item, Message, ToolCall, Turn
+from ctx_lsp.core.tokens import (
+    EXACT_COUNT_LIMIT_BYTES,
+    MESSAGE_OVERHEAD,
+    TokenCounter,
+    scaled,
+    tool_call_cost,
+    utf8_size,
+)
 
 # A tool result larger than this (raw tokens) may be masked to a one-line stub when the
-# conversation does not fit; smaller ones are not worth the information lost.
+# conversation does not fit; smaller ones are not worth the information lost. A message of any
+# role may be masked when it alone is larger than the conversation section's share of the budget
+# (``mask_limit``); the latest user message never is.
 MASK_THRESHOLD_TOKENS = 200
 ROLES = ("system", "user", "assistant", "tool")
+
+
+class Sized(msgspec.Struct, frozen=True, kw_only=True):
+    """What is known of a message's text without reading it: its raw token count (an upper
+    bound, its UTF-8 size, when not ``exact``) and its UTF-8 size. ``loaded`` is False when the
+    text was left in the store because the plan cannot show it whole: the message is a stub."""
+
+    tokens: int
+    bytes: int
+    exact: bool = True
+    loaded: bool = True
+
+
+class Window(msgspec.Struct, frozen=True):
+    """What a plan can use of a stored conversation (``conversation_window``)."""
+
+    start: int  # messages before this index cannot be in the plan: they are not read at all
+    load: frozenset[str]  # ids of the messages whose text the plan may show whole
+
+
+def mask_limit(budget: BudgetSpec) -> int:
+    """Tokens (calibrated) over which a message of any role gets a masked form: more than the
+    conversation section's share of the prompt budget."""
+    return max(MASK_THRESHOLD_TOKENS, int(budget.prompt_budget * budget.shares.conversation))
+
+
+def maskable(role: str, raw_tokens: int, calibration: float = 1.0, mask_over: int | None = None) -> bool:
+    if role == "tool" and raw_tokens > MASK_THRESHOLD_TOKENS:
+        return True
+    return mask_over is not None and scaled(raw_tokens, calibration) > mask_over
+
+
+def format_bytes(n: int) -> str:
+    if n < 1000:
+        return f"{n} B"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f} kB"
+    return f"{n / 1_000_000:.1f} MB"
 
 
 class ConversationError(ValueError):
@@ -102,51 +154,120 @@ def _group_atoms(messages: Sequence[Message]) -> list[list[Message]]:
     return atoms
 
 
-def _stub(m: Message, raw_tokens: int, tool_names: dict[str, str]) -> Message:
-    name = tool_names.get(m.tool_call_id or "", m.name or "tool")
-    return msgspec.structs.replace(
-        m,
-        content=(
-            f"[tool result masked by ctx_lsp: {name}, {raw_tokens} tokens, {len(m.content)} chars; "
+def _size(m: Message, counter: TokenCounter, sizes: Mapping[str, Sized] | None) -> Sized:
+    known = sizes.get(m.id) if sizes else None
+    if known is not None:
+        return known
+    tokens, exact = counter.measure(m.content)
+    return Sized(tokens=tokens, bytes=utf8_size(m.content), exact=exact)
+
+
+def _framing(counter: TokenCounter, m: Message) -> int:
+    """Raw tokens of a message besides its content: framing, tool calls, name."""
+    cost = MESSAGE_OVERHEAD + sum(tool_call_cost(counter, c.name, c.arguments) for c in m.tool_calls)
+    return cost + (counter.count(m.name) if m.name else 0)
+
+
+def sized_cost(counter: TokenCounter, m: Message, size: Sized) -> int:
+    """Raw tokens a message costs whole, its text's count taken from ``size``."""
+    return _framing(counter, m) + size.tokens
+
+
+def _stub(m: Message, size: Sized, tool_names: dict[str, str]) -> Message:
+    if size.exact:
+        amount = f"{size.tokens:,} tokens, {size.bytes:,} bytes"
+    else:
+        amount = f"{size.bytes:,} bytes, not tokenized (over {EXACT_COUNT_LIMIT_BYTES >> 20} MiB)"
+    if m.role == "tool":
+        name = tool_names.get(m.tool_call_id or "", m.name or "tool")
+        text = (
+            f"[tool result masked by ctx_lsp: {name}, {amount}; "
             f"the full result is kept in the session as message {m.id}]"
-        ),
-    )
+        )
+    else:
+        text = f"[{m.role} message masked by ctx_lsp: {amount}; the full text is kept in the session as message {m.id}]"
+    return msgspec.structs.replace(m, content=text)
 
 
-def atom_item(messages: Sequence[Message], counter: TokenCounter, calibration: float = 1.0) -> Item:
-    """One atom as a conversation Item, with a masked variant when it has big tool results."""
+def _message_costs(
+    m: Message,
+    size: Sized,
+    counter: TokenCounter,
+    tool_names: dict[str, str],
+    calibration: float,
+    mask_over: int | None,
+) -> tuple[int, Message | None, int]:
+    """(raw cost of the message whole, its stub or None, raw cost of the stub). A message gets a
+    stub when it may be masked or when its text was not loaded."""
+    extra = _framing(counter, m)
+    if not (size.loaded and not maskable(m.role, size.tokens, calibration, mask_over)):
+        stub = _stub(m, size, tool_names)
+        return extra + size.tokens, stub, extra + counter.count(stub.content)
+    return extra + size.tokens, None, extra + size.tokens
+
+
+def atom_item(
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    calibration: float = 1.0,
+    *,
+    sizes: Mapping[str, Sized] | None = None,
+    mask_over: int | None = None,
+    latest_user_id: str | None = None,
+) -> Item:
+    """One atom as a conversation Item, with a masked variant when it has big messages. A
+    message whose text was not loaded is shown as its stub in every variant; the latest user
+    message cannot be, so it keeps its whole cost (and the plan overflows, saying so)."""
     tool_names = {t.id: t.name for m in messages for t in m.tool_calls}
-    full = 0
+    shown: list[Message] = []
     masked_messages: list[Message] = []
-    masked = 0
+    full = masked = 0
     any_masked = False
+    stubbed: list[str] = []
     for m in messages:
-        cost = message_cost(counter, m.role, m.content, m.tool_calls, m.name)
-        full += cost
-        raw = counter.count(m.content) if m.role == "tool" else 0
-        if m.role == "tool" and raw > MASK_THRESHOLD_TOKENS:
-            stub = _stub(m, raw, tool_names)
-            masked_messages.append(stub)
-            masked += message_cost(counter, stub.role, stub.content, stub.tool_calls, stub.name)
-            any_masked = True
-        else:
+        size = _size(m, counter, sizes)
+        cost, stub, stub_cost = _message_costs(m, size, counter, tool_names, calibration, mask_over)
+        if stub is None:
+            shown.append(m)
             masked_messages.append(m)
+            full += cost
             masked += cost
+        elif not size.loaded:
+            shown.append(stub)
+            masked_messages.append(stub)
+            full += cost if m.id == latest_user_id else stub_cost
+            masked += stub_cost
+            stubbed.append(f"message {m.id} ({format_bytes(size.bytes)})")
+        else:
+            shown.append(m)
+            masked_messages.append(stub)
+            full += cost
+            masked += stub_cost
+            any_masked = True
     first = messages[0]
     is_episode = any(m.tool_calls for m in messages) or any(m.role == "tool" for m in messages)
     if is_episode:
         names = ", ".join(sorted({t.name for m in messages for t in m.tool_calls})) or "tool result"
         title = f"{first.role}: {names}"
+    elif shown[0] is not first:
+        title = f"{first.role}: {stubbed[0]}"
     else:
-        snippet = " ".join(first.content.split())[:60]
+        snippet = " ".join(first.content[:400].split())[:60]
         title = f"{first.role}: {snippet}" if snippet else first.role
+    detail = None
+    if stubbed:
+        detail = (
+            f"masked to a stub: {', '.join(stubbed)} cannot be shown whole within this plan's budget; "
+            "the full text stays in the session (ctx/listMessages)"
+        )
     return Item(
-        id="atom:" + content_id(*(m.id for m in messages), *(m.content for m in messages)),
+        id="atom:" + content_id(*(m.id for m in messages), *(m.content for m in shown)),
         section="conversation",
         kind=TOOL_EPISODE if is_episode else MESSAGE,
         title=title,
         tokens=scaled(full, calibration),
-        messages=tuple(messages),
+        detail=detail,
+        messages=tuple(shown),
         masked_messages=tuple(masked_messages) if any_masked else (),
         masked_tokens=scaled(masked, calibration) if any_masked else None,
     )
@@ -163,11 +284,28 @@ def group_turns(messages: Sequence[Message]) -> list[list[Message]]:
     return turns
 
 
-def build_turns(messages: Iterable[Message], counter: TokenCounter, calibration: float = 1.0) -> tuple[Turn, ...]:
+def latest_user(messages: Sequence[Message]) -> str | None:
+    return next((m.id for m in reversed(messages) if m.role == "user"), None)
+
+
+def build_turns(
+    messages: Iterable[Message],
+    counter: TokenCounter,
+    calibration: float = 1.0,
+    *,
+    sizes: Mapping[str, Sized] | None = None,
+    mask_over: int | None = None,
+) -> tuple[Turn, ...]:
     """Group messages into turns of atoms. System messages inside a conversation are kept as
     ordinary atoms; the last atom, if it is a tool exchange, is what the model must answer next,
-    so it is marked pending (required)."""
-    atoms = [atom_item(group, counter, calibration) for group in _group_atoms(list(messages))]
+    so it is marked pending (required). ``sizes`` are known counts (and which texts were left
+    unread); ``mask_over`` is ``mask_limit`` of the plan's budget."""
+    messages = list(messages)
+    latest = latest_user(messages)
+    atoms = [
+        atom_item(group, counter, calibration, sizes=sizes, mask_over=mask_over, latest_user_id=latest)
+        for group in _group_atoms(messages)
+    ]
     if atoms and atoms[-1].kind == TOOL_EPISODE:
         atoms[-1] = msgspec.structs.replace(atoms[-1], pending=True)
     turns: list[list[Item]] = []
@@ -177,3 +315,85 @@ def build_turns(messages: Iterable[Message], counter: TokenCounter, calibration:
         else:
             turns[-1].append(atom)
     return tuple(Turn(tuple(t)) for t in turns)
+
+
+def with_query(messages: Sequence[Message], query: str) -> list[Message]:
+    """The conversation a plan is for: the messages, then the query as a new user message
+    unless the last message already is that question."""
+    out = list(messages)
+    query = query.strip()
+    if query and not (out and out[-1].role == "user" and out[-1].content.strip() == query):
+        out.append(Message(id=f"q-{content_id(query)}", role="user", content=query))
+    return out
+
+
+def conversation_window(
+    messages: Sequence[Message],
+    sizes: Mapping[str, Sized],
+    counter: TokenCounter,
+    calibration: float,
+    available: int,
+    mask_over: int | None,
+) -> Window:
+    """What a plan with ``available`` tokens can use of a conversation, from counts alone (the
+    messages' texts are not needed): planning then reads only that, however long the session.
+
+    - The window's start: older turns newest first, each costing at least its masked form; the
+      first turn that cannot fit even so, on top of the latest user message and the newer turns'
+      masked forms, closes the window (the planner excludes it, and everything older).
+    - Texts read whole: the latest user message (unless it alone is over the budget: the plan
+      overflows), every message that is never masked, and the maskable (large) messages newest
+      first while together they fit ``available``; older large messages are shown as stubs.
+    """
+    latest = latest_user(messages)
+    turns: list[list[tuple[int, list[Message]]]] = []  # each turn's atoms, with their first index
+    index = 0
+    for group in _group_atoms(list(messages)):
+        if group[0].role == "user" or not turns:
+            turns.append([])
+        turns[-1].append((index, group))
+        index += len(group)
+
+    def least(turn: list[tuple[int, list[Message]]]) -> int:
+        """What a turn costs at least: every large message masked (as the planner computes it)."""
+        total = 0
+        for _, group in turn:
+            names = {t.id: t.name for m in group for t in m.tool_calls}
+            raw = sum(
+                _message_costs(m, _size(m, counter, sizes), counter, names, calibration, mask_over)[2] for m in group
+            )
+            total += scaled(raw, calibration)
+        return total
+
+    position = next((n for n in range(len(messages) - 1, -1, -1) if messages[n].id == latest), None)
+    floor = 0
+    if position is not None:
+        m = messages[position]
+        floor = scaled(_framing(counter, m) + _size(m, counter, sizes).tokens, calibration)
+    start = 0
+    for turn in reversed(turns[:-1]):  # newest first, computed only as far as the window reaches
+        cost = least(turn)
+        if floor + cost > available:
+            start = turn[0][0]  # the boundary turn is kept: the plan lists it as outside the window
+            break
+        floor += cost
+    load: set[str] = set()
+    allowance = available
+    if position is not None and position >= start:
+        m = messages[position]
+        cost = scaled(_framing(counter, m) + _size(m, counter, sizes).tokens, calibration)
+        if cost <= available:
+            load.add(latest)
+            allowance -= cost
+    for m in reversed(messages[start:]):
+        if m.id == latest:
+            continue
+        size = _size(m, counter, sizes)
+        if not maskable(m.role, size.tokens, calibration, mask_over):
+            load.add(m.id)
+            continue
+        cost = scaled(_framing(counter, m) + size.tokens, calibration)
+        if cost <= allowance:
+            load.add(m.id)
+            allowance -= cost
+    return Window(start=start, load=frozenset(load))

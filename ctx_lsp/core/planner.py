@@ -15,6 +15,7 @@ import msgspec
 from ctx_lsp.core.budget import allocate
 from ctx_lsp.core.items import (
     SECTIONS,
+    TOOL_EPISODE,
     ContextOverflow,
     ContextPlan,
     Item,
@@ -101,6 +102,12 @@ def plan(inp: PlanInput) -> PlanResult:
     required, latest_user_id = _required(inp)
     required_ids = {c.item.id for c in required}
     required_tokens = sum(c.tokens for c in required)
+    for n, c in enumerate(required):  # a pending tool exchange too large to fit shows its results masked
+        if required_tokens <= available:
+            break
+        if c.reason == "required" and c.item.masked_tokens is not None and c.item.masked_tokens < c.item.tokens:
+            required[n] = Chosen(c.item, c.reason, masked=True)
+            required_tokens -= c.item.tokens - c.item.masked_tokens
     if required_tokens > available:
         largest = sorted(((c.item.title, c.tokens) for c in required), key=lambda t: -t[1])
         raise ContextOverflow(required_tokens + FRAMING_TOKENS, prompt_budget, largest)
@@ -502,7 +509,8 @@ def _chosen_item(c: Chosen) -> PlanItem:
     if c.pin is not None:
         detail = _pin_detail(c.pin, _pin_state(c.pin))
     if c.masked:
-        detail = f"tool results masked to a stub ({c.item.tokens} → {c.tokens} tok)"
+        what = "tool results" if c.item.kind == TOOL_EPISODE else "large messages"
+        detail = f"{what} masked to a stub ({c.item.tokens} → {c.tokens} tok)"
     return _plan_item(c.item, c.reason, detail=detail, pin=c.pin, tokens=c.tokens)
 
 

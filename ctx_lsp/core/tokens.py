@@ -5,7 +5,10 @@ by hash), so it is always available with no network. A model's own encoding (o20
 current OpenAI models) is used only when tiktoken already has it in its local cache, or when
 downloads are explicitly allowed: planning must never wait on, or fail for, the network.
 
-Counts are cached by a digest of the text, so unchanged text is never re-tokenized.
+Counts are cached by a digest of the text, so unchanged text is never re-tokenized. Text over
+``EXACT_COUNT_LIMIT_BYTES`` is not tokenized at all: its UTF-8 size stands in for its count (an
+upper bound — every token covers at least one byte), since no context window could hold it
+anyway and tokenizing megabytes costs seconds and hundreds of MB of memory.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ _PUBLIC_URLS = {
 # the reply is primed with a few more. Documented in docs/budget.md; the planner reserves them.
 MESSAGE_OVERHEAD = 4
 REPLY_PRIMING = 3
+
+# Larger texts are not tokenized (measured on logs with cl100k: ~7 MB/s, so 4 MiB costs ~0.6 s
+# once; a million-token window holds ~2.6–4 MB of text, so nothing larger could be shown whole).
+EXACT_COUNT_LIMIT_BYTES = 4 * 1024 * 1024
 
 
 def _tiktoken_cache_dir() -> str:
@@ -75,24 +82,42 @@ class TokenCounter:
         self._lock = threading.Lock()
 
     def count(self, text: str) -> int:
-        """Raw token count of ``text`` (special-token text is counted as plain text)."""
+        """Raw token count of ``text`` (special-token text is counted as plain text); for text
+        over ``EXACT_COUNT_LIMIT_BYTES``, its UTF-8 size (an upper bound)."""
+        return self.measure(text)[0]
+
+    def measure(self, text: str) -> tuple[int, bool]:
+        """(token count, exact): ``exact`` is False when the count is the text's UTF-8 size,
+        standing in for text too large to be worth tokenizing."""
         if not text:
-            return 0
+            return 0, True
         if len(text) < 64:  # a digest costs more than re-encoding very short strings
-            return len(self._enc.encode_ordinary(text))
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            return len(self._enc.encode_ordinary(text)), True
+        if len(text) > EXACT_COUNT_LIMIT_BYTES:  # at least one byte per character
+            return utf8_size(text), False
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) > EXACT_COUNT_LIMIT_BYTES:
+            return len(data), False
+        key = hashlib.blake2b(data, digest_size=16).digest()
         hit = self._cache.get(key)
         if hit is not None:
-            return hit
+            return hit, True
         n = len(self._enc.encode_ordinary(text))
         with self._lock:
             if len(self._cache) > 200_000:
                 self._cache.clear()
             self._cache[key] = n
-        return n
+        return n, True
 
     def encode(self, text: str) -> list[int]:
         return self._enc.encode_ordinary(text)
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (lone surrogates, which JSON can carry, count as 3)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 @lru_cache(maxsize=8)

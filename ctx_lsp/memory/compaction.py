@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
@@ -71,9 +71,12 @@ def _merge(old: list[str], new: list[str], cap: int) -> list[str]:
     return list(seen)[-cap:]
 
 
-def extract_digest(messages: Sequence[Message], previous: Digest | None = None) -> Digest:
+def extract_digest(
+    messages: Sequence[Message], previous: Digest | None = None, sizes: Mapping[str, int] | None = None
+) -> Digest:
     """Deterministic digest of archived messages: the task, requests, decisions, files and
-    symbols touched, tools run and their outcomes, failed approaches and open items."""
+    symbols touched, tools run and their outcomes, failed approaches and open items. ``sizes``
+    are the UTF-8 sizes of messages whose text is only their head (a large tool result)."""
     prev = previous or Digest()
     users = [m for m in messages if m.role == "user" and m.content.strip()]
     task = prev.task or (users[0].content.strip()[:TASK_CHARS] if users else "")
@@ -99,7 +102,8 @@ def extract_digest(messages: Sequence[Message], previous: Digest | None = None) 
             first = next((ln for ln in m.content.splitlines() if ln.strip()), "")
             failed = bool(FAILURE.search(m.content[:2000]))
             outcome = ("failed: " if failed else "") + _line(first, 100)
-            tools.append(f"{name}({args}) → {outcome} ({len(m.content):,} chars)")
+            size = f"{sizes[m.id]:,} bytes" if sizes and m.id in sizes else f"{len(m.content):,} chars"
+            tools.append(f"{name}({args}) → {outcome} ({size})")
             if failed:
                 failures.append(f"{name}: {_line(first, 160)}")
         elif FAILURE.search(m.content) and m.role == "assistant":
@@ -235,10 +239,11 @@ def summarise(
     client: ChatClient | None,
     count: Callable[[str], int],
     window: int,
+    sizes: Mapping[str, int] | None = None,
 ) -> tuple[str, Digest, str, str | None, float]:
     """(summary text, digest, summarizer used, note, milliseconds)."""
     t0 = time.perf_counter()
-    digest = extract_digest(messages, previous)
+    digest = extract_digest(messages, previous, sizes)
     note = None
     if use_llm and client is not None:
         try:

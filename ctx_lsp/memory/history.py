@@ -18,6 +18,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 K1, B = 1.2, 0.75
 MAX_CHUNK_CHARS = 12_000  # a chunk is one archived turn, cut so one huge tool dump cannot dominate
 HISTORY_WEIGHT = 0.5  # history competes with code, a little below it: the code is the ground truth
+HISTORY_LIMIT = 32  # candidates per plan, the best by score: more could not fit the rag section anyway
 
 
 def _terms(text: str) -> list[str]:
@@ -25,12 +26,13 @@ def _terms(text: str) -> list[str]:
 
 
 class _Chunk:
-    __slots__ = ("doc", "length", "tf")
+    __slots__ = ("doc", "length", "tf", "title")
 
     def __init__(self, turn: Sequence[Message]) -> None:
         self.doc = transcript(turn)[:MAX_CHUNK_CHARS]
         self.tf = Counter(_terms(self.doc))
         self.length = sum(self.tf.values())
+        self.title = f"earlier turn: {' '.join(turn[0].content[:400].split())[:60]}"
 
 
 class HistoryChunks:
@@ -39,6 +41,10 @@ class HistoryChunks:
     def __init__(self, limit: int = 20_000) -> None:
         self._chunks: dict[tuple[str, ...], _Chunk] = {}
         self._limit = limit
+
+    def has(self, turn: Sequence[Message]) -> bool:
+        """Whether ``turn`` is read already (its messages' texts are then not needed)."""
+        return tuple(m.id for m in turn) in self._chunks
 
     def of(self, turn: Sequence[Message]) -> _Chunk:
         key = tuple(m.id for m in turn)
@@ -57,7 +63,9 @@ def history_candidates(
     calibration: float,
     chunks: HistoryChunks | None = None,
 ) -> list[Item]:
-    """One item per archived turn that shares a word with the query, scored by BM25."""
+    """One item per archived turn that shares a word with the query, scored by BM25, for the
+    ``HISTORY_LIMIT`` best turns. A turn already read into ``chunks`` needs only its message ids
+    (its texts may be empty)."""
     q = set(_terms(query))
     if not turns or not q:
         return []
@@ -66,9 +74,9 @@ def history_candidates(
     avg = sum(c.length for c in read) / len(read) or 1.0
     df = Counter(w for c in read for w in q if w in c.tf)
     n = len(read)
-    out = []
-    for turn, chunk in zip(turns, read, strict=True):
-        doc, tf, length = chunk.doc, chunk.tf, chunk.length
+    scored = []
+    for k, chunk in enumerate(read):
+        tf, length = chunk.tf, chunk.length
         score = 0.0
         matched = []
         for w in q:
@@ -78,16 +86,20 @@ def history_candidates(
             idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
             score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
             matched.append(w)
-        if score <= 0:
-            continue
-        first = turn[0]
-        text = f"# Earlier in this conversation (archived turn, message {first.id}):\n{doc}"
+        if score > 0:
+            scored.append((score, k, matched))
+    # the best few, in the conversation's order: a long session's history does not grow every plan
+    best = sorted(sorted(scored, key=lambda s: (-s[0], s[1]))[:HISTORY_LIMIT], key=lambda s: s[1])
+    out = []
+    for score, k, matched in best:
+        chunk = read[k]
+        text = f"# Earlier in this conversation (archived turn, message {turns[k][0].id}):\n{chunk.doc}"
         out.append(
             Item(
                 id="history:" + content_id(text),
                 section="rag",
                 kind=HISTORY_CHUNK,
-                title=f"earlier turn: {' '.join(first.content.split())[:60]}",
+                title=chunk.title,
                 text=text,
                 tokens=scaled(counter.count(text) + 1, calibration),
                 score=round(score * HISTORY_WEIGHT, 6),

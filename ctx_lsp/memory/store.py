@@ -6,10 +6,17 @@ be deleted and rebuilt at any time, while this one must never lose a pin or a me
 
 Two editors on one workspace run two server processes on one file: every write is one short
 `BEGIN IMMEDIATE` transaction, and `busy_timeout` makes the other writer wait instead of fail.
+
+Large message texts (tool results with whole files and logs) are kept once, by content hash, in
+`bodies`: a message row stays small (planning reads the rows of a path, not their texts), the
+same text sent twice or kept in many plans' inputs is stored once, and the first `HEAD_CHARS`
+characters of a body can be read without the rest. Each message row records its size and its
+token count (with the encoding it was counted in), so planning never re-reads a text to count it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sqlite3
 import statistics
@@ -38,6 +45,7 @@ CREATE TABLE IF NOT EXISTS messages(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, id TEXT NOT NULL, parent TEXT,
     role TEXT NOT NULL, content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, name TEXT,
     turn INTEGER NOT NULL, archived_by INTEGER, created REAL NOT NULL,
+    bytes INTEGER, tokens INTEGER, tokens_encoding TEXT, body TEXT,
     UNIQUE(session, id));
 CREATE TABLE IF NOT EXISTS pins(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, session TEXT NOT NULL,
@@ -50,7 +58,7 @@ CREATE TABLE IF NOT EXISTS plans(
     id TEXT NOT NULL, session TEXT NOT NULL, branch TEXT NOT NULL, turn INTEGER NOT NULL,
     created REAL NOT NULL, query TEXT NOT NULL, inputs BLOB NOT NULL, plan BLOB NOT NULL,
     retrieval_set_id TEXT, tokens INTEGER NOT NULL, prompt_budget INTEGER NOT NULL,
-    timings TEXT NOT NULL, options TEXT, PRIMARY KEY(id, session));
+    timings TEXT NOT NULL, options TEXT, bodies TEXT, PRIMARY KEY(id, session));
 CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created);
 CREATE TABLE IF NOT EXISTS usage(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, plan_id TEXT NOT NULL, session TEXT NOT NULL,
@@ -70,6 +78,8 @@ CREATE TABLE IF NOT EXISTS reflections(
 CREATE TABLE IF NOT EXISTS suggestions(
     session TEXT NOT NULL, item TEXT NOT NULL, turn INTEGER NOT NULL, reason TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'open', PRIMARY KEY(session, item));
+CREATE TABLE IF NOT EXISTS bodies(
+    hash TEXT PRIMARY KEY, bytes INTEGER NOT NULL, head TEXT, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS capsules(
     path TEXT PRIMARY KEY, module TEXT NOT NULL, text TEXT NOT NULL, code_hash TEXT NOT NULL,
     source TEXT NOT NULL, confidence REAL NOT NULL, created REAL NOT NULL, stale INTEGER NOT NULL DEFAULT 0,
@@ -77,18 +87,73 @@ CREATE TABLE IF NOT EXISTS capsules(
 """
 
 
-def encode_inputs(inputs: PlanInput) -> bytes:
+BODY_MIN_BYTES = 16 * 1024  # message texts at least this large live in `bodies`, once
+HEAD_CHARS = 16_000  # the prefix of a body that summaries, history chunks and reflection read
+BOUND_ENCODING = "utf-8 bytes"  # a token count that is the text's UTF-8 size (valid for any encoding)
+
+
+def body_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# A conversation message of a plan's inputs whose text is kept in `bodies`: (turn, atom,
+# 0 = messages / 1 = masked_messages, message, body hash).
+BodyRef = tuple[int, int, int, int, str]
+
+
+def encode_inputs(inputs: PlanInput) -> tuple[bytes, list[BodyRef], dict[str, str]]:
     """A plan's inputs as stored for replay: msgpack, zlib-compressed (plans of a long session
-    repeat most of their text; compressed they take ~10x less room)."""
-    return zlib.compress(msgspec.msgpack.encode(inputs), 1)
+    repeat most of their text; compressed they take ~10x less room). Conversation texts of
+    ``BODY_MIN_BYTES`` or more are left out and referenced by hash instead (they are in
+    `bodies` already, or go there once): a session's plans do not each keep a copy of every
+    large tool result they showed. Returns (blob, references, bodies to store)."""
+    refs: list[BodyRef] = []
+    bodies: dict[str, str] = {}
+    for t, turn in enumerate(inputs.conversation.turns):
+        for a, atom in enumerate(turn.atoms):
+            for f, messages in enumerate((atom.messages, atom.masked_messages)):
+                for k, m in enumerate(messages):
+                    if len(m.content) * 4 < BODY_MIN_BYTES:  # at most 4 bytes per character
+                        continue
+                    data = m.content.encode("utf-8", "surrogatepass")
+                    if len(data) >= BODY_MIN_BYTES:
+                        h = body_hash(data)
+                        bodies[h] = m.content
+                        refs.append((t, a, f, k, h))
+    stored = _set_contents(inputs, {ref[:4]: "" for ref in refs})
+    return zlib.compress(msgspec.msgpack.encode(stored), 1), refs, bodies
 
 
-def decode_inputs(blob: bytes) -> PlanInput:
+def decode_inputs(blob: bytes, refs: list[BodyRef] | None = None, bodies: dict[str, str] | None = None) -> PlanInput:
+    """Stored inputs back, with the texts ``refs`` name filled in from ``bodies``."""
     try:
         raw = zlib.decompress(blob)
     except zlib.error:  # stored before inputs were compressed
         raw = blob
-    return msgspec.msgpack.decode(raw, type=PlanInput)
+    inputs = msgspec.msgpack.decode(raw, type=PlanInput)
+    if not refs:
+        return inputs
+    return _set_contents(inputs, {ref[:4]: (bodies or {})[ref[4]] for ref in refs})
+
+
+def _set_contents(inputs: PlanInput, contents: dict[tuple[int, int, int, int], str]) -> PlanInput:
+    """``inputs`` with the content of the conversation messages at (turn, atom, form, message)
+    replaced."""
+    if not contents:
+        return inputs
+    replace = msgspec.structs.replace
+    turns = list(inputs.conversation.turns)
+    by_atom: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
+    for (t, a, f, k), text in contents.items():
+        by_atom.setdefault((t, a), []).append((f, k, text))
+    for (t, a), entries in sorted(by_atom.items()):
+        atoms = list(turns[t].atoms)
+        forms = [list(atoms[a].messages), list(atoms[a].masked_messages)]
+        for f, k, text in entries:
+            forms[f][k] = replace(forms[f][k], content=text)
+        atoms[a] = replace(atoms[a], messages=tuple(forms[0]), masked_messages=tuple(forms[1]))
+        turns[t] = replace(turns[t], atoms=tuple(atoms))
+    return replace(inputs, conversation=replace(inputs.conversation, turns=tuple(turns)))
 
 
 class StoreError(ValueError):
@@ -127,6 +192,7 @@ class StoredMessage(msgspec.Struct, kw_only=True, rename="camel"):
     turn: int
     archived_by: int | None
     seq: int
+    bytes: int | None = None  # UTF-8 size of the whole content (``content`` may be a prefix of it)
 
     def to_message(self) -> Message:
         calls = tuple(ToolCall(**c) for c in self.tool_calls or [])
@@ -134,6 +200,34 @@ class StoredMessage(msgspec.Struct, kw_only=True, rename="camel"):
             id=self.id,
             role=self.role,  # type: ignore[arg-type]
             content=self.content,
+            tool_calls=calls,
+            tool_call_id=self.tool_call_id,
+            name=self.name,
+        )
+
+
+class MessageMeta(msgspec.Struct, kw_only=True):
+    """A stored message without its text: what planning reads for every message of a path."""
+
+    id: str
+    parent: str | None
+    role: str
+    tool_calls: list[dict[str, str]] | None
+    tool_call_id: str | None
+    name: str | None
+    turn: int
+    archived_by: int | None
+    seq: int
+    bytes: int | None  # UTF-8 size of the content; None until counted (stores of earlier versions)
+    tokens: int | None  # raw token count of the content in ``tokens_encoding``
+    tokens_encoding: str | None  # BOUND_ENCODING: ``tokens`` is the UTF-8 size, an upper bound
+
+    def to_message(self, content: str = "") -> Message:
+        calls = tuple(ToolCall(**c) for c in self.tool_calls or [])
+        return Message(
+            id=self.id,
+            role=self.role,  # type: ignore[arg-type]
+            content=content,
             tool_calls=calls,
             tool_call_id=self.tool_call_id,
             name=self.name,
@@ -163,7 +257,15 @@ _PIN_COLUMNS = (
     "id, session, branch, kind, policy, ttl, ttl_remaining, lease_scope, priority, created_by, "
     "symbol, path, start_line, end_line, title, status, created_turn, seq"
 )
-_MSG_COLUMNS = "id, parent, role, content, tool_calls, tool_call_id, name, turn, archived_by, seq"
+_MSG_COLUMNS = "m.id, m.parent, m.role, {content}, m.tool_calls, m.tool_call_id, m.name, m.turn, m.archived_by, m.seq"
+_META_COLUMNS = (
+    "m.id, m.parent, m.role, m.tool_calls, m.tool_call_id, m.name, m.turn, m.archived_by, m.seq, "
+    "m.bytes, m.tokens, m.tokens_encoding"
+)
+_FULL = "COALESCE(b.text, m.content)"
+# the first HEAD_CHARS characters (a body's head is stored apart, ahead of its text), and the size
+_PREFIX = "CASE WHEN m.body IS NULL THEN m.content ELSE COALESCE(b.head, b.text) END, m.bytes, b.head IS NOT NULL"
+_BODY_JOIN = "LEFT JOIN bodies b ON b.hash = m.body"
 
 
 class MemoryUnavailable(Exception):
@@ -208,14 +310,23 @@ class MemoryStore:
             for statement in filter(str.strip, SCHEMA.split(";")):
                 conn.execute(statement)
             # stores made by earlier versions: add the columns they lack
+            added = set()
             for table, column, kind in (
                 ("plans", "options", "TEXT"),
                 ("plans", "cluster", "TEXT"),
+                ("plans", "bodies", "TEXT"),
                 ("pins", "cluster", "TEXT"),
                 ("reflections", "cluster", "TEXT"),
+                ("messages", "bytes", "INTEGER"),
+                ("messages", "tokens", "INTEGER"),
+                ("messages", "tokens_encoding", "TEXT"),
+                ("messages", "body", "TEXT"),
             ):
                 if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                    added.add(f"{table}.{column}")
+            if "messages.body" in added:
+                _move_large_texts(conn)
 
     def close(self) -> None:
         with self._lock:
@@ -319,8 +430,15 @@ class MemoryStore:
 
     # ---- messages --------------------------------------------------------------------------
 
-    def append(self, session: str, branch: str | None, messages: list[Message]) -> list[StoredMessage]:
-        """Append to the branch's path (each message's parent is the previous head)."""
+    def append(
+        self,
+        session: str,
+        branch: str | None,
+        messages: list[Message],
+        counts: list[tuple[int, str]] | None = None,
+    ) -> list[StoredMessage]:
+        """Append to the branch's path (each message's parent is the previous head). ``counts``
+        are the messages' (token count, encoding), counted once by the caller."""
         out = []
         with self.write() as conn:
             sess = conn.execute("SELECT branch, turn FROM sessions WHERE id = ?", (session,)).fetchone()
@@ -328,7 +446,7 @@ class MemoryStore:
                 raise StoreError(f"unknown session {session!r}")
             branch = branch or sess[0]
             head = self._head(conn, session, branch)
-            for m in messages:
+            for n, m in enumerate(messages):
                 if conn.execute("SELECT 1 FROM messages WHERE session = ? AND id = ?", (session, m.id)).fetchone():
                     raise StoreError(f"message id {m.id!r} is already in session {session!r}")
                 calls = (
@@ -336,20 +454,26 @@ class MemoryStore:
                     if m.tool_calls
                     else None
                 )
+                size, body = _put_body(conn, m.content)
+                tokens, encoding = counts[n] if counts else (None, None)
                 cur = conn.execute(
                     "INSERT INTO messages(session, id, parent, role, content, tool_calls, tool_call_id, name, turn, "
-                    "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "created, bytes, tokens, tokens_encoding, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session,
                         m.id,
                         head,
                         m.role,
-                        m.content,
+                        "" if body else m.content,
                         calls,
                         m.tool_call_id,
                         m.name,
                         sess[1],
                         time.time(),
+                        size,
+                        tokens,
+                        encoding,
+                        body,
                     ),
                 )
                 out.append(
@@ -364,31 +488,67 @@ class MemoryStore:
                         turn=sess[1],
                         archived_by=None,
                         seq=cur.lastrowid or 0,
+                        bytes=size,
                     )
                 )
                 head = m.id
             conn.execute("UPDATE branches SET head = ? WHERE session = ? AND name = ?", (head, session, branch))
         return out
 
-    def path(self, session: str, branch: str | None = None) -> list[StoredMessage]:
-        """The messages on the branch's path, oldest first (archived ones included, marked)."""
+    def _path_rows(self, session: str, branch: str | None, columns: str) -> list[tuple]:
+        """Rows of the messages on the branch's path, oldest first (archived ones included)."""
         with self._lock:
             branch = branch or self.session(session).branch
             head = self._head(self._conn, session, branch)
             if head is None:
                 return []
-            rows = self._conn.execute(
+            return self._conn.execute(
                 f"""WITH RECURSIVE chain(id, depth) AS (
                         SELECT ?, 0
                         UNION ALL
                         SELECT m.parent, chain.depth + 1 FROM messages m JOIN chain ON m.id = chain.id
                         WHERE m.session = ? AND m.parent IS NOT NULL)
-                    SELECT {", ".join("m." + c.strip() for c in _MSG_COLUMNS.split(","))}
-                    FROM chain JOIN messages m ON m.id = chain.id AND m.session = ?
+                    SELECT {columns}
+                    FROM chain JOIN messages m ON m.id = chain.id AND m.session = ? {_BODY_JOIN}
                     ORDER BY chain.depth DESC""",
                 (head, session, session),
             ).fetchall()
-        return [_stored(r) for r in rows]
+
+    def path(self, session: str, branch: str | None = None) -> list[StoredMessage]:
+        """The messages on the branch's path, oldest first (archived ones included, marked), whole."""
+        return [_stored(r) for r in self._path_rows(session, branch, _MSG_COLUMNS.format(content=_FULL) + ", m.bytes")]
+
+    def path_meta(self, session: str, branch: str | None = None) -> list[MessageMeta]:
+        """The messages on the branch's path without their texts, oldest first."""
+        return [_meta(r) for r in self._path_rows(session, branch, _META_COLUMNS)]
+
+    def path_length(self, session: str, branch: str | None = None) -> int:
+        return len(self._path_rows(session, branch, "m.seq"))
+
+    def contents(self, session: str, ids: list[str], *, prefix: bool = False) -> dict[str, str]:
+        """The texts of some messages, by id: whole, or (``prefix``) their first ``HEAD_CHARS``
+        characters followed by a line saying how large the whole text is."""
+        out: dict[str, str] = {}
+        columns = "m.id, " + (_PREFIX if prefix else _FULL)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT {columns} FROM messages m {_BODY_JOIN} "
+                f"WHERE m.session = ? AND m.id IN ({', '.join('?' * len(chunk))})",
+                (session, *chunk),
+            )
+            for r in rows:
+                out[r[0]] = _cut(r[0], r[1], r[2], r[3]) if prefix else r[1]
+        return out
+
+    def set_counts(self, session: str, counts: list[tuple[str, int, int, str]]) -> None:
+        """Record (message id, UTF-8 size, token count, encoding) of messages counted after the
+        fact (stores of earlier versions, or a session that changed to another encoding)."""
+        with self.write() as conn:
+            conn.executemany(
+                "UPDATE messages SET bytes = ?, tokens = ?, tokens_encoding = ? WHERE session = ? AND id = ?",
+                [(size, tokens, encoding, session, mid) for mid, size, tokens, encoding in counts],
+            )
 
     # ---- pins ------------------------------------------------------------------------------
 
@@ -521,11 +681,14 @@ class MemoryStore:
         """Keep a plan with the inputs that rebuild it (for replay and telemetry). ``options`` are
         the request's parameters besides the query (model, budgets, focus…), so that a re-plan
         after a pin or a new message asks the same question the same way."""
+        blob, refs, bodies = encode_inputs(inputs)
         with self.write() as conn:
+            for text in bodies.values():
+                _put_body(conn, text)
             conn.execute(
                 "INSERT OR REPLACE INTO plans(id, session, branch, turn, created, query, inputs, plan, "
-                "retrieval_set_id, tokens, prompt_budget, timings, options, cluster) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "retrieval_set_id, tokens, prompt_budget, timings, options, cluster, bodies) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     plan.plan_id,
                     session,
@@ -533,7 +696,7 @@ class MemoryStore:
                     turn,
                     time.time(),
                     query,
-                    encode_inputs(inputs),
+                    blob,
                     msgspec.json.encode(plan),
                     plan.retrieval_set_id,
                     plan.totals.tokens,
@@ -541,11 +704,15 @@ class MemoryStore:
                     msgspec.json.encode(timings).decode(),
                     msgspec.json.encode(options or {}).decode(),
                     plan.cluster_id,
+                    msgspec.json.encode(refs).decode() if refs else None,
                 ),
             )
 
     def plan_row(self, plan_id: str, session: str | None = None) -> dict[str, Any]:
-        sql = "SELECT id, session, branch, turn, query, inputs, plan, tokens, timings, options FROM plans WHERE id = ?"
+        sql = (
+            "SELECT id, session, branch, turn, query, inputs, plan, tokens, timings, options, bodies "
+            "FROM plans WHERE id = ?"
+        )
         args: tuple[Any, ...] = (plan_id,)
         if session is not None:
             sql += " AND session = ?"
@@ -553,7 +720,7 @@ class MemoryStore:
         rows = self._read(sql + " ORDER BY created DESC LIMIT 1", args)
         if not rows:
             raise StoreError(f"no stored plan {plan_id!r}")
-        pid, sess, branch, turn, query, inputs, plan, tokens, timings, options = rows[0]
+        pid, sess, branch, turn, query, inputs, plan, tokens, timings, options, refs = rows[0]
         return {
             "id": pid,
             "session": sess,
@@ -565,7 +732,23 @@ class MemoryStore:
             "tokens": tokens,
             "timings": timings,
             "options": msgspec.json.decode(options) if options else {},
+            "bodies": msgspec.json.decode(refs, type=list[tuple[int, int, int, int, str]]) if refs else [],
         }
+
+    def plan_inputs(self, row: dict[str, Any]) -> PlanInput:
+        """The inputs of a stored plan (a ``plan_row``), large texts read back from `bodies`."""
+        refs = row["bodies"]
+        hashes = sorted({r[4] for r in refs})
+        bodies = (
+            dict(
+                self._read(
+                    f"SELECT hash, text FROM bodies WHERE hash IN ({', '.join('?' * len(hashes))})", tuple(hashes)
+                )
+            )
+            if hashes
+            else {}
+        )
+        return decode_inputs(row["inputs"], refs, bodies)
 
     def latest_plan_id(self, session: str) -> str | None:
         rows = self._read("SELECT id FROM plans WHERE session = ? ORDER BY created DESC LIMIT 1", (session,))
@@ -846,10 +1029,14 @@ class MemoryStore:
         )
 
     def turn_messages(self, session: str, turn: int) -> list[StoredMessage]:
+        """The messages appended during a turn; a large text is read as its first HEAD_CHARS
+        characters (``bytes`` says how large it is)."""
         rows = self._read(
-            f"SELECT {_MSG_COLUMNS} FROM messages WHERE session = ? AND turn = ? ORDER BY seq", (session, turn)
+            f"SELECT {_MSG_COLUMNS.format(content=_PREFIX)} FROM messages m {_BODY_JOIN} "
+            "WHERE m.session = ? AND m.turn = ? ORDER BY m.seq",
+            (session, turn),
         )
-        return [_stored(r) for r in rows]
+        return [_stored_prefix(r) for r in rows]
 
     def session_plans(self, session: str) -> list[dict[str, Any]]:
         rows = self._read(
@@ -910,7 +1097,7 @@ def _pin(r: tuple) -> PinRecord:
 
 
 def _stored(r: tuple) -> StoredMessage:
-    mid, parent, role, content, calls, call_id, name, turn, archived_by, seq = r
+    mid, parent, role, content, calls, call_id, name, turn, archived_by, seq, size = r
     return StoredMessage(
         id=mid,
         parent=parent,
@@ -922,4 +1109,59 @@ def _stored(r: tuple) -> StoredMessage:
         turn=turn,
         archived_by=archived_by,
         seq=seq,
+        bytes=size,
     )
+
+
+def _stored_prefix(r: tuple) -> StoredMessage:
+    mid, parent, role, content, size, cut, *rest = r
+    return _stored((mid, parent, role, _cut(mid, content, size, cut), *rest, size))
+
+
+def _meta(r: tuple) -> MessageMeta:
+    mid, parent, role, calls, call_id, name, turn, archived_by, seq, size, tokens, encoding = r
+    return MessageMeta(
+        id=mid,
+        parent=parent,
+        role=role,
+        tool_calls=msgspec.json.decode(calls) if calls else None,
+        tool_call_id=call_id,
+        name=name,
+        turn=turn,
+        archived_by=archived_by,
+        seq=seq,
+        bytes=size,
+        tokens=tokens,
+        tokens_encoding=encoding,
+    )
+
+
+def _cut(mid: str, text: str, size: int | None, cut: bool | int | None) -> str:
+    if not cut:
+        return text
+    return f"{text}\n[… cut: the whole text is {size or 0:,} bytes, kept in the session as message {mid}]"
+
+
+def _put_body(conn: sqlite3.Connection, text: str) -> tuple[int, str | None]:
+    """(UTF-8 size, body hash): a text of ``BODY_MIN_BYTES`` or more is stored in `bodies`, once."""
+    if len(text) * 4 < BODY_MIN_BYTES:  # at most 4 bytes per character: no need to encode
+        return len(text.encode("utf-8", "surrogatepass")), None
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) < BODY_MIN_BYTES:
+        return len(data), None
+    h = body_hash(data)
+    if conn.execute("SELECT 1 FROM bodies WHERE hash = ?", (h,)).fetchone() is None:
+        head = text[:HEAD_CHARS] if len(text) > HEAD_CHARS else None
+        conn.execute("INSERT INTO bodies(hash, bytes, head, text) VALUES (?, ?, ?, ?)", (h, len(data), head, text))
+    return len(data), h
+
+
+def _move_large_texts(conn: sqlite3.Connection) -> None:
+    """A store of an earlier version kept every text in its message row: move the large ones to
+    `bodies` (once, when the column is added). Sizes and counts are filled in when first needed."""
+    rows = conn.execute("SELECT seq FROM messages WHERE length(content) * 4 >= ?", (BODY_MIN_BYTES,)).fetchall()
+    for (seq,) in rows:
+        (text,) = conn.execute("SELECT content FROM messages WHERE seq = ?", (seq,)).fetchone()
+        size, body = _put_body(conn, text)
+        if body is not None:
+            conn.execute("UPDATE messages SET content = '', body = ?, bytes = ? WHERE seq = ?", (body, size, seq))

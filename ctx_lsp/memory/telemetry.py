@@ -126,7 +126,7 @@ def session_feedback(store: MemoryStore, session: str) -> list[TurnFeedback]:
         messages = store.turn_messages(session, turn)
         names = {c["id"]: c["name"] for m in messages for c in (m.tool_calls or [])}
         tools = [
-            f"{names.get(m.tool_call_id or '', m.name or 'tool')}: {len(m.content):,} chars, "
+            f"{names.get(m.tool_call_id or '', m.name or 'tool')}: {m.bytes or len(m.content):,} bytes, "
             + ("failed" if FAILURE.search(m.content[:2000]) else "ok")
             for m in messages
             if m.role == "tool"

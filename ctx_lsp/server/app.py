@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +40,7 @@ log = logging.getLogger("ctx_lsp.server")
 T = TypeVar("T")
 INDEX_DEBOUNCE_SECONDS = 0.2
 REPLAN_DEBOUNCE_SECONDS = 0.3
+EXIT_GRACE_SECONDS = 2.0
 _DEF_LINE = re.compile(r"\s*(async\s+def|def|class)\s")
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: not a drive letter
 
@@ -62,6 +65,7 @@ class CtxServer(LanguageServer):
         self._pending_index: dict[str, asyncio.TimerHandle] = {}
         self._pending_replan: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task] = set()
+        self.shut_down = False  # a shutdown request was received
 
     # ---- transport: our reader loop instead of pygls' (see transport.py) -----------------------
 
@@ -369,14 +373,28 @@ def _start_watcher(ls: CtxServer) -> None:
 
 
 @server.feature(types.SHUTDOWN)
-def on_shutdown(ls: CtxServer, params: Any) -> None:
+async def on_shutdown(ls: CtxServer, params: Any) -> None:
+    ls.shut_down = True
     if getattr(ls, "watcher", None) is not None:
         ls.watcher.stop()  # type: ignore[attr-defined]
     for task in list(ls._background):
         task.cancel()
-    if ls.engine is not None:
-        ls.worker.submit(ls.engine.close).result(timeout=10)
-        ls.engine = None
+    engine, ls.engine = ls.engine, None
+    if engine is not None:  # after the request in flight (the event loop keeps serving meanwhile)
+        try:
+            await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(ls.worker, engine.close), 10)
+        except TimeoutError:
+            log.warning("shutdown: the engine was still busy after 10 s; its store closes on exit")
+
+
+@server.feature(types.EXIT)
+def on_exit(ls: CtxServer, params: Any) -> None:
+    """The process ends within EXIT_GRACE_SECONDS even if a thread is still busy (a re-index of a
+    big tree): interpreter exit would wait for it. Every store write is its own transaction."""
+    code = 0 if ls.shut_down else 1  # LSP: 0 after a shutdown, 1 without one
+    watchdog = threading.Timer(EXIT_GRACE_SECONDS, os._exit, (code,))
+    watchdog.daemon = True
+    watchdog.start()
 
 
 # ---- documents keep the index current ---------------------------------------------------------
@@ -694,7 +712,7 @@ async def append_messages(ls: CtxServer, params: Any) -> dict[str, Any]:
     raw = [{k: v for k, v in P.encode(m).items() if v is not None} for m in p.messages]
     stored = await ls.run(ls.core.append_raw, session, p.branch, raw)
     _replan_soon(ls, session)
-    count = len(await ls.run(ls.core.messages, session, p.branch))
+    count = await ls.run(ls.core.message_count, session, p.branch)
     meter = await ls.run(ls.core.meter, session)
     return {"appended": len(stored), "messages": count, "budget": meter}
 
