@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 QUERY  ?= how does the planner choose what goes into the prompt under the token budget?
 WORKSPACE ?= .
 
-.PHONY: run test test-python test-neovim test-vscode lint bench setup clean schema
+.PHONY: run test test-fast test-python test-neovim test-vscode lint bench setup clean schema
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ test-vscode: $(STAMP)
 	CTX_PYTHON=$(abspath $(BIN)/python) $(MAKE) -C editors/vscode test
 
 test: lint test-python test-neovim test-vscode
+
+# The edit loop: lint and the Python tests without the long end-to-end ones (marked slow).
+test-fast: $(STAMP)
+	$(BIN)/ruff check ctx_lsp tests benchmarks
+	$(BIN)/pytest -q --ignore=tests/neovim -m "not slow"
 
 # docs/protocol.schema.json is generated from ctx_lsp/server/protocol.py (a test checks it).
 schema: $(STAMP)

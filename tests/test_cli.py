@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sample_ws"
+from tests.workspaces import copy_sample
+
 QUERY = "how is the invoice total calculated with tax?"
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     target = tmp_path / "ws"
-    shutil.copytree(FIXTURE, target, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(target)
     return target
 
 

@@ -25,9 +25,9 @@ from ctx_lsp.engine import Engine
 from ctx_lsp.memory.store import BODY_MIN_BYTES, HEAD_CHARS, MemoryStore, decode_inputs, encode_inputs
 from ctx_lsp.sessions import SessionEngine, SessionPlanRequest
 from tests.planning import plan_input
+from tests.workspaces import copy_sample
 
 COUNTER = counter_for("cl100k_base")
-FIXTURE = Path(__file__).parent / "fixtures" / "sample_ws"
 
 
 def log(size: int, seed: int = 0) -> str:
@@ -225,10 +225,9 @@ def test_plan_inputs_keep_large_texts_by_reference():
 
 
 def session(tmp_path: Path) -> SessionEngine:
-    import shutil
 
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root)
+    copy_sample(root)
     core = SessionEngine(Engine(root))
     core.engine.refresh_index()
     return core

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.engine import MAX_INSTRUCTIONS_BYTES, Engine, PlanRequest
+from tests.workspaces import copy_sample
 
-FIXTURE = Path(__file__).parent / "fixtures" / "sample_ws"
 QUERY = "how is the invoice total calculated with tax?"
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     target = tmp_path / "ws"
-    shutil.copytree(FIXTURE, target, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(target)
     return target
 
 

@@ -4,7 +4,6 @@ updates, no ghost edges; the 2-process parse pool; restart without reparsing."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,7 @@ import pytest
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace import index as index_module
 from ctx_lsp.workspace.index import WorkspaceIndex
-
-SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+from tests.workspaces import copy_sample
 
 FILES = {
     "pkg/__init__.py": '"""A package that re-exports base."""\nfrom .core import base\n',
@@ -161,7 +159,7 @@ def test_resolver_follows_reexports_stars_and_attributes() -> None:
 
 
 def test_pool_and_in_process_parsing_agree(ws: Path, tmp_path: Path) -> None:
-    shutil.copytree(SAMPLE, ws / "sample")
+    copy_sample(ws / "sample")
     serial = WorkspaceIndex(ws, db_path=tmp_path / "serial.sqlite3")
     pooled = WorkspaceIndex(ws, db_path=tmp_path / "pooled.sqlite3")
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import threading
 import time
@@ -19,15 +18,15 @@ from ctx_lsp.workspace.index import (
     search_terms,
     split_identifier,
 )
+from tests.workspaces import copy_sample
 
-SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
 SAMPLE_FILES = 8  # .py files in sample_ws, refunds.py (syntax error) included
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(SAMPLE, root)
+    copy_sample(root)
     return root
 
 

@@ -3,7 +3,6 @@ the time limit and the RecursionError guard; the engine's fallback to it."""
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -14,8 +13,7 @@ from ctx_lsp.engine import Engine
 from ctx_lsp.sessions import PinIntent, SessionEngine
 from ctx_lsp.workspace import resolve
 from ctx_lsp.workspace.resolve import is_attribute, resolve_at, utf16_to_codepoint
-
-SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+from tests.workspaces import copy_sample
 
 # Two classes with an ``add_product`` method: the name alone cannot say which one is meant.
 WAREHOUSE = '''"""Warehouses (a second class with add_product)."""
@@ -39,7 +37,7 @@ def restock(book: Inventory, depot: Warehouse, product):
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(SAMPLE, root)
+    copy_sample(root)
     (root / "shop" / "warehouse.py").write_text(WAREHOUSE, encoding="utf-8")
     return root
 
@@ -58,26 +56,31 @@ def position(text: str, needle: str, nth: int = 0, offset: int = 0) -> tuple[int
     raise AssertionError(f"{needle!r} not found")
 
 
+# What jedi answers is tested here, not how fast: a first jedi call on a loaded machine can take
+# longer than the server's 1 s budget (that latency is a benchmark's business).
+SLACK_S = 30.0
+
+
 def test_resolves_across_modules_through_aliases_and_attributes(ws: Path) -> None:
     text = (ws / "shop/warehouse.py").read_text()
     rel = "shop/warehouse.py"
     # book: Inventory → book.add_product is Inventory's
     assert (
-        resolve_at(ws, rel, text, *position(text, "book.add_product", offset=5))
+        resolve_at(ws, rel, text, *position(text, "book.add_product", offset=5), timeout_s=SLACK_S)
         == "shop.inventory.Inventory.add_product"
     )
     # depot: Warehouse → this module's class
     line, col = position(text, "depot.add_product", offset=6)
-    assert resolve_at(ws, rel, text, line, col) == "shop.warehouse.Warehouse.add_product"
+    assert resolve_at(ws, rel, text, line, col, timeout_s=SLACK_S) == "shop.warehouse.Warehouse.add_product"
     # ``import calculate_invoice_total as total_of``, re-exported by shop.billing
     line, col = position(text, "total_of([])", offset=2)
-    assert resolve_at(ws, rel, text, line, col) == "shop.billing.invoice.calculate_invoice_total"
+    assert resolve_at(ws, rel, text, line, col, timeout_s=SLACK_S) == "shop.billing.invoice.calculate_invoice_total"
     storage = (ws / "shop/storage.py").read_text()
     line, col = position(storage, "StockBook()")  # ``Inventory as StockBook``
-    assert resolve_at(ws, "shop/storage.py", storage, line, col) == "shop.inventory.Inventory"
+    assert resolve_at(ws, "shop/storage.py", storage, line, col, timeout_s=SLACK_S) == "shop.inventory.Inventory"
     # nothing there
-    assert resolve_at(ws, rel, text, 1, 0) is None
-    assert resolve_at(ws, rel, text, 999, 0) is None
+    assert resolve_at(ws, rel, text, 1, 0, timeout_s=SLACK_S) is None
+    assert resolve_at(ws, rel, text, 999, 0, timeout_s=SLACK_S) is None
 
 
 def test_utf16_columns_are_converted() -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import Engine, Focus, PlanRequest
 from ctx_lsp.workspace import retrieval
 from ctx_lsp.workspace.index import WorkspaceIndex
-
-SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+from tests.workspaces import copy_sample
 
 # A long function (the card shows its top only) that uses calculate_invoice_total far down.
 REPORTS = (
@@ -31,7 +29,7 @@ REPORTS = (
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(SAMPLE, root)
+    copy_sample(root)
     (root / "shop" / "reports.py").write_text(REPORTS, encoding="utf-8")
     return root
 

@@ -4,7 +4,6 @@ about a second; ignored folders never do; buffers open in the editor keep priori
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from pathlib import Path
 
@@ -13,15 +12,15 @@ from watchfiles import Change
 
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.watch import WatchFilter, WorkspaceWatcher, apply_changes, normalise
+from tests.workspaces import copy_sample
 
-SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
 DEADLINE_S = 5.0  # generous: a loaded CI machine is slow; the latency itself is a benchmark, not a test
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(SAMPLE, root)
+    copy_sample(root)
     return root
 
 

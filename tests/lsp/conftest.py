@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -11,14 +10,15 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "sample_ws"
+from tests.workspaces import copy_sample
+
 SESSION = "test-session"
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("lsp") / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     return root
 
 

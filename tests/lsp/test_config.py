@@ -4,13 +4,13 @@ named in window/showMessage and the server keeps serving with their defaults."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from tests.lsp.conftest import FIXTURE, server_command, start
+from tests.lsp.conftest import server_command, start
+from tests.workspaces import copy_sample
 
 
 async def wait_messages(client, n: int = 1, timeout: float = 5.0) -> list[str]:
@@ -23,7 +23,7 @@ async def wait_messages(client, n: int = 1, timeout: float = 5.0) -> list[str]:
 
 async def test_broken_config_is_named_and_defaults_are_used(tmp_path: Path):
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     (root / "ctx.toml").write_text('mode = "turbo"\nsafetyBuffer = 100\ncolour = 1\n')
     client = await ClientServerConfig(server_command=server_command()).start()
     try:
@@ -42,7 +42,7 @@ async def test_broken_config_is_named_and_defaults_are_used(tmp_path: Path):
 
 async def test_workspace_configuration_section_ctx(tmp_path: Path):
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     client = await ClientServerConfig(server_command=server_command()).start()
     client.set_configuration({"mode": "off", "safetyBuffer": "lots"}, section="ctx")
     try:

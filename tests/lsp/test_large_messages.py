@@ -5,14 +5,14 @@ this takes is measured by benchmarks/large_messages.py, not asserted here.)"""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import FIXTURE, server_command, start
+from tests.lsp.conftest import server_command, start
 from tests.lsp.test_server import error_of, req
+from tests.workspaces import copy_sample
 
 MB = 1_000_000
 
@@ -25,7 +25,7 @@ def log(size: int, tag: str) -> str:
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     return root
 
 

@@ -4,7 +4,6 @@ trim, older-history retrieval, and capsules that know when they are stale."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import FIXTURE, server_command, start
+from tests.lsp.conftest import server_command, start
 from tests.lsp.test_server import req
+from tests.workspaces import copy_sample
 
 TASK = "Add VAT support to calculate_invoice_total and keep the discount rules working."
 SMALL = {"contextLength": 12_000}  # a small window, so that conversation memory has work to do
@@ -43,7 +43,7 @@ def turn(k: int, result_tokens: int = 600) -> list[dict]:
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     return root
 
 
@@ -53,6 +53,7 @@ async def fresh(ws: Path, session: str, **options) -> LanguageClient:
     return client
 
 
+@pytest.mark.slow  # ~90 s: `make test` and CI run it, `make test-fast` leaves it out
 async def test_long_agent_session_compacts_without_losing_anything(ws: Path):
     """A synthetic 500-turn agent session with large tool outputs: no plan over budget,
     compactions happen, every archived message stays retrievable, the original task and a sticky

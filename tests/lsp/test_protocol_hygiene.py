@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import queue
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.lsp.conftest import FIXTURE
+from tests.workspaces import copy_sample
 
 TIMEOUT = 15
 CAP = 256 * 2**20  # the server's default --max-message-bytes
@@ -35,7 +34,7 @@ CAP = 256 * 2**20  # the server's default --max-message-bytes
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     return root
 
 

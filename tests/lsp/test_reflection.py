@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import FIXTURE, server_command, start
+from tests.lsp.conftest import server_command, start
 from tests.lsp.test_server import req
+from tests.workspaces import copy_sample
 
 TARGET = "shop.billing.invoice.calculate_invoice_total"
 
@@ -69,7 +69,7 @@ async def run_session(client: LanguageClient, session: str) -> list[dict]:
 
 async def test_activation_promotion_renewal_task_expiry_suggestions_and_report(tmp_path: Path):
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     client: LanguageClient = await ClientServerConfig(server_command=server_command()).start()
     await start(client, root, session="reflect")
     try:
@@ -106,7 +106,7 @@ async def test_activation_promotion_renewal_task_expiry_suggestions_and_report(t
         await client.shutdown_session()
     # determinism: the same session replayed on a fresh copy gives the same plans and scores
     copy = tmp_path / "again" / "ws"  # the same name: the system prompt names the workspace
-    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(copy)
     second: LanguageClient = await ClientServerConfig(server_command=server_command()).start()
     await start(second, copy, session="reflect")
     try:

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import shutil
 from pathlib import Path
 
 import pytest
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import FIXTURE, server_command, start
+from tests.lsp.conftest import server_command, start
+from tests.workspaces import copy_sample
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     return root
 
 

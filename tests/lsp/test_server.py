@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,7 +12,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ctx_lsp.sessions import DEFAULT_SESSION
-from tests.lsp.conftest import FIXTURE, SESSION, server_command, start
+from tests.lsp.conftest import SESSION, server_command, start
+from tests.workspaces import copy_sample
 
 QUERY = "how is the invoice total calculated with tax?"
 
@@ -399,7 +399,7 @@ async def test_default_session_is_stable_across_restarts(tmp_path: Path):
     """A client that names no session (any plain LSP client, code lenses) gets the workspace's
     default session: its pins are there again after a restart."""
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
+    copy_sample(root)
     config = ClientServerConfig(server_command=server_command())
     first = await config.start()
     await start(first, root, session=None)

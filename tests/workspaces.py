@@ -1,0 +1,19 @@
+"""The fixture workspace, copied for a test: never the caches a run in place leaves behind.
+
+`make run` and the README's examples plan on `tests/fixtures/sample_ws` itself, which leaves a
+`.ctx/` store (and `__pycache__`) there; a test must start from the sources alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+_LEFT_BEHIND = shutil.ignore_patterns(".ctx", "__pycache__", ".ruff_cache", ".pytest_cache")
+
+
+def copy_sample(dest: Path) -> Path:
+    """A fresh copy of the sample workspace at ``dest``; returns ``dest``."""
+    shutil.copytree(SAMPLE, dest, ignore=_LEFT_BEHIND)
+    return dest
