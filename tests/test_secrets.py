@@ -1,0 +1,227 @@
+"""Secret masking (ctx_lsp.workspace.secrets): detect-secrets' plugins behind fast gates.
+
+Every value below is fake: made up here, shaped like the real thing.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import string
+
+import pytest
+
+from ctx_lsp.workspace.parse import split_lines
+from ctx_lsp.workspace.secrets import (
+    _GATES,
+    _GENERIC,
+    NOT_USED,
+    SecretMasker,
+    _plugin_classes,
+    describe,
+    detector_names,
+    masked_detail,
+)
+
+_rng = random.Random(12)
+
+
+def rand(n: int, chars: str = string.ascii_letters + string.digits) -> str:
+    return "".join(_rng.choice(chars) for _ in range(n))
+
+
+HEX = "0123456789abcdef"
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+
+# One line per detect-secrets plugin, each holding a secret that plugin finds.
+SAMPLES: dict[str, str] = {
+    "ArtifactoryDetector": f'repo = "AKCp8{rand(60)}"',
+    "AWSKeyDetector": f'access = "AKIA{rand(16, string.ascii_uppercase + string.digits)}"',
+    "AzureStorageKeyDetector": f'conn = "DefaultEndpointsProtocol=https;AccountName=x;AccountKey={rand(86)}=="',
+    "BasicAuthDetector": 'url = "https://admin:hunter2pass@db.example.com/main"',
+    "CloudantDetector": f'cl_key = "{rand(64, HEX)}"',
+    "DiscordBotTokenDetector": f'bot = "M{rand(23)}.{rand(6)}.{rand(27)}"',
+    "GitHubTokenDetector": f'gh = "ghp_{rand(36)}"',
+    "GitLabTokenDetector": f'gl = "glpat-{rand(20)}"',
+    "IbmCloudIamDetector": f'ibm_cloud_iam_key = "{rand(44)}"',
+    "IbmCosHmacDetector": f'secret_access_key = "{rand(48, HEX)}"',
+    "JwtTokenDetector": (
+        'jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0'
+        'IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"'
+    ),
+    "MailchimpDetector": f'mc = "{rand(32, LOWER_ALNUM)}-us12"',
+    "NpmDetector": f"npmrc = '//registry.npmjs.org/:_authToken=npm_{rand(36)}'",
+    "OpenAIDetector": f'client = "sk-{rand(20)}T3BlbkFJ{rand(20)}"',
+    "PypiTokenDetector": f'upload = "pypi-AgEIcHlwaS5vcmc{rand(80)}"',
+    "SendGridDetector": f'mail = "SG.{rand(22)}.{rand(43)}"',
+    "SlackDetector": f'slack = "xoxb-123456789012-1234567890123-{rand(24)}"',
+    "SoftlayerDetector": f'softlayer_api_key = "{rand(64, LOWER_ALNUM)}"',
+    "SquareOAuthDetector": f'square = "sq0csp-{rand(43)}"',
+    "StripeDetector": f'stripe = "sk_live_{rand(24)}"',
+    "TelegramBotTokenDetector": f'tg = "123456789:{rand(35)}"',
+    "TwilioKeyDetector": f'twilio = "AC{rand(32, LOWER_ALNUM)}"',
+    "KeywordDetector": 'password = "c9P!x7#Lq2@vZ8rT"',
+    "Base64HighEntropyString": f'blob = "{rand(40)}"',
+    "HexHighEntropyString": f'token_value = "{rand(40, HEX)}"',
+}
+
+PEM_BODY = [rand(64, string.ascii_letters + string.digits + "+/") for _ in range(4)]
+
+FAKE_SETTINGS = f'''"""Settings with hard-coded credentials."""
+
+AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+OPENAI_API_KEY = "sk-proj-{rand(48)}"
+LIVE_KEY = "sk-live-{rand(40)}"
+GITHUB_TOKEN = "ghp_{rand(36)}"
+password = "{rand(24, string.ascii_letters + string.digits + "!#%")}"
+
+PRIVATE_KEY = """-----BEGIN RSA PRIVATE KEY-----
+{PEM_BODY[0]}
+{PEM_BODY[1]}
+{PEM_BODY[2]}
+{PEM_BODY[3][:30]}==
+-----END RSA PRIVATE KEY-----"""
+
+
+def connect(host):
+    if "BEGIN RSA PRIVATE KEY" in host:  # a mention, not a key
+        return None
+    return host
+'''
+
+
+def values_in(text: str) -> list[str]:
+    """The secret values of FAKE_SETTINGS that occur in ``text``."""
+    tree = ast.parse(FAKE_SETTINGS)
+    values = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
+    secrets = [v for v in values[1:] if isinstance(v, str)]  # [0] is the docstring
+    return [v for v in secrets if v in text] + [line for line in PEM_BODY if line[:30] in text]
+
+
+@pytest.fixture(scope="module")
+def masker() -> SecretMasker:
+    return SecretMasker()
+
+
+def test_masks_every_kind_and_keeps_code_readable(masker):
+    lines = split_lines(FAKE_SETTINGS)
+    new, found = masker.mask_lines(lines)
+    text = "".join(new)
+    assert values_in(FAKE_SETTINGS)  # the test is not vacuous
+    assert values_in(text) == []
+    assert len(new) == len(lines)  # lines stay where they were
+    ast.parse(text)  # still Python
+    assert 'AWS_ACCESS_KEY_ID = "[secret masked: AWS Access Key]"' in text
+    assert 'GITHUB_TOKEN = "[secret masked: GitHub Token]"' in text
+    assert 'password = "[secret masked: Secret Keyword]"' in text
+    assert '"""-----BEGIN RSA PRIVATE KEY-----\n[secret masked: Private Key]\n' in text
+    assert "-----END RSA PRIVATE KEY-----" in text
+    assert 'if "BEGIN RSA PRIVATE KEY" in host:' in text  # a mention is left alone
+    kinds = [k for _, k in found]
+    assert kinds.count("Private Key") == 1
+    assert {"AWS Access Key", "GitHub Token", "Secret Keyword", "Private Key"} <= set(kinds)
+    assert len(found) == 6
+    assert describe(kinds).startswith("masked 6 secrets: ")
+
+
+def test_deterministic_and_idempotent(masker):
+    lines = split_lines(FAKE_SETTINGS)
+    once, found = masker.mask_lines(lines)
+    assert masker.mask_lines(lines) == (once, found)
+    assert SecretMasker().mask_lines(lines) == (once, found)
+    again, more = masker.mask_lines(once)
+    assert again == once and more == []  # a mask is not a secret
+
+
+@pytest.mark.parametrize("plugin", sorted(SAMPLES))
+def test_each_detector_through_its_gate(plugin):
+    """Each plugin alone (all others off) finds its sample: the gate lets the line through, and
+    what is masked is the whole secret, not a part of it."""
+    line = SAMPLES[plugin]
+    cls = _plugin_classes()[plugin]
+    assert cls().analyze_line(filename="x.py", line=line), "the sample itself must be one the plugin finds"
+    only = SecretMasker(disabled=[n for n in detector_names() if n != plugin])
+    code = f"def f():\n    x = 1\n    {line}\n    return x\n"
+    new, found = only.mask_lines(split_lines(code))
+    assert [(i, k) for i, k in found] == [(2, cls.secret_type)]
+    masked = new[2]
+    value = line.split("=", 1)[1].strip().strip("\"'")
+    secret = value.rsplit(":", 1)[-1].split("@")[0] if plugin == "BasicAuthDetector" else value
+    assert secret not in masked
+    assert f"[secret masked: {cls.secret_type}]" in masked
+    ast.parse("".join(new))
+
+
+def test_every_plugin_is_gated():
+    """A detect-secrets upgrade that adds a plugin still masks (the plugin's own patterns run
+    over the whole text) but slowly: give it a gate."""
+    known = set(_GATES) | set(_GENERIC) | NOT_USED
+    assert set(_plugin_classes()) <= known, sorted(set(_plugin_classes()) - known)
+
+
+def test_allowlist_pragma_and_configured_allowlist():
+    key = "AKIAIOSFODNN7EXAMPLE"
+    code = f'a = "{key}"  # pragma: allowlist secret\n# pragma: allowlist nextline secret\nb = "{key}"\nc = "{key}"\n'
+    new, found = SecretMasker().mask_lines(split_lines(code))
+    assert [i for i, _ in found] == [3]
+    assert new[:3] == split_lines(code)[:3]
+    new, found = SecretMasker(allowlist=[r"EXAMPLE$"]).mask_lines(split_lines(code))
+    assert found == []
+    new, found = SecretMasker(disabled=["AWSKeyDetector"]).mask_lines(split_lines(code))
+    assert found == []
+
+
+ORDINARY = '''"""Ordinary code: nothing here is a secret."""
+import hashlib
+import uuid
+
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+REQUEST_ID = "123e4567-e89b-12d3-a456-426614174000"
+NAMESPACE = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+HELLO_B64 = "aGVsbG8gd29ybGQ="
+ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+password = get_password()
+api_key = os.environ["API_KEY"]
+SECRET_KEY = settings.SECRET_KEY
+token = "${TOKEN}"
+
+
+def test_digest():
+    assert hashlib.sha256(b"").hexdigest() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert hashlib.md5(b"x").hexdigest() == "9dd4e461268c8034f5c8564e155c67a6"
+    expected_hash = "ff5d0a2b1b2d5a6c8e7b9a0c3d4e5f60718293a4"
+
+
+class Integer(Rational):
+    """An integer; see https://docs.python.org/3/library/functions.html#int."""
+
+    def _eval_power(self, expt):
+        if expt is S.Infinity:
+            return S.Zero
+        return Pow(self, expt, evaluate=False)
+'''
+
+
+def test_ordinary_code_is_left_alone(masker):
+    new, found = masker.mask_lines(split_lines(ORDINARY))
+    assert found == []
+    assert "".join(new) == ORDINARY
+
+
+def test_markdown_and_long_lines(masker):
+    md = f"# Setup\n\nUse the key `AKIAIOSFODNN7EXAMPLE` and token ghp_{rand(36)} for CI.\n"
+    result = masker.mask(md)
+    assert "AKIAIOSFODNN7EXAMPLE" not in result.text and "ghp_" not in result.text
+    assert result.detail == "masked 2 secrets: AWS Access Key, GitHub Token"
+    long = "DATA = [" + ", ".join(f'"{i:08d}"' for i in range(3000)) + f', "ghp_{rand(36)}"]\n'
+    assert len(long) > 20_000
+    new, found = masker.mask_lines([long])
+    assert [k for _, k in found] == ["GitHub Token"] and "ghp_" not in new[0]
+
+
+def test_masked_detail_needs_secrets():
+    text = 'KEY = "[secret masked: AWS Access Key]"'
+    assert masked_detail(text) == "masked 1 secret: AWS Access Key"
+    assert masked_detail(text, has_secrets=False) is None  # the source's own text, not a mask
+    assert describe(["A", "B", "A"]) == "masked 3 secrets: A ×2, B"
+    assert describe([]) is None
