@@ -8,9 +8,13 @@ from __future__ import annotations
 import ast
 import random
 import string
+from pathlib import Path
 
 import pytest
 
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.parse import split_lines
 from ctx_lsp.workspace.secrets import (
     _GATES,
@@ -94,7 +98,7 @@ def values_in(text: str) -> list[str]:
     """The secret values of FAKE_SETTINGS that occur in ``text``."""
     tree = ast.parse(FAKE_SETTINGS)
     values = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
-    secrets = [v for v in values[1:] if isinstance(v, str)]  # [0] is the docstring
+    secrets = [v for v in values if isinstance(v, str)]
     return [v for v in secrets if v in text] + [line for line in PEM_BODY if line[:30] in text]
 
 
@@ -225,3 +229,92 @@ def test_masked_detail_needs_secrets():
     assert masked_detail(text, has_secrets=False) is None  # the source's own text, not a mask
     assert describe(["A", "B", "A"]) == "masked 3 secrets: A ×2, B"
     assert describe([]) is None
+
+
+# ---- the index: texts are masked before they are parsed, counted and stored --------------
+
+
+def make_ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "app" / "settings.py").write_text(FAKE_SETTINGS, encoding="utf-8")
+    (root / "app" / "plain.py").write_text(ORDINARY, encoding="utf-8")
+    return root
+
+
+def stored_texts(idx: WorkspaceIndex) -> str:
+    cols = "qualname, signature, docstring, identifiers, card, body"
+    return "\n".join("\n".join(r) for r in idx._reader().execute(f"SELECT {cols} FROM symbols"))
+
+
+@pytest.mark.parametrize("processes", [0, 2])
+def test_index_masks_before_parsing_counting_and_storing(tmp_path, processes):
+    ws = make_ws(tmp_path)
+    db = tmp_path / "index.sqlite3"
+    with WorkspaceIndex(ws, db_path=db) as idx:
+        stats = idx.refresh(processes=processes)
+        assert stats.errors == [] and stats.processes == max(processes, 1)
+        assert values_in(stored_texts(idx)) == []
+        count = counter_for("cl100k_base").count
+        by_name = {s.qualname: s for s in idx.iter_symbols()}
+        key = by_name["app.settings.AWS_ACCESS_KEY_ID"]
+        assert key.secrets == 1 and key.signature == "AWS_ACCESS_KEY_ID = '[secret masked: AWS Access Key]'"
+        assert key.body_tokens == count(key.body)  # counts are of the masked text
+        assert by_name["app.settings"].secrets == 6
+        assert by_name["app.settings.connect"].secrets == 0
+        assert all(s.secrets == 0 for s in by_name.values() if s.path == "app/plain.py")
+        card = retrieval.card_item(key, 1.0)
+        assert card.detail == "masked 1 secret: AWS Access Key"
+        pem = retrieval.body_item(by_name["app.settings.PRIVATE_KEY"], 1.0)
+        assert pem.detail == "masked 1 secret: Private Key" and "[secret masked: Private Key]" in pem.text
+        assert retrieval.body_item(by_name["app.settings.connect"], 1.0).detail is None
+        # search still finds the masked symbols by name, not by secret
+        assert idx.search("GITHUB_TOKEN")[0].symbol.qualname == "app.settings.GITHUB_TOKEN"
+    # nothing of the secrets is on disk in the index (the cache the README says can be shared
+    # with nobody but is easy to copy around)
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.glob("index.sqlite3*"))
+    assert b"AKIAIOSFODNN7EXAMPLE" not in on_disk and PEM_BODY[0].encode() not in on_disk
+
+
+def test_index_rebuilds_when_masking_changes(tmp_path):
+    ws = make_ws(tmp_path)
+    db = tmp_path / "index.sqlite3"
+    with WorkspaceIndex(ws, db_path=db) as idx:
+        idx.refresh(processes=0)
+        assert values_in(stored_texts(idx)) == []
+    with WorkspaceIndex(ws, db_path=db, masker=None) as idx:  # turned off: rebuilt, values back
+        assert idx.stats().symbols == 0
+        assert idx.refresh(processes=0).files_indexed == 3
+        assert sorted(values_in(stored_texts(idx))) == sorted(values_in(FAKE_SETTINGS))
+        assert idx.get("app.settings.AWS_ACCESS_KEY_ID").secrets == 0
+        # turned on at run time: emptied at once (nothing unmasked stays visible), rebuilt by a refresh
+        assert idx.set_masker(SecretMasker()) is True
+        assert idx.stats().symbols == 0
+        assert idx.set_masker(SecretMasker()) is False  # same masking: nothing to do
+        idx.refresh(processes=0)
+        assert values_in(stored_texts(idx)) == [] and idx.get("app.settings").secrets == 6
+    with WorkspaceIndex(ws, db_path=db, masker=SecretMasker(allowlist=["EXAMPLE"])) as idx:
+        idx.refresh(processes=0)  # another allowlist is another masking: rebuilt
+        assert values_in(stored_texts(idx)) == ["AKIAIOSFODNN7EXAMPLE"]
+
+
+def test_buffer_updates_are_masked(tmp_path):
+    ws = make_ws(tmp_path)
+    with WorkspaceIndex(ws, db_path=tmp_path / "i.sqlite3") as idx:
+        idx.refresh(processes=0)
+        token = f"ghp_{rand(36)}"
+        edited = ORDINARY + f'\n\nDEPLOY_TOKEN = "{token}"\n'
+        assert idx.update_file("app/plain.py", edited.encode()) is True
+        sym = idx.get("app.plain.DEPLOY_TOKEN")
+        assert sym is not None and sym.secrets == 1
+        assert token not in stored_texts(idx)
+
+
+def test_a_masked_secret_outside_strings_does_not_index_the_file(tmp_path):
+    ws = make_ws(tmp_path)
+    (ws / "app" / "odd.py").write_text("def f():\n    return AKIAIOSFODNN7EXAMPLE\n", encoding="utf-8")
+    with WorkspaceIndex(ws, db_path=tmp_path / "i.sqlite3") as idx:
+        stats = idx.refresh(processes=0)
+        assert any("odd.py" in e and "after masking secrets" in e for e in stats.errors)
+        assert "AKIAIOSFODNN7EXAMPLE" not in stored_texts(idx)
