@@ -6,13 +6,18 @@ Every value below is fake: made up here, shaped like the real thing.
 from __future__ import annotations
 
 import ast
+import json
 import random
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from ctx_lsp.config import validate
 from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace import retrieval
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.parse import split_lines
@@ -318,3 +323,90 @@ def test_a_masked_secret_outside_strings_does_not_index_the_file(tmp_path):
         stats = idx.refresh(processes=0)
         assert any("odd.py" in e and "after masking secrets" in e for e in stats.errors)
         assert "AKIAIOSFODNN7EXAMPLE" not in stored_texts(idx)
+
+
+# ---- end to end: the CLI ----------------------------------------------------------------
+
+AGENTS_MD = f"# Agents\n\nDeploy with the token ghp_{rand(36)} (never commit it).\n"
+QUERY = "which AWS access key, OpenAI API key, GitHub token, password and private key do the settings use?"
+
+
+def ctx(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ctx_lsp", *args], capture_output=True, text=True, timeout=120)
+
+
+def secret_ws(tmp_path: Path) -> Path:
+    ws = make_ws(tmp_path)
+    (ws / "AGENTS.md").write_text(AGENTS_MD, encoding="utf-8")
+    return ws
+
+
+def leaks(text: str) -> list[str]:
+    token = AGENTS_MD.split("token ")[1].split()[0]
+    return values_in(text) + ([token] if token in text else [])
+
+
+def test_cli_plan_never_shows_secrets_and_says_what_was_masked(tmp_path):
+    ws = secret_ws(tmp_path)
+    for mode in ("light", "heavy"):
+        out = ctx("plan", str(ws), "--query", QUERY, "--mode", mode, "--format", "prompt")
+        assert out.returncode == 0, out.stderr
+        assert "[secret masked: AWS Access Key]" in out.stdout
+        assert leaks(out.stdout) == [], mode
+    args = ("plan", str(ws), "--query", QUERY, "--mode", "heavy", "--format", "json")
+    out = ctx(*args, "--pin", "app.settings.PRIVATE_KEY")
+    assert out.returncode == 0, out.stderr
+    assert leaks(out.stdout) == []
+    plan = json.loads(out.stdout)
+    details = {i["title"]: i.get("detail") or "" for i in plan["included"]}
+    assert details["agent instructions: AGENTS.md"] == "masked 1 secret: GitHub Token"
+    pin = details["variable app.settings.PRIVATE_KEY (body)"]
+    assert pin == "masked 1 secret: Private Key · sticky pin · no ttl · priority 0"
+    assert details["variable app.settings.AWS_ACCESS_KEY_ID (body)"].startswith("masked 1 secret: AWS Access Key · ")
+    assert not any("masked" in d for t, d in details.items() if "connect" in t or "plain" in t)
+    assert ctx(*args, "--pin", "app.settings.PRIVATE_KEY").stdout == out.stdout  # same inputs, same plan
+
+
+def test_cli_with_masking_off_shows_the_values(tmp_path):
+    ws = secret_ws(tmp_path)
+    assert ctx("index", str(ws), "--quiet").returncode == 0  # built masked first
+    (ws / "ctx.toml").write_text("mask_secrets = false\n", encoding="utf-8")
+    out = ctx("plan", str(ws), "--query", QUERY, "--mode", "heavy", "--format", "prompt")
+    assert out.returncode == 0, out.stderr
+    assert "[secret masked" not in out.stdout
+    assert "AKIAIOSFODNN7EXAMPLE" in out.stdout and AGENTS_MD.split("token ")[1].split()[0] in out.stdout
+
+
+def test_config_names_bad_secret_settings(tmp_path):
+    config, messages = validate({"secretDetectorsOff": ["AWSKeyDetector", "NoSuchDetector"]}, "ctx.toml")
+    assert config.secret_detectors_off == () and "unknown detector NoSuchDetector" in messages[0]
+    assert "HexHighEntropyString" in messages[0]  # the valid names are listed
+    config, messages = validate({"secretAllowlist": ["(unclosed"]}, "ctx.toml")
+    assert config.secret_allowlist == () and "not a regular expression" in messages[0]
+    config, messages = validate({"maskSecrets": False, "secretAllowlist": ["^EXAMPLE"]}, "ctx.toml")
+    assert messages == [] and config.mask_secrets is False and config.secret_allowlist == ("^EXAMPLE",)
+
+
+def test_engine_switches_masking_at_run_time(tmp_path):
+    ws = secret_ws(tmp_path)
+    engine = Engine(ws)
+    try:
+        engine.refresh_index()
+        masked = engine.plan(PlanRequest(query=QUERY, mode="heavy")).render("text").text
+        assert leaks(masked) == []
+        engine.apply_config(engine.config.model_copy(update={"mask_secrets": False}))
+        plain = engine.plan(PlanRequest(query=QUERY, mode="heavy")).render("text").text
+        assert "AKIAIOSFODNN7EXAMPLE" in plain and "[secret masked" not in plain
+        engine.apply_config(engine.config.model_copy(update={"mask_secrets": True}))
+        assert leaks(engine.plan(PlanRequest(query=QUERY, mode="heavy")).render("text").text) == []
+    finally:
+        engine.close()
+
+
+def test_a_key_cut_short_on_one_line(masker):
+    """A summary shows a value on one line, escaped and cut: the key material still goes."""
+    line = f"- PRIVATE_KEY = '-----BEGIN RSA PRIVATE KEY-----\\n{PEM_BODY[0]}\\n{PEM_BODY[1][:9]}…\n"
+    result = masker.mask(line)
+    assert PEM_BODY[0] not in result.text and PEM_BODY[1][:9] not in result.text
+    assert result.text.startswith("- PRIVATE_KEY = '-----BEGIN RSA PRIVATE KEY-----\\n[secret masked: Private Key]")
+    assert result.detail == "masked 1 secret: Private Key"

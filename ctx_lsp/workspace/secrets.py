@@ -114,8 +114,7 @@ _LINE_RUN = re.compile(r"[A-Za-z0-9+/\\\-_=]+")
 # characters go.
 _KEY_MATERIAL = re.compile(r"(\\.)|([A-Za-z0-9+/=]{2,})")
 _KEY_HEADER = re.compile(r"^\s*[\"']?[A-Za-z][A-Za-z-]*: ")
-_KEY_NOISE = re.compile(r"\\.|[\s\"'(),;-]+")
-_KEY_CHARS = re.compile(r"[A-Za-z0-9+/=]+")
+_KEY_TEXT = re.compile(r"(?:\\.|[A-Za-z0-9+/=\s\"'(),;-])*")
 _KEY_LONG_RUN = re.compile(r"[A-Za-z0-9+/=]{32,}")
 _KEY_END = re.compile(r"-----END[ A-Z0-9]*-----|END [A-Z0-9 ]*PRIVATE KEY")
 _KEY_BEGIN = re.compile(r"BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z]*(?:-----)?|PuTTY-User-Key-File-2")
@@ -499,11 +498,10 @@ def _replace_keeping_quotes(value: str, placeholder: str) -> str:
     return "".join(out) if put else value
 
 
-def _keyish(segment: str) -> bool:
-    """Whether a piece of a line holds nothing but key material (and quotes, escapes,
-    separators): a line of a key, not a line of code that mentions one."""
-    rest = _KEY_NOISE.sub("", segment)
-    return not rest or _KEY_CHARS.fullmatch(rest) is not None
+def _keyish_end(line: str, lo: int, hi: int) -> int:
+    """Where the key material (with quotes, escapes and separators) that starts at ``lo``
+    ends, at most ``hi``."""
+    return _KEY_TEXT.match(line, lo, hi).end()  # type: ignore[union-attr]  # it matches the empty string
 
 
 def _mask_key_block(lines: list[str], first: int) -> list[int]:
@@ -521,9 +519,13 @@ def _mask_key_block(lines: list[str], first: int) -> list[int]:
         lo = begin.end() if i == first else 0
         end = _KEY_END.search(line, lo)
         hi = end.start() if end else len(line)
-        if end is None and not _keyish(line[lo:hi]):
-            if i == first or _KEY_HEADER.match(line):
-                continue  # the marker's own line with code after it; a header line
+        stop = _keyish_end(line, lo, hi)
+        if stop < hi:  # something else than key material on the line
+            if i == first:  # the key in a one-line literal, then code (or a summary's "…")
+                region.append((i, lo, stop))
+                break
+            if _KEY_HEADER.match(line) and end is None:
+                continue
             break
         region.append((i, lo, hi))
         if end is not None:
