@@ -61,8 +61,8 @@ class _Gate:
 
 
 # Per plugin, gates any one of which a line must pass. Each word is a literal that every match
-# of the plugin's patterns contains (see the patterns in detect_secrets/plugins/); min_run is
-# the shortest run of token characters a match has.
+# of the plugin's patterns (its ``denylist``) contains; min_run is the shortest run of token
+# characters a match has. tests/test_secrets.py runs each plugin alone through its gate.
 _KEY_WORDS = ("key", "pwd", "pw", "pass", "token")
 _GATES: dict[str, tuple[_Gate, ...]] = {
     "ArtifactoryDetector": (_Gate(("AKC", "AP"), min_run=11),),
