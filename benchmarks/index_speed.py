@@ -5,6 +5,8 @@
                                                             # database goes to benchmarks/.data/)
     .venv/bin/python benchmarks/index_speed.py --files 200  # a smaller synthetic tree
     .venv/bin/python benchmarks/index_speed.py PATH --processes 0   # one cold-index mode only
+    .venv/bin/python benchmarks/index_speed.py PATH --repeat 3 --secrets off,on   # the cost of
+                                                            # masking secrets: medians of 3
 
 Prints a table: cold index (empty database) in one process and with the 2-process parse pool
 (wall and CPU, the reference-graph share, edges); restart (open + stat revalidation; and a
@@ -13,7 +15,9 @@ one-file edit (resolution + PageRank, what the watch loop runs once edits pause)
 ``--edits`` single-file re-indexes of a ~500-line file (each a different one-line edit, through
 ``update_file``); median search latency; median light- and heavy-mode plan latency through
 ``Engine.plan``; symbols, edges, tokens; peak RSS of this process and of the pool's workers;
-the load average (the machine is shared: quote medians, and the load).
+the load average (the machine is shared: quote medians, and the load). ``--secrets`` runs the
+cold index with secret masking on (the default), off, or both; ``--repeat`` takes the median
+of that many cold runs per mode.
 The synthetic tree is generated once under ``benchmarks/.data/`` (gitignored) and reused.
 """
 
@@ -35,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace.files import WorkspaceWalker
 from ctx_lsp.workspace.index import WorkspaceIndex
+from ctx_lsp.workspace.secrets import SecretMasker
 
 DATA = Path(__file__).resolve().parent / ".data"
 GENERATOR_VERSION = "5"  # 5: real cross-module calls (a reference graph)
@@ -337,11 +342,11 @@ print(json.dumps({"imports": t1 - t0, "open_refresh": t2 - t1, "first_plan": t3 
 """
 
 
-def _cold(root: Path, db: Path, processes: int) -> tuple[object, float, float, float]:
-    """Index into an empty database; returns (stats, CPU seconds of this process, edges
-    count is in stats)."""
+def _cold(root: Path, db: Path, processes: int, mask: bool = True) -> tuple[object, float, float, float]:
+    """Index into an empty database; returns (stats, wall seconds, CPU seconds of this
+    process, peak RSS so far)."""
     _fresh_db(db)
-    idx = WorkspaceIndex(root, db_path=db)
+    idx = WorkspaceIndex(root, db_path=db, masker=SecretMasker() if mask else None)
     cpu0 = _cpu_seconds()
     t0 = time.perf_counter()
     stats = idx.refresh(processes=processes)
@@ -359,7 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--plans", type=int, default=5, help="plans per query for the latency medians")
     parser.add_argument("--processes", default="0,2", help="cold-index modes to run: 0 (one process), 2 (pool)")
+    parser.add_argument("--repeat", type=int, default=1, help="cold runs per mode (the median is shown)")
+    parser.add_argument("--secrets", default="on", help="cold index with secret masking: on, off or off,on")
     args = parser.parse_args(argv)
+    # "on" last: the database the rest of the run uses is masked, as the engine expects by default
+    maskings = sorted({m.strip() == "on" for m in args.secrets.split(",") if m.strip() in ("on", "off")})
 
     DATA.mkdir(parents=True, exist_ok=True)
     if args.workspace is None:
@@ -376,15 +385,21 @@ def main(argv: list[str] | None = None) -> int:
     # -- cold index, each mode into an empty database (the last one is kept) ---------------------
     cold = None
     for mode in [int(m) for m in args.processes.split(",") if m.strip()]:
-        cold, wall, cpu, rss = _cold(root, db, mode)
-        label = "cold index, 1 process" if cold.processes == 1 else f"cold index, {cold.processes}-process pool"
-        value = (
-            f"{wall:.2f} s wall, {cpu:.2f} s CPU here (graph {cold.graph_seconds:.2f} s; "
-            f"{cold.files_indexed:,} parsed, {len(cold.errors)} errors); peak RSS so far {rss:.0f} MB"
-        )
-        if cold.processes > 1:
-            value += f", pool workers {_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB each at most"
-        rows.append((label, value))
+        for mask in maskings:
+            runs = [_cold(root, db, mode, mask) for _ in range(max(args.repeat, 1))]
+            walls = sorted(r[1] for r in runs)
+            cold, wall, cpu, rss = sorted(runs, key=lambda r: r[1])[len(runs) // 2]  # the median run
+            label = "cold index, 1 process" if cold.processes == 1 else f"cold index, {cold.processes}-process pool"
+            label += ", secrets masked" if mask else ", no masking"
+            value = (
+                f"{wall:.2f} s wall, {cpu:.2f} s CPU here (graph {cold.graph_seconds:.2f} s; "
+                f"{cold.files_indexed:,} parsed, {len(cold.errors)} errors); peak RSS so far {rss:.0f} MB"
+            )
+            if len(runs) > 1:
+                value = f"median of {len(runs)}: " + value + f"; runs {', '.join(f'{w:.2f}' for w in walls)} s"
+            if cold.processes > 1:
+                value += f", pool workers {_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB each at most"
+            rows.append((label, value))
     assert cold is not None, "--processes named no mode"
     idx = WorkspaceIndex(root, db_path=db)
     summary = idx.stats()

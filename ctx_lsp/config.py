@@ -7,11 +7,12 @@ default is used instead (DESIGN.md §7: bad input gets a clear message, the serv
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from ctx_lsp.workspace.files import MAX_SMALL_FILE_BYTES, PathRefused, read_workspace_file
@@ -73,6 +74,33 @@ class CtxConfig(_Model):
     compaction_threshold: float = Field(0.85, ge=0.1, le=1.0)  # of the conversation budget
     include_stale_capsules: bool = False  # include them flagged instead of excluding them
     llm: LlmEndpoint = LlmEndpoint()
+    # Secrets (keys, tokens, private keys, passwords) in workspace text are masked before
+    # anything derived from it reaches a prompt (ctx_lsp/workspace/secrets.py).
+    mask_secrets: bool = True
+    secret_allowlist: tuple[str, ...] = ()  # regular expressions: a detected value matching one stays
+    secret_detectors_off: tuple[str, ...] = ()  # detect-secrets plugin names not to use
+
+    @field_validator("secret_allowlist")
+    @classmethod
+    def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise ValueError(f"{pattern!r} is not a regular expression: {err}") from None
+        return value
+
+    @field_validator("secret_detectors_off")
+    @classmethod
+    def _detectors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if value:
+            from ctx_lsp.workspace.secrets import detector_names
+
+            known = detector_names()
+            unknown = [v for v in value if v not in known]
+            if unknown:
+                raise ValueError(f"unknown detector {', '.join(unknown)}; the detectors are {', '.join(known)}")
+        return value
 
 
 def _describe(err: ValidationError) -> list[str]:

@@ -40,6 +40,7 @@ from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import retrieval
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
+from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI coding assistant working in the Python workspace `{workspace}`. The context "
@@ -51,6 +52,7 @@ DEFAULT_SYSTEM_PROMPT = (
 SCAFFOLD_MAX_ENTRIES = 40
 AGENT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 MAX_INSTRUCTIONS_BYTES = 256 * 1024  # an instruction file is prose for every request; larger is a mistake
+MASKED_CACHE_TEXTS = 256  # texts whose masked form ``mask_text`` remembers
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
 RAG_QUERY_CHARS = 8_000
 
@@ -122,17 +124,41 @@ class Engine:
             self.config_messages = []
         self.apply_config(config)
         store = self.root / config.store_dir
-        self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3")
+        self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3", masker=self.masker)
         self._scaffold_cache: tuple[int, Item] | None = None
         self._instructions_cache: dict[tuple[str, int, int], str] = {}
         self.instruction_problems: dict[str, str] = {}  # file → why it was left out (a plan note)
         self.history_chunks = HistoryChunks()
 
     def apply_config(self, config: CtxConfig) -> None:
-        """Use new settings from now on (the store location is fixed at start-up)."""
+        """Use new settings from now on (the store location is fixed at start-up). When they
+        mask secrets differently, the index is rebuilt before this returns: no text masked
+        the old way stays in use."""
         self.config = config
         self.registry = ModelRegistry([ModelSpec(**m.model_dump()) for m in config.models])  # user overrides win
         self._scaffold_cache = None
+        self._instructions_cache = {}  # masked text: masked anew with the new settings
+        self._masked: dict[tuple[bool, str], str] = {}
+        self.masker = (
+            SecretMasker(config.secret_detectors_off, config.secret_allowlist) if config.mask_secrets else None
+        )
+        index = getattr(self, "index", None)
+        if index is not None and index.set_masker(self.masker):
+            self.refresh_index()
+
+    def mask_text(self, text: str, name: str = "file.md") -> str:
+        """``text`` from the workspace with its secrets masked (as configured): for what does
+        not go through the index (agent instructions, capsules, a module sent to a
+        summariser). Masked text comes back unchanged, so masking twice is harmless."""
+        if self.masker is None:
+            return text
+        key = (name.endswith(".py"), text)
+        cached = self._masked.get(key)
+        if cached is None:
+            if len(self._masked) >= MASKED_CACHE_TEXTS:
+                self._masked.clear()
+            cached = self._masked[key] = self.masker.mask(text, name).text
+        return cached
 
     def close(self) -> None:
         self.index.close()
@@ -239,7 +265,7 @@ class Engine:
         required = [self._text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
         for rel, text in self.agent_instructions():
             item = self._text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
-            required.append(msgspec.structs.replace(item, path=rel))
+            required.append(msgspec.structs.replace(item, path=rel, detail=masked_detail(text)))
         notes.extend(self.instruction_problems.values())
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
@@ -346,6 +372,7 @@ class Engine:
                     self.instruction_problems[rel] = f"agent instructions {err}: left out of the prompt"
                 else:
                     self.instruction_problems.pop(rel, None)
+                    text = self.mask_text(text, rel)
                 self._instructions_cache = {k: v for k, v in self._instructions_cache.items() if k[0] != rel}
                 self._instructions_cache[key] = text
             if text.strip():
@@ -359,7 +386,8 @@ class Engine:
         if sym is not None:
             text += f" The cursor is in {sym.kind} {sym.qualname} ({sym.signature or sym.name})."
         item = self._text_item("system", FOCUS_HINT, f"focus: {where}", text, counter, cal)
-        return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None)
+        detail = masked_detail(text, sym is not None and sym.secrets > 0)  # the signature of a masked variable
+        return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None, detail=detail)
 
     def _pin_by_name(self, name: str, seq: int, cal: float) -> PinnedItem:
         sym = self.index.resolve_name(name)

@@ -64,6 +64,7 @@ from ctx_lsp.memory.store import (
 )
 from ctx_lsp.workspace import resolve, retrieval
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
+from ctx_lsp.workspace.secrets import masked_detail
 
 SESSION_PLAN_CACHE = 16
 CALIBRATION_MIN_REPORTS = 3  # fewer measurements than this keep the registry's factor
@@ -817,7 +818,7 @@ class SessionEngine:
         include_stale = self.engine.config.include_stale_capsules
         out = []
         for c in self.store.capsules():
-            text = c["text"]
+            text = self.engine.mask_text(c["text"])  # also what was made before masking was on
             stale = c["stale"] and not include_stale
             if c["stale"] and include_stale:
                 text = "[STALE: the module changed since this capsule was made]\n" + text
@@ -833,7 +834,8 @@ class SessionEngine:
                     symbol=c["module"],
                     stale=stale,
                     detail=f"{c['source']} capsule, confidence {c['confidence']:.1f}"
-                    + (" · STALE" if c["stale"] else ""),
+                    + (" · STALE" if c["stale"] else "")
+                    + (f" · {masked}" if (masked := masked_detail(text)) else ""),
                 )
             )
         return out
@@ -871,7 +873,7 @@ class SessionEngine:
             text, source_kind, confidence, _note = make_capsule(
                 rel,
                 module,
-                source,
+                self.engine.mask_text(source, rel),  # a summariser is a model too
                 symbols,
                 imports,
                 used_by,

@@ -498,14 +498,22 @@ def _plan_item(
         item.priority,
         item.score,
         reason,
-        detail if detail is not None else (item.why or item.detail),
+        _detail(detail if detail is not None else item.why, item.detail),
         pin.pin_id if pin else None,
         item.id if item.section == "conversation" and item.messages else None,
     )
 
 
+def _detail(note: str | None, own: str | None) -> str | None:
+    """What a plan item says about itself: its own detail (e.g. what was masked in its text),
+    then the note on its selection (why it scored, its pin, why it was left out)."""
+    if not own or own == note:
+        return note
+    return f"{own} · {note}" if note else own
+
+
 def _chosen_item(c: Chosen) -> PlanItem:
-    detail = c.item.why or c.item.detail
+    detail = c.item.why
     if c.pin is not None:
         detail = _pin_detail(c.pin, _pin_state(c.pin))
     if c.masked:

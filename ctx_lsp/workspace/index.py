@@ -46,9 +46,10 @@ from ctx_lsp.workspace.files import (
     read_bounded,
 )
 from ctx_lsp.workspace.parse import ParsedModule, Symbol, module_name_for, parse_module
+from ctx_lsp.workspace.secrets import DEFAULT_MASKER, SecretMasker
 
 log = logging.getLogger("ctx_lsp.index")
-SCHEMA_VERSION = "3"  # 2: the reference graph (edges, targets, centrality); 3: node degrees
+SCHEMA_VERSION = "4"  # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets
 BATCH_FILES = 200
 POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
 POOL_PROCESSES = 2
@@ -105,6 +106,7 @@ _SYMBOL_COLUMNS = (
     "body",
     "card_tokens",
     "body_tokens",
+    "secrets",
 )
 _INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(_SYMBOL_COLUMNS)}) VALUES ({', '.join('?' * len(_SYMBOL_COLUMNS))})"
 _INSERT_FTS = f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
@@ -215,6 +217,7 @@ class _Work:
     parsed: ParsedModule | None = None
     tokens: list[tuple[int, int]] | None = None  # (card, body) per symbol
     fts: list[tuple[str, str, str, str, str]] | None = None  # search text per symbol
+    secrets: str = ""  # how secrets were masked in it (``masking_key``); stale results are dropped
 
 
 def _token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int]]]]:
@@ -320,6 +323,7 @@ def _symbol_rows(work: _Work, first_id: int) -> list[tuple]:
             s.body,
             card_tokens,
             body_tokens,
+            s.secrets,
         )
         for i, (s, (card_tokens, body_tokens)) in enumerate(zip(work.parsed.symbols, work.tokens, strict=True))
     ]
@@ -336,9 +340,17 @@ def _classify(work: _Work, parsed: ParsedModule) -> _Work:
     return work
 
 
-def _prepare_file(rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None) -> _Work:
-    """Read, hash and parse one file (no database access)."""
-    work = _Work(rel, size, mtime_ns)
+def masking_key(masker: SecretMasker | None) -> str:
+    """What the index records about masking (``index_meta.secrets``): rows made another way
+    are rebuilt, so every stored text is masked the current way, once."""
+    return masker.fingerprint if masker is not None else "off"
+
+
+def _prepare_file(
+    rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None, masker: SecretMasker | None = None
+) -> _Work:
+    """Read, hash and parse one file (no database access), masking secrets with ``masker``."""
+    work = _Work(rel, size, mtime_ns, secrets=masking_key(masker))
     try:  # the walk checked the size; a file that grew since is still capped
         data = read_bounded(path, MAX_FILE_BYTES, rel)
     except (OSError, PathRefused):
@@ -351,23 +363,25 @@ def _prepare_file(rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str 
     if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
         work.action, work.reason = "skip", BINARY
         return work
-    return _classify(work, parse_module(rel, data))
+    return _classify(work, parse_module(rel, data, masker=masker))
 
 
 _worker_count: Callable[[str], int] | None = None
+_worker_masker: SecretMasker | None = None
 
 
-def _pool_init(encoding: str) -> None:
-    global _worker_count
+def _pool_init(encoding: str, masking: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
+    global _worker_count, _worker_masker
     gc.disable()  # see ``refresh``: ASTs are acyclic
     _worker_count = counter_for(encoding).count
+    _worker_masker = SecretMasker(*masking) if masking is not None else None
 
 
 def _pool_prepare(args: tuple[str, str, int, int, str | None]) -> _Work:
-    """A pool worker's share of a refresh: read, hash, parse and count tokens for one file,
-    so the parent only writes rows."""
+    """A pool worker's share of a refresh: read, hash, parse (secrets masked) and count tokens
+    for one file, so the parent only writes rows."""
     rel, path, size, mtime_ns, prev_sha = args
-    work = _prepare_file(rel, Path(path), size, mtime_ns, prev_sha)
+    work = _prepare_file(rel, Path(path), size, mtime_ns, prev_sha, _worker_masker)
     if work.parsed is not None and _worker_count is not None:
         texts, assemble = _token_plan(work.parsed)
         count = _worker_count
@@ -396,7 +410,7 @@ CREATE TABLE IF NOT EXISTS symbols(
     start_col INTEGER NOT NULL, end_col INTEGER NOT NULL, signature TEXT NOT NULL,
     docstring TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
     identifiers TEXT NOT NULL, card TEXT NOT NULL, body TEXT NOT NULL,
-    card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL);
+    card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL, secrets INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path, start_line);
 CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
@@ -436,8 +450,16 @@ class WorkspaceIndex:
     per thread (WAL lets them run while a refresh writes). Two processes may share the file.
     """
 
-    def __init__(self, root: Path, db_path: Path | None = None, encoding: str = FALLBACK_ENCODING) -> None:
+    def __init__(
+        self,
+        root: Path,
+        db_path: Path | None = None,
+        encoding: str = FALLBACK_ENCODING,
+        masker: SecretMasker | None = DEFAULT_MASKER,
+    ) -> None:
+        """``masker`` masks secrets in every file before it is parsed (None: no masking)."""
         self.root = Path(root).resolve()
+        self.masker = masker
         self.db_path = Path(db_path) if db_path is not None else self.root / ".ctx" / "index.sqlite3"
         self.encoding = encoding
         self._counter = counter_for(encoding)
@@ -504,9 +526,14 @@ class WorkspaceIndex:
                 meta: dict[str, str] = {}
                 if "index_meta" in have:
                     meta = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
-                wanted = {"schema": SCHEMA_VERSION, "encoding": self._counter.encoding}
+                wanted = {
+                    "schema": SCHEMA_VERSION,
+                    "encoding": self._counter.encoding,
+                    "secrets": masking_key(self.masker),
+                }
                 if meta and {k: meta.get(k) for k in wanted} != wanted:
-                    # Another schema or tokenizer: the stored rows are a stale cache; rebuild.
+                    # Another schema, tokenizer or way of masking secrets: the stored rows are
+                    # a stale cache; rebuild.
                     for table in _OWN_TABLES:
                         conn.execute(f"DROP TABLE IF EXISTS {table}")
                 # Statement by statement: executescript() would COMMIT our transaction.
@@ -518,6 +545,20 @@ class WorkspaceIndex:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def set_masker(self, masker: SecretMasker | None) -> bool:
+        """Mask secrets with ``masker`` from now on. When it masks differently from the one the
+        rows were made with, the index is emptied (a refresh rebuilds it): no text masked the
+        old way, or not at all, stays visible. Returns whether it was emptied."""
+        with self._lock:
+            old = masking_key(self.masker)
+            self.masker = masker
+            if masking_key(masker) == old:
+                return False
+            self._graph_generation += 1
+            self._count_cache.clear()
+            self._init_schema()
+            return True
 
     def _reader(self) -> sqlite3.Connection:
         if self._closed:
@@ -622,8 +663,10 @@ class WorkspaceIndex:
         procs = None
         try:
             if stats.processes > 1:
+                masker = self.masker
+                masking = (masker.disabled, masker.allowlist) if masker is not None else None
                 procs = multiprocessing.get_context("spawn").Pool(
-                    stats.processes, initializer=_pool_init, initargs=(self.encoding,)
+                    stats.processes, initializer=_pool_init, initargs=(self.encoding, masking)
                 )
                 args = [(e.rel, str(e.path), e.size, e.mtime_ns, _prev_sha(known, e.rel)) for e in changed]
                 works: Iterable[_Work] = procs.imap(_pool_prepare, args, chunksize=4)
@@ -668,7 +711,7 @@ class WorkspaceIndex:
 
     def _prepare(self, rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None) -> _Work:
         """Read, hash and parse one file (no database access)."""
-        return _prepare_file(rel, path, size, mtime_ns, prev_sha)
+        return _prepare_file(rel, path, size, mtime_ns, prev_sha, self.masker)
 
     def _classify_parse(self, work: _Work, parsed: ParsedModule) -> _Work:
         return _classify(work, parsed)
@@ -725,7 +768,10 @@ class WorkspaceIndex:
                 edge_rows: list[tuple[str, str, str, int]] = []
                 pending: list[tuple[_Work, int]] = []
                 changed = False
+                current = masking_key(self.masker)
                 for work in batch:
+                    if work.action != "remove" and work.secrets != current:
+                        continue  # made before ``set_masker`` changed the masking: the next refresh redoes it
                     if work.action != "replace":
                         self._apply(conn, work, stats)
                         changed = changed or work.action in ("remove", "skip")
@@ -825,7 +871,8 @@ class WorkspaceIndex:
                 source = read_bounded(path, MAX_FILE_BYTES, rel)
             except (OSError, PathRefused):
                 return self.remove_file(rel)
-        work = _Work(rel, size, mtime_ns, sha256=hashlib.sha256(source).hexdigest())
+        masker = self.masker
+        work = _Work(rel, size, mtime_ns, sha256=hashlib.sha256(source).hexdigest(), secrets=masking_key(masker))
         with self._lock:
             conn = self._conn
             prev = conn.execute("SELECT sha256, error FROM files WHERE rel = ?", (rel,)).fetchone()
@@ -836,7 +883,7 @@ class WorkspaceIndex:
         if b"\x00" in source[:8192]:
             work.action, work.reason = "skip", BINARY
         else:
-            self._classify_parse(work, parse_module(rel, source))
+            self._classify_parse(work, parse_module(rel, source, masker=masker))
         if work.parsed is not None:
             self._count_cached(work)
         self._write([work], None)
@@ -1057,6 +1104,7 @@ class WorkspaceIndex:
             body=row[15],
             card_tokens=row[16],
             body_tokens=row[17],
+            secrets=row[18],
         )
 
     def search(self, query: str, limit: int = 200, kinds: set[str] | None = None) -> list[SearchHit]:

@@ -11,6 +11,7 @@ Lines are 0-based (LSP). Columns are ``ast``'s, i.e. UTF-8 byte offsets into the
 from __future__ import annotations
 
 import ast
+import bisect
 import inspect
 import io
 import itertools
@@ -19,8 +20,12 @@ import re
 import tokenize
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from ctx_lsp.workspace.secrets import SecretMasker
 
 SymbolKind = str  # one of KINDS
 KINDS = ("module", "class", "function", "method", "variable")
@@ -67,6 +72,7 @@ class Symbol(msgspec.Struct, frozen=True, kw_only=True):
     identifiers: str = ""
     body: str = ""
     card: str = ""
+    secrets: int = 0  # secrets masked within the symbol's lines (its texts hold the placeholders)
 
 
 class ParsedModule(msgspec.Struct, kw_only=True):
@@ -89,6 +95,9 @@ class ParsedModule(msgspec.Struct, kw_only=True):
     # (``from x import y as z``: ``z.f`` → ``x.y.f``); whether it names an indexed symbol is
     # decided later, against the whole workspace (see ``graph.Resolver``).
     refs: list[tuple[str, str, int]] = msgspec.field(default_factory=list)
+    # Secrets masked before parsing: (0-based line, kind). Everything above was built from the
+    # masked text.
+    secrets: list[tuple[int, str]] = msgspec.field(default_factory=list)
 
 
 def split_lines(text: str) -> list[str]:
@@ -197,11 +206,11 @@ def _scan_words(text: str, extra: Iterable[str] = ()) -> tuple[str, dict[bytes, 
 class _Builder:
     """Walks statements (never expressions) to find definitions and imports."""
 
-    def __init__(self, rel: str, module: str, text: str) -> None:
+    def __init__(self, rel: str, module: str, text: str, lines: list[str] | None = None) -> None:
         self.rel = rel
         self.module = module
         self.text = text
-        self.lines: list[str] = split_lines(text)
+        self.lines: list[str] = lines if lines is not None else split_lines(text)
         # offsets[i] = where line i starts in text: a body is one slice, not a join of lines
         self.offsets: list[int] = [0, *itertools.accumulate(map(len, self.lines))]
         self.symbols: list[Symbol] = []
@@ -543,12 +552,18 @@ class _Builder:
         )
 
 
-def parse_module(rel: str, source: bytes | str, module: str | None = None) -> ParsedModule:
+def parse_module(
+    rel: str, source: bytes | str, module: str | None = None, *, masker: SecretMasker | None = None
+) -> ParsedModule:
     """Parse one module's source into symbols and imports.
 
     ``rel`` is the workspace-relative POSIX path; ``module`` overrides the dotted module name
     derived from it. Never raises on bad input: undecodable bytes are replaced (and flagged),
     a syntax error returns a module with ``error`` set and no symbols.
+
+    With a ``masker``, secrets are masked in the text before it is parsed, so every text
+    derived from it (bodies, cards, signatures, docstrings, identifiers, token counts) is of
+    the masked source; lines stay where they were.
     """
     module = module if module is not None else module_name_for(rel)
     if isinstance(source, str):
@@ -556,15 +571,23 @@ def parse_module(rel: str, source: bytes | str, module: str | None = None) -> Pa
     else:
         text, encoding, ok = decode_source(source)
     result = ParsedModule(rel=rel, module=module, encoding=encoding, decode_error=not ok)
+    lines: list[str] | None = None
+    if masker is not None and ok:
+        lines, result.secrets = masker.mask_lines(split_lines(text), rel)
+        if result.secrets:
+            text = "".join(lines)
     try:
         tree = ast.parse(text, filename=rel)
     except SyntaxError as exc:
-        result.error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        # (A secret outside any string or comment, masked, can make valid code invalid: then
+        # the file is not indexed at all, rather than indexed unmasked.)
+        masked = " (after masking secrets)" if result.secrets else ""
+        result.error = f"SyntaxError: {exc.msg} (line {exc.lineno}){masked}"
         return result
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
         result.error = f"{type(exc).__name__}: {exc}"
         return result
-    builder = _Builder(rel, module, text)
+    builder = _Builder(rel, module, text, lines)
     try:
         children = builder.visit_body(tree.body, module, in_class=False)
         mod = builder.module_symbol(tree, children)
@@ -572,6 +595,14 @@ def parse_module(rel: str, source: bytes | str, module: str | None = None) -> Pa
         result.error = f"RecursionError: {exc}"
         return result
     result.symbols = [mod, *builder.symbols]
+    if result.secrets:
+        at = [line for line, _ in result.secrets]  # sorted
+        result.symbols = [
+            msgspec.structs.replace(
+                s, secrets=bisect.bisect_right(at, s.end_line) - bisect.bisect_left(at, s.start_line)
+            )
+            for s in result.symbols
+        ]
     result.imports = builder.imports
     result.refs = builder.refs()
     result.line_count = len(builder.lines)

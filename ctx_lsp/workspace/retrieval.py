@@ -21,6 +21,7 @@ from ctx_lsp.core.ids import short_hash
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Mode, Range
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.index import query_terms
+from ctx_lsp.workspace.secrets import masked_detail
 
 # Counted once per card or body header: "# path:12-40 · pkg.mod.name\n" is ~10–20 tokens; we
 # charge a conservative constant rather than re-tokenizing on the request path.
@@ -81,6 +82,7 @@ class SymbolRow(Protocol):
     body: str
     card_tokens: int
     body_tokens: int
+    secrets: int  # secrets masked in its lines (its texts show placeholders instead)
 
 
 class Hit(Protocol):
@@ -122,6 +124,7 @@ def card_item(sym: SymbolRow, calibration: float, *, score: float | None = None,
         symbol=sym.qualname,
         score=score,
         why=why,
+        detail=masked_detail(sym.card, sym.secrets > 0),
     )
 
 
@@ -145,6 +148,7 @@ def body_item(
         symbol=sym.qualname,
         score=score,
         why=why,
+        detail=masked_detail(sym.body, sym.secrets > 0),
     )
 
 
@@ -464,6 +468,7 @@ def touchpoints(
         a, b = sym.start_line + first, sym.start_line + last
         shown = ", ".join(found[:6])
         text = f"# {sym.path}:{a + 1}-{b + 1} · excerpt of {sym.qualname} (mentions {shown})\n" + "\n".join(lines)
+        masked = masked_detail(text, sym.secrets > 0)
         out.append(
             Item(
                 id=f"touch:{sym.qualname}:{a + 1}@{short_hash(text)}",
@@ -476,7 +481,7 @@ def touchpoints(
                 range=Range.lines(a, b, len(lines[-1]) if lines else 0),
                 score=round(score * TOUCHPOINT_WEIGHT, 6),
                 why=f"{why}; touchpoint: mentions {shown} in lines {a + 1}-{b + 1} (×{TOUCHPOINT_WEIGHT})",
-                detail=f"excerpt of {sym.qualname}",
+                detail=f"excerpt of {sym.qualname}" + (f"; {masked}" if masked else ""),
             )
         )
     return out
