@@ -71,6 +71,10 @@ def test_meter_formatting(workspace: Path, tmp_path: Path) -> None:
     run_lua("test_meter.lua", workspace, tmp_path)
 
 
+def test_tree_render(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_tree_render.lua", workspace, tmp_path)
+
+
 def test_plan_statusline_and_tree(workspace: Path, tmp_path: Path) -> None:
     run_lua("test_plan_tree.lua", workspace, tmp_path)
 

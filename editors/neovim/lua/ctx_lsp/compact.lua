@@ -4,6 +4,7 @@
 
 local client = require("ctx_lsp.client")
 local meter = require("ctx_lsp.meter")
+local present = require("ctx_lsp.util").present
 
 local M = {}
 
@@ -12,10 +13,6 @@ local levels = vim.log.levels
 M.method = "ctx/compact"
 M.UNSUPPORTED = "this ctx-lsp server does not support compaction yet"
 M.HEADER = 3 -- lines above the summary in the proposal buffer
-
-local function present(v)
-  return v ~= nil and v ~= vim.NIL
-end
 
 --- "compaction #2: 6 messages summarised (1.2k → 300 tok, extractive)"
 ---@param c table a CompactionResult

@@ -5,16 +5,13 @@
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
+local present = require("ctx_lsp.util").present
 
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace("ctx_lsp_pins")
 
 local levels = vim.log.levels
-
-local function present(v)
-  return v ~= nil and v ~= vim.NIL
-end
 
 --- The loaded buffer showing a pin's file, if any (never creates one).
 ---@param pin table
