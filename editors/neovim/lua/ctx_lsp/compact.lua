@@ -4,7 +4,8 @@
 
 local client = require("ctx_lsp.client")
 local meter = require("ctx_lsp.meter")
-local present = require("ctx_lsp.util").present
+local util = require("ctx_lsp.util")
+local present = util.present
 
 local M = {}
 
@@ -158,7 +159,7 @@ function M.on_compacted(result)
   end
   local text = type(result.marker) == "string" and result.marker or M.headline(result.compaction or result)
   client.notify(text, levels.INFO)
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxCompacted", modeline = false, data = result })
+  util.event("CtxCompacted", result)
 end
 
 return M

@@ -5,7 +5,8 @@
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
-local present = require("ctx_lsp.util").present
+local util = require("ctx_lsp.util")
+local present = util.present
 
 local M = {}
 
@@ -89,7 +90,7 @@ function M.refresh(done)
     M.place()
     require("ctx_lsp.reflect").ensure_reasons(client.state.pins, function()
       require("ctx_lsp.tree").redraw()
-      pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxPinsChanged", modeline = false })
+      util.event("CtxPinsChanged")
       if done then
         done(client.state.pins)
       end

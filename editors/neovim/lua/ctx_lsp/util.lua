@@ -1,5 +1,5 @@
----@brief Small helpers the views share: JSON null checks, the scratch buffers of the plugin
---- (`ctx://…`) and the window showing one.
+---@brief Small helpers the modules share: JSON null checks, the plugin's User events, its
+--- scratch buffers (`ctx://…`) and the window showing one.
 
 local M = {}
 
@@ -8,6 +8,13 @@ local M = {}
 ---@return boolean
 function M.present(v)
   return v ~= nil and v ~= vim.NIL
+end
+
+--- Fire the User event `name` (:help ctx_lsp-api); an error in a user's handler stays theirs.
+---@param name string e.g. "CtxPinsChanged"
+---@param data? any
+function M.event(name, data)
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = name, modeline = false, data = data })
 end
 
 --- The first window of the current tabpage showing `buf`, if any.
