@@ -35,14 +35,9 @@ import type {
   Suggestion,
   UsageReport,
 } from "./protocol.generated";
-import {
-  mergeReflection,
-  reflectionLogLine,
-  reflectionNotice,
-  suggestionReflection,
-  whatIfDiff,
-  type WhatIf,
-} from "./treeModel";
+import { reflectionLogLine, reflectionNotice } from "./notices";
+import { mergeReflection, suggestionReflection } from "./reflections";
+import { whatIfDiff, type WhatIf } from "./whatIf";
 
 export type Change = "plan" | "meter" | "pins" | "ledger" | "stale" | "suggestions";
 

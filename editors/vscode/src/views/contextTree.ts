@@ -2,7 +2,8 @@
 import * as vscode from "vscode";
 import type { Controller } from "../controller";
 import type { ServerManager } from "../common/server";
-import { buildTree, type TreeNode } from "../treeModel";
+import type { TreeNode } from "../treeItems";
+import { buildTree } from "../treeModel";
 
 export const VIEW_ID = "ctx.plan";
 

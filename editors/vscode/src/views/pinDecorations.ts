@@ -4,7 +4,7 @@
 import * as vscode from "vscode";
 import type { Controller } from "../controller";
 import type { Pin } from "../protocol.generated";
-import { pinHover, promotionsByPin } from "../treeModel";
+import { pinHover, promotionsByPin } from "../reflections";
 
 export class PinDecorations implements vscode.Disposable {
   private readonly type: vscode.TextEditorDecorationType;
