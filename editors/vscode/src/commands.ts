@@ -3,10 +3,10 @@
 import * as vscode from "vscode";
 import { showSummary, type Controller } from "./controller";
 import { getLog } from "./common/log";
-import { describeError, type Capsule } from "./common/protocol";
+import { describeError } from "./common/protocol";
 import type { ServerManager } from "./common/server";
 import type { Mode } from "./common/settings";
-import type { PlanItem } from "./protocol.generated";
+import type { CompactParams, PlanItem } from "./protocol.generated";
 import { promotionsByPin, undoable } from "./reflections";
 import { location, type TreeNode } from "./treeItems";
 import { whatIfSummary } from "./whatIf";
@@ -150,8 +150,8 @@ export function registerCommands({ controller, server, decorations, preview }: D
 
   const capsules = async () => {
     try {
-      const out = await c.pending("ctx/listCapsules", { session: c.session });
-      const list: Capsule[] = Array.isArray(out) ? out : [];
+      const out = await c.listCapsules();
+      const list = Array.isArray(out) ? out : [];
       if (!list.length) {
         void vscode.window.showInformationMessage("ctx: no capsules yet.");
         return;
@@ -177,9 +177,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
     await c.guard(
       "refresh capsules",
       async () => {
-        await c.pending("ctx/refreshCapsules", list ? { paths: list } : {});
-        for (const p of list ?? [...c.stalePaths]) c.stalePaths.delete(p);
-        await c.afterChange();
+        await c.refreshCapsules(list);
         flash("$(refresh) ctx: capsules refreshed");
       },
       "ctx/refreshCapsules",
@@ -195,9 +193,9 @@ export function registerCommands({ controller, server, decorations, preview }: D
       { title: "ctx: Compact Conversation" },
     );
     if (!pick) return;
-    const strategy = pick.label as "summary" | "trim";
+    const strategy = pick.label as NonNullable<CompactParams["strategy"]>;
     // A dry run first: show what would be archived and the summary, then apply on request.
-    const proposal = await c.guard("compact", () => c.pending("ctx/compact", { strategy, dryRun: true, session: c.session }), "ctx/compact");
+    const proposal = await c.guard("compact", () => c.compact({ strategy, dryRun: true }), "ctx/compact");
     if (!proposal) return;
     const archived = proposal.archivedIds?.length ?? 0;
     if (!archived) {
@@ -215,7 +213,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
       return;
     }
     if (action !== "Apply") return;
-    const out = await c.guard("compact", () => c.pending("ctx/compact", { strategy, session: c.session }), "ctx/compact");
+    const out = await c.guard("compact", () => c.compact({ strategy }), "ctx/compact");
     if (out) {
       flash(`$(fold) ctx: compacted ${out.archivedIds?.length ?? archived} messages`);
       await c.afterChange();

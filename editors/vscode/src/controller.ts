@@ -5,25 +5,17 @@
 import * as vscode from "vscode";
 import { CodeLensRequest } from "vscode-languageclient";
 import type { LanguageClient } from "vscode-languageclient/node";
-import {
-  describeError,
-  isMethodNotFound,
-  onNotification,
-  request,
-  requestPending,
-  type CapsulesStale,
-  type Compacted,
-  type CompactionResult,
-  type ParamsOf,
-  type PendingMethod,
-  type PendingRequests,
-} from "./common/protocol";
+import { describeError, isMethodNotFound, onNotification, request, type ParamsOf } from "./common/protocol";
 import { log, getLog } from "./common/log";
-import { getSettings, type Mode } from "./common/settings";
+import { getSettings, type Mode, type PreviewFormat } from "./common/settings";
 import type { ServerManager } from "./common/server";
 import type {
   AskRepin,
   BudgetMeter,
+  Capsule,
+  CapsulesStale,
+  Compacted,
+  CompactionResult,
   ContextPlan,
   LedgerTurn,
   MessageIn,
@@ -98,9 +90,8 @@ export class Controller implements vscode.Disposable {
       onNotification(client, "ctx/planChanged", (p) => this.onPlanChanged(p)),
       onNotification(client, "ctx/askRepin", (p) => void this.onAskRepin(p)),
       onNotification(client, "ctx/reflected", (r) => void this.onReflected(r)),
-      // Being added to the server (not in every schema yet): typed loosely in common/protocol.ts.
-      client.onNotification("ctx/capsulesStale", (p: CapsulesStale) => void this.onCapsulesStale(p)),
-      client.onNotification("ctx/compacted", (p: Compacted) => void this.onCompacted(p)),
+      onNotification(client, "ctx/capsulesStale", (p) => void this.onCapsulesStale(p)),
+      onNotification(client, "ctx/compacted", (p) => void this.onCompacted(p)),
     ];
   }
 
@@ -169,7 +160,7 @@ export class Controller implements vscode.Disposable {
 
   private async onCompacted(p: Compacted): Promise<void> {
     if (this.session && p.session && p.session !== this.session) return;
-    const c = p.compaction ?? {};
+    const c: Partial<CompactionResult> = p.compaction ?? {};
     const parts: string[] = [];
     if (c.archivedIds) parts.push(`${c.archivedIds.length} messages archived`);
     if (typeof c.tokensBefore === "number" && typeof c.tokensAfter === "number")
@@ -442,13 +433,24 @@ export class Controller implements vscode.Disposable {
     return whatIfDiff(plan, dry);
   }
 
-  async render(format: "text" | "openai" | "anthropic", planId?: string) {
+  async render(format: PreviewFormat, planId?: string) {
     return request(this.client, "ctx/renderPrompt", { planId, format, session: this.session });
   }
 
-  /** Methods the server is gaining (not in the schema yet): commands only; MethodNotFound is shown as such. */
-  pending<M extends PendingMethod>(method: M, params: PendingRequests[M]["params"]): Promise<PendingRequests[M]["result"]> {
-    return requestPending(this.client, method, params);
+  async listCapsules(): Promise<Capsule[]> {
+    return request(this.client, "ctx/listCapsules", { session: this.session });
+  }
+
+  /** Rebuild capsules (`paths`, or all), drop their stale marks, re-plan. */
+  async refreshCapsules(paths?: string[]): Promise<void> {
+    await request(this.client, "ctx/refreshCapsules", paths ? { paths } : {});
+    for (const p of paths ?? [...this.stalePaths]) this.stalePaths.delete(p);
+    await this.afterChange();
+  }
+
+  /** ctx/compact: a proposal (dryRun) or the compaction itself. */
+  async compact(params: Omit<ParamsOf<"ctx/compact">, "session">): Promise<CompactionResult> {
+    return request(this.client, "ctx/compact", { ...params, session: this.session });
   }
 
   /** Run an action; show a failure as a message a person can act on, never throw. */
@@ -464,7 +466,7 @@ export class Controller implements vscode.Disposable {
   }
 }
 
-export async function showSummary(p: CompactionResult): Promise<void> {
+export async function showSummary(p: Partial<CompactionResult>): Promise<void> {
   const summary =
     typeof p.summary === "string" && p.summary.trim()
       ? p.summary
