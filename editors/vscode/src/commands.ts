@@ -1,7 +1,7 @@
 // The client's commands. Server-side executeCommand commands (ctx.pinSymbol, ctx.unpin, ctx.plan,
 // used by the code lenses) are registered by vscode-languageclient itself: ours have other ids.
 import * as vscode from "vscode";
-import { showSummary, type Controller } from "./controller";
+import type { Controller } from "./controller";
 import { getLog } from "./common/log";
 import { describeError } from "./common/protocol";
 import type { ServerManager } from "./common/server";
@@ -11,6 +11,7 @@ import { promotionsByPin, undoable } from "./reflections";
 import { location, type TreeNode } from "./treeItems";
 import { whatIfSummary } from "./whatIf";
 import { formatTokens } from "./meter";
+import { showSummary } from "./views/compactionSummary";
 import type { PinDecorations } from "./views/pinDecorations";
 import type { PromptPreview } from "./views/preview";
 import { VIEW_ID } from "./views/contextTree";
@@ -45,6 +46,7 @@ export async function openAt(path: string, range: PlanItem["range"]): Promise<vo
 
 export function registerCommands({ controller, server, decorations, preview }: Deps): vscode.Disposable[] {
   const c = controller;
+  const state = controller.state;
   const reg = (id: string, fn: (...args: any[]) => unknown) => vscode.commands.registerCommand(id, fn);
 
   const planForQuery = async (query?: unknown) => {
@@ -54,7 +56,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
         title: "ctx: Plan for a Query",
         prompt: "The question to plan the prompt for: what goes in, what is left out, and why.",
         placeHolder: "e.g. how is the invoice total calculated?",
-        value: c.query ?? "",
+        value: state.query ?? "",
         ignoreFocusOut: true,
         validateInput: (v) => (v.trim() ? undefined : "Type a question."),
       });
@@ -73,7 +75,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
   const switchMode = async (mode?: unknown) => {
     let m = typeof mode === "string" ? (mode as Mode) : undefined;
     if (!m) {
-      const current = c.meter?.mode ?? c.plan?.mode;
+      const current = state.meter?.mode ?? state.plan?.mode;
       const picks: (vscode.QuickPickItem & { mode: Mode })[] = [
         { mode: "off", label: "off", detail: "No retrieved code: system prompt, pins and conversation only." },
         { mode: "light", label: "light", detail: "Symbol cards: signatures, docstrings, first lines." },
@@ -158,8 +160,8 @@ export function registerCommands({ controller, server, decorations, preview }: D
       }
       const pick = await vscode.window.showQuickPick(
         list.map((cap) => ({
-          label: `${cap.stale || c.stalePaths.has(cap.path) ? "$(warning) " : "$(package) "}${cap.path}`,
-          description: [cap.module, cap.stale || c.stalePaths.has(cap.path) ? "stale" : "current", cap.source]
+          label: `${cap.stale || state.stalePaths.has(cap.path) ? "$(warning) " : "$(package) "}${cap.path}`,
+          description: [cap.module, cap.stale || state.stalePaths.has(cap.path) ? "stale" : "current", cap.source]
             .filter(Boolean)
             .join(" · "),
           cap,
