@@ -2,8 +2,8 @@
 Python) against the real `ctx-lsp serve`, on a copy of the fixture workspace.
 
 Each test runs one Lua script: `nvim --clean -u minimal_init.lua -l test_x.lua`. A Lua error
-exits non-zero (unlike `-c luafile`, see ../shared/notes/lsp-stack.md §6), and a script that
-finishes writes "OK" to stdout.
+exits non-zero (with `-c luafile` Neovim would report the error and still exit 0), and a
+script that finishes writes "OK" to stdout.
 """
 
 from __future__ import annotations
@@ -69,6 +69,10 @@ def run_lua(script: str, workspace: Path, tmp_path: Path, **env: str) -> subproc
 
 def test_meter_formatting(workspace: Path, tmp_path: Path) -> None:
     run_lua("test_meter.lua", workspace, tmp_path)
+
+
+def test_tree_render(workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_tree_render.lua", workspace, tmp_path)
 
 
 def test_plan_statusline_and_tree(workspace: Path, tmp_path: Path) -> None:

@@ -171,6 +171,8 @@ end)
 vim.cmd("CtxMode turbo")
 H.truthy(#H.notes_matching("mode must be off, light or heavy", vim.log.levels.ERROR) == 1, "bad mode refused")
 H.eq(vim.fn.getcompletion("CtxMode ", "cmdline"), { "off", "light", "heavy" }, ":CtxMode completion")
+H.eq(vim.fn.getcompletion("CtxMode l", "cmdline"), { "light" }, ":CtxMode completion of a prefix")
+H.eq(vim.fn.getcompletion("CtxCompact ", "cmdline"), { "summary", "trim" }, ":CtxCompact completion")
 H.notes = {}
 vim.cmd("CtxBudget")
 H.wait("the budget", function()

@@ -147,6 +147,7 @@ H.truthy(note.msg:find(promo.reason, 1, true), "the notification gives the reaso
 H.truthy(note.msg:find(":CtxUndo " .. promo.id, 1, true), "the notification offers the undo: " .. note.msg)
 H.eq(#promotions(), 1, "one notification per promotion")
 H.eq(client.state.last_undoable, promo.id, ":CtxUndo's default")
+H.truthy(vim.tbl_contains(vim.fn.getcompletion("CtxUndo ", "cmdline"), tostring(promo.id)), ":CtxUndo completes the id")
 for _, r in ipairs(reflected) do
   if r.kind == "renew" or r.kind == "suggest" then
     H.eq(#H.notes_matching("turn " .. r.turn .. " " .. r.kind), 0, "renew/suggest make no popup")

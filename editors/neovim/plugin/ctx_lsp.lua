@@ -23,6 +23,17 @@ vim.api.nvim_create_autocmd("ColorScheme", {
 
 local command = vim.api.nvim_create_user_command
 
+--- A `complete` function: the candidates (a list, or a function giving one) that start with
+--- what was typed.
+local function starting_with(candidates)
+  return function(lead)
+    local list = type(candidates) == "function" and candidates() or candidates
+    return vim.tbl_filter(function(c)
+      return vim.startswith(c, lead)
+    end, list)
+  end
+end
+
 command("CtxPlan", function(a)
   ctx().plan(a.args)
 end, { nargs = "*", desc = "ctx: plan the context for a question and open the include/exclude tree" })
@@ -59,11 +70,7 @@ command("CtxMode", function(a)
 end, {
   nargs = "?",
   desc = "ctx: retrieval mode (off, light, heavy)",
-  complete = function(lead)
-    return vim.tbl_filter(function(m)
-      return vim.startswith(m, lead)
-    end, { "off", "light", "heavy" })
-  end,
+  complete = starting_with({ "off", "light", "heavy" }),
 })
 
 command("CtxCompact", function(a)
@@ -76,11 +83,7 @@ command("CtxCompact", function(a)
 end, {
   nargs = "?",
   desc = "ctx: compact the conversation ([summary|trim]); shows the server's proposal, :w applies it",
-  complete = function(lead)
-    return vim.tbl_filter(function(m)
-      return vim.startswith(m, lead)
-    end, { "summary", "trim" })
-  end,
+  complete = starting_with({ "summary", "trim" }),
 })
 
 command("CtxBudget", function()
@@ -92,11 +95,9 @@ command("CtxUndo", function(a)
 end, {
   nargs = "?",
   desc = "ctx: undo a promotion or demotion of the reflection loop ([id]; default: the last one notified)",
-  complete = function(lead)
-    return vim.tbl_filter(function(id)
-      return vim.startswith(id, lead)
-    end, require("ctx_lsp.reflect").undoable_ids())
-  end,
+  complete = starting_with(function()
+    return require("ctx_lsp.reflect").undoable_ids()
+  end),
 })
 
 command("CtxReflections", function()

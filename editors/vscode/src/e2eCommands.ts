@@ -23,11 +23,11 @@ export async function scriptedSession(c: Controller): Promise<number> {
     let reply = `Step ${k}: calculate_invoice_total sums the lines, then applies the discount and the tax.`;
     if (k === 0) reply += "\n```ctx-suggest\n- shop.config.TAX_RATE  # the rate every total uses\n- shop/storage.py\n```";
     await c.appendMessages([{ id: `e2e-${stamp}-a${k}`, role: "assistant", content: reply }]);
-    const seen = c.reflected.length;
+    const seen = c.state.reflected.length;
     await c.reportUsage(plan.planId, plan.totals.tokens, 40);
-    const promoted = () => c.reflected.slice(seen).some((r) => r.kind === "promote" && r.item === SCRIPT_TARGET);
+    const promoted = () => c.state.reflected.slice(seen).some((r) => r.kind === "promote" && r.item === SCRIPT_TARGET);
     for (let wait = 0; wait < 20 && !promoted(); wait++) await new Promise((r) => setTimeout(r, 50));
-    log.info(`e2e script: turn ${k}, plan ${plan.planId} (task ${plan.clusterId}), ${c.reflected.length} reflections`);
+    log.info(`e2e script: turn ${k}, plan ${plan.planId} (task ${plan.clusterId}), ${c.state.reflected.length} reflections`);
     if (promoted()) return k + 1;
   }
   throw new Error(`no promotion of ${SCRIPT_TARGET} in 6 turns`);

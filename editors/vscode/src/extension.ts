@@ -1,5 +1,6 @@
-// Wiring only (as in ruff-vscode): the log, the server manager, the controller, the views and
-// the commands; then start the server without holding up activation.
+// Wiring only (as in ruff-vscode): the log, the server manager, the session state, the
+// controller, the notification handlers, the views and the commands; then start the server
+// without holding up activation.
 import * as vscode from "vscode";
 import { registerCommands } from "./commands";
 import { registerE2eCommands } from "./e2eCommands";
@@ -8,6 +9,8 @@ import { createLog, log } from "./common/log";
 import { describeError } from "./common/protocol";
 import { ServerManager } from "./common/server";
 import { getSettings, initializationOptions, needsRestart } from "./common/settings";
+import { registerNotifications } from "./notifications";
+import { SessionState } from "./session";
 import { ContextTree } from "./views/contextTree";
 import { PinDecorations } from "./views/pinDecorations";
 import { PromptPreview } from "./views/preview";
@@ -20,11 +23,11 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(channel);
   log.info(`ctx ${context.extension.packageJSON.version} activating`);
 
-  // The controller needs the manager (for the client) and the manager needs the controller's
-  // notification handlers: the hooks close over `controller`, assigned right below.
+  // The controller needs the manager (for the client) and the manager needs the notification
+  // handlers, which need the controller: the hooks close over `controller`, assigned right below.
   let controller: Controller;
   server = new ServerManager({
-    configure: (client) => controller.configure(client),
+    configure: (client) => registerNotifications(client, controller),
     middleware: {
       workspace: {
         // The server pulls the section "ctx": answer with its settings only (ctx.server.settings,
@@ -53,14 +56,16 @@ export function activate(context: vscode.ExtensionContext): void {
       },
     },
   });
-  controller = new Controller(server);
-  const decorations = new PinDecorations(context, controller);
+  const state = new SessionState();
+  controller = new Controller(server, state);
+  const decorations = new PinDecorations(context, state);
   const preview = new PromptPreview(controller);
   context.subscriptions.push(
     server,
+    state,
     controller,
-    new MeterStatus(controller, server),
-    new ContextTree(controller, server),
+    new MeterStatus(state, server),
+    new ContextTree(state, server),
     decorations,
     preview,
     ...registerCommands({ controller, server, decorations, preview }),

@@ -4,6 +4,8 @@
 
 local client = require("ctx_lsp.client")
 local meter = require("ctx_lsp.meter")
+local util = require("ctx_lsp.util")
+local present = util.present
 
 local M = {}
 
@@ -12,10 +14,6 @@ local levels = vim.log.levels
 M.method = "ctx/compact"
 M.UNSUPPORTED = "this ctx-lsp server does not support compaction yet"
 M.HEADER = 3 -- lines above the summary in the proposal buffer
-
-local function present(v)
-  return v ~= nil and v ~= vim.NIL
-end
 
 --- "compaction #2: 6 messages summarised (1.2k → 300 tok, extractive)"
 ---@param c table a CompactionResult
@@ -161,7 +159,7 @@ function M.on_compacted(result)
   end
   local text = type(result.marker) == "string" and result.marker or M.headline(result.compaction or result)
   client.notify(text, levels.INFO)
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxCompacted", modeline = false, data = result })
+  util.event("CtxCompacted", result)
 end
 
 return M

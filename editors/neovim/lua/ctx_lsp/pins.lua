@@ -5,16 +5,14 @@
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
+local util = require("ctx_lsp.util")
+local present = util.present
 
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace("ctx_lsp_pins")
 
 local levels = vim.log.levels
-
-local function present(v)
-  return v ~= nil and v ~= vim.NIL
-end
 
 --- The loaded buffer showing a pin's file, if any (never creates one).
 ---@param pin table
@@ -92,7 +90,7 @@ function M.refresh(done)
     M.place()
     require("ctx_lsp.reflect").ensure_reasons(client.state.pins, function()
       require("ctx_lsp.tree").redraw()
-      pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxPinsChanged", modeline = false })
+      util.event("CtxPinsChanged")
       if done then
         done(client.state.pins)
       end

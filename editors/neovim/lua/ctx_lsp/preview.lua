@@ -3,6 +3,7 @@
 
 local client = require("ctx_lsp.client")
 local meter = require("ctx_lsp.meter")
+local util = require("ctx_lsp.util")
 
 local M = {}
 
@@ -28,36 +29,21 @@ function M.lines(rendered)
   return lines
 end
 
-local function window_of(buf)
-  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-    if vim.api.nvim_win_get_buf(win) == buf then
-      return win
-    end
-  end
-end
-
 ---@param rendered table
 function M.show(rendered)
   local buf = M.buf
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then
-    buf = vim.api.nvim_create_buf(false, true)
-    vim.bo[buf].buftype = "nofile"
-    vim.bo[buf].bufhidden = "hide"
-    vim.bo[buf].swapfile = false
-    pcall(vim.api.nvim_buf_set_name, buf, "ctx://prompt")
+    buf = util.scratch_buf("ctx://prompt")
     vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf, nowait = true, desc = "ctx: close the preview" })
     M.buf = buf
   end
   vim.bo[buf].readonly = false
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.lines(rendered))
-  vim.bo[buf].modifiable = false
+  util.set_lines(buf, M.lines(rendered))
   vim.bo[buf].readonly = true
-  vim.bo[buf].modified = false
   vim.bo[buf].filetype = "markdown"
   vim.b[buf].ctx_plan_id = rendered.planId
   vim.b[buf].ctx_tokens = rendered.tokens
-  local win = window_of(buf)
+  local win = util.window_of(buf)
   if not win then
     vim.cmd("botright split")
     win = vim.api.nvim_get_current_win()

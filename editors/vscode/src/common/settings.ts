@@ -1,8 +1,9 @@
 // Typed settings read from the `ctx.*` configuration.
 import * as vscode from "vscode";
+import type { RenderPromptParams, SetModeParams } from "../protocol.generated";
 
-export type Mode = "off" | "light" | "heavy";
-export type PreviewFormat = "text" | "openai" | "anthropic";
+export type Mode = SetModeParams["mode"];
+export type PreviewFormat = NonNullable<RenderPromptParams["format"]>;
 
 export const DEFAULT_COMMAND = ["ctx-lsp", "serve"];
 

@@ -1,8 +1,9 @@
 // The Context view: the plan tree (treeModel.ts builds it; this turns nodes into TreeItems).
 import * as vscode from "vscode";
-import type { Controller } from "../controller";
 import type { ServerManager } from "../common/server";
-import { buildTree, type TreeNode } from "../treeModel";
+import type { SessionState } from "../session";
+import type { TreeNode } from "../treeItems";
+import { buildTree } from "../treeModel";
 
 export const VIEW_ID = "ctx.plan";
 
@@ -14,20 +15,20 @@ export class ContextTree implements vscode.TreeDataProvider<TreeNode>, vscode.Di
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(
-    private readonly controller: Controller,
+    private readonly state: SessionState,
     private readonly server: ServerManager,
   ) {
     this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this, showCollapseAll: true });
     this.subs.push(
       this.view,
-      controller.onDidChange((c) => c !== "meter" && this.rebuild()),
+      state.onDidChange((c) => c !== "meter" && this.rebuild()),
       server.onDidChangeState(() => this.updateMessage()),
     );
     this.rebuild();
   }
 
   rebuild(): void {
-    const c = this.controller;
+    const c = this.state;
     this.roots = buildTree({
       plan: c.plan,
       query: c.query,
@@ -42,16 +43,16 @@ export class ContextTree implements vscode.TreeDataProvider<TreeNode>, vscode.Di
   }
 
   private updateMessage(): void {
-    const state = this.server.state;
+    const server = this.server.state;
     this.view.message =
-      state === "failed"
+      server === "failed"
         ? `ctx-lsp failed to start: ${this.server.lastError ?? "see the output"}`
-        : state === "stopped"
+        : server === "stopped"
           ? "ctx-lsp is stopped."
-          : state === "starting" && !this.roots.length
+          : server === "starting" && !this.roots.length
             ? "ctx-lsp is starting…"
             : undefined;
-    const plan = this.controller.plan;
+    const plan = this.state.plan;
     this.view.description = plan ? `${plan.model} · ${plan.mode}${plan.clusterId ? ` · task ${plan.clusterId}` : ""}` : undefined;
   }
 

@@ -2,9 +2,9 @@
 // editors, refreshed when the pins change (after budgetChanged, pin, unpin). Pins the server
 // leased automatically (createdBy "auto") get their own icon, and their hover says why.
 import * as vscode from "vscode";
-import type { Controller } from "../controller";
 import type { Pin } from "../protocol.generated";
-import { pinHover, promotionsByPin } from "../treeModel";
+import { pinHover, promotionsByPin } from "../reflections";
+import type { SessionState } from "../session";
 
 export class PinDecorations implements vscode.Disposable {
   private readonly type: vscode.TextEditorDecorationType;
@@ -13,7 +13,7 @@ export class PinDecorations implements vscode.Disposable {
 
   constructor(
     context: vscode.ExtensionContext,
-    private readonly controller: Controller,
+    private readonly state: SessionState,
   ) {
     this.type = vscode.window.createTextEditorDecorationType({
       gutterIconPath: vscode.Uri.joinPath(context.extensionUri, "media", "pin.svg"),
@@ -30,7 +30,7 @@ export class PinDecorations implements vscode.Disposable {
     this.subs.push(
       this.type,
       this.autoType,
-      controller.onDidChange((c) => (c === "pins" || c === "meter" || c === "suggestions") && this.render()),
+      state.onDidChange((c) => (c === "pins" || c === "meter" || c === "suggestions") && this.render()),
       vscode.window.onDidChangeVisibleTextEditors(() => this.render()),
     );
     this.render();
@@ -52,8 +52,8 @@ export class PinDecorations implements vscode.Disposable {
   render(): void {
     const byFile = new Map<string, vscode.DecorationOptions[]>();
     const autoByFile = new Map<string, vscode.DecorationOptions[]>();
-    const promotions = promotionsByPin(this.controller.reflections);
-    for (const pin of this.controller.pins) {
+    const promotions = promotionsByPin(this.state.reflections);
+    for (const pin of this.state.pins) {
       if (pin.status !== "active" || !pin.range) continue;
       const file = this.pinFile(pin);
       if (!file) continue;
@@ -75,7 +75,7 @@ export class PinDecorations implements vscode.Disposable {
   /** The pin whose range holds `line` in `file` (the innermost one). */
   pinAt(uri: vscode.Uri, line: number): Pin | undefined {
     let best: Pin | undefined;
-    for (const pin of this.controller.pins) {
+    for (const pin of this.state.pins) {
       if (pin.status !== "active" || !pin.range || this.pinFile(pin) !== uri.fsPath) continue;
       const { start, end } = pin.range;
       if (line < start.line || line > end.line) continue;

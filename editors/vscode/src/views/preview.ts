@@ -17,7 +17,7 @@ export class PromptPreview implements vscode.TextDocumentContentProvider, vscode
   constructor(private readonly controller: Controller) {
     this.subs.push(
       vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, this),
-      controller.onDidChange((c) => c === "plan" && this.refresh()),
+      controller.state.onDidChange((c) => c === "plan" && this.refresh()),
       vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration("ctx.preview") && this.refresh()),
     );
   }
@@ -29,11 +29,11 @@ export class PromptPreview implements vscode.TextDocumentContentProvider, vscode
   }
 
   async provideTextDocumentContent(_uri: vscode.Uri): Promise<string> {
-    const plan = this.controller.plan;
+    const plan = this.controller.state.plan;
     if (!plan) return previewPlaceholder("No plan yet: run “ctx: Plan for a Query…”.");
     try {
       const rendered = await this.controller.render(getSettings().previewFormat, plan.planId);
-      return previewMarkdown({ rendered, plan, query: this.controller.query });
+      return previewMarkdown({ rendered, plan, query: this.controller.state.query });
     } catch (err) {
       return previewPlaceholder(`Could not render plan \`${plan.planId}\`: ${describeError(err, "ctx/renderPrompt")}`);
     }

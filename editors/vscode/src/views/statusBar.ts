@@ -1,23 +1,23 @@
 // The status bar meter: "$(dashboard) ctx 41.2k / 120k", tooltip with per-section usage, the
 // estimator and est vs actual; warning / error background at 80% / 95%; click opens the view.
 import * as vscode from "vscode";
-import type { Controller } from "../controller";
 import type { ServerManager, ServerState } from "../common/server";
 import { meterText, meterTooltip, serverStateText, severityOf } from "../meter";
+import type { SessionState } from "../session";
 
 export class MeterStatus implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(
-    private readonly controller: Controller,
+    private readonly session: SessionState,
     private readonly server: ServerManager,
   ) {
     this.item = vscode.window.createStatusBarItem("ctx.meter", vscode.StatusBarAlignment.Right, 100);
     this.item.name = "ctx budget meter";
     this.item.command = "ctx.showContext";
     this.subs.push(
-      controller.onDidChange((c) => c === "meter" && this.render()),
+      session.onDidChange((c) => c === "meter" && this.render()),
       server.onDidChangeState(() => this.render()),
     );
     this.render();
@@ -26,7 +26,7 @@ export class MeterStatus implements vscode.Disposable {
 
   private render(): void {
     const state: ServerState = this.server.state;
-    const meter = this.controller.meter;
+    const meter = this.session.meter;
     if (state === "running" && meter) {
       this.item.text = meterText(meter);
       const md = new vscode.MarkdownString(meterTooltip(meter), true);

@@ -1,5 +1,5 @@
 // End to end in a real VS Code: code-server (Code 1.139) with the packaged .vsix installed, the real
-// ctx_lsp server, driven by playwright-core + Debian chromium. Recipe: shared/notes/vscode-e2e.md.
+// ctx_lsp server, driven by playwright-core + Debian chromium (scripts/e2e-setup.sh installs them).
 //
 //   CTX_PYTHON=<venv python with ctx_lsp>  CTX_E2E_TOOLS=<dir printed by scripts/e2e-setup.sh>
 //   CTX_VSIX=<path of the .vsix>  [CTX_E2E_ARTIFACTS=<screenshots dir>]  node --test test/e2e/run.mjs

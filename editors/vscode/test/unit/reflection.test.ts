@@ -3,18 +3,10 @@
 // notifications of ctx/reflected. Fixtures are answers of the real server (fixtures/README.md).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  autoPinLine,
-  buildTree,
-  mergeReflection,
-  pinHover,
-  promotionsByPin,
-  reflectionLogLine,
-  reflectionNotice,
-  suggestionReflection,
-  undoable,
-  type TreeNode,
-} from "../../src/treeModel";
+import { reflectionLogLine, reflectionNotice } from "../../src/notices";
+import { autoPinLine, mergeReflection, pinHover, promotionsByPin, suggestionReflection, undoable } from "../../src/reflections";
+import type { TreeNode } from "../../src/treeItems";
+import { buildTree } from "../../src/treeModel";
 import * as fx from "./fixtures";
 
 const CALC = "shop.billing.invoice.calculate_invoice_total";

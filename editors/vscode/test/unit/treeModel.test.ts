@@ -1,15 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  asPlanItem,
-  buildTree,
-  location,
-  moduleOf,
-  shortTitle,
-  whatIfDiff,
-  whatIfSummary,
-  type TreeNode,
-} from "../../src/treeModel";
+import { asPlanItem, location, moduleOf, shortTitle, type TreeNode } from "../../src/treeItems";
+import { buildTree } from "../../src/treeModel";
+import { whatIfDiff, whatIfSummary } from "../../src/whatIf";
 import { fence, previewMarkdown } from "../../src/previewModel";
 import * as fx from "./fixtures";
 

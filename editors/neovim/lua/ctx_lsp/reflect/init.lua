@@ -1,10 +1,12 @@
 ---@brief The reflection loop, client side: ctx/reflected notifications (promotions and
 --- demotions as an info notification with :CtxUndo, renewals and suggestions quietly), the
 --- model's suggestions (ctx/listSuggestions) for the tree's "suggested" group, the reasons of
---- automatic pins (ctx/listReflections), :CtxUndo and :CtxReflections.
+--- automatic pins (ctx/listReflections) and :CtxUndo. :CtxReflections, the list, is in
+--- ctx_lsp.reflect.list.
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
+local event = require("ctx_lsp.util").event
 
 local M = {}
 
@@ -56,17 +58,27 @@ local function remember(r)
   end
 end
 
---- The promotion that made an automatic pin (the latest one not undone), if known.
----@param pin_id string
+--- The latest reflection of a kind, not undone, that `match` accepts.
+---@param kind string
+---@param match fun(r: table): boolean
 ---@return table?
-function M.promotion_of(pin_id)
+local function latest(kind, match)
   local best
   for _, r in pairs(state().reflections) do
-    if r.kind == "promote" and r.pinId == pin_id and r.undone ~= true and (not best or r.id > best.id) then
+    if r.kind == kind and r.undone ~= true and match(r) and (not best or r.id > best.id) then
       best = r
     end
   end
   return best
+end
+
+--- The promotion that made an automatic pin (the latest one not undone), if known.
+---@param pin_id string
+---@return table?
+function M.promotion_of(pin_id)
+  return latest("promote", function(r)
+    return r.pinId == pin_id
+  end)
 end
 
 --- Why the server leased a pin automatically (nil when unknown).
@@ -79,13 +91,9 @@ end
 
 --- The suggestion reflection of an item (to dismiss it), the latest not undone.
 local function suggestion_reflection(item)
-  local best
-  for _, r in pairs(state().reflections) do
-    if r.kind == "suggest" and r.item == item and r.undone ~= true and (not best or r.id > best.id) then
-      best = r
-    end
-  end
-  return best
+  return latest("suggest", function(r)
+    return r.item == item
+  end)
 end
 
 -- ---- fetching -----------------------------------------------------------------------------------
@@ -120,14 +128,23 @@ function M.refresh_suggestions(done)
   })
 end
 
---- ctx/listReflections into the state (reasons of automatic pins, ids to undo).
----@param done? fun(reflections: table[])
-function M.refresh_reflections(done)
+--- ctx/listReflections into the state, then `on_list(list)`.
+---@param on_list fun(reflections: table[])
+---@param opts? ctx_lsp.RequestOpts
+function M.fetch_reflections(on_list, opts)
   client.request("ctx/listReflections", nil, function(list)
     list = type(list) == "table" and list or {}
     for _, r in ipairs(list) do
       remember(r)
     end
+    on_list(list)
+  end, opts)
+end
+
+--- ctx/listReflections into the state (reasons of automatic pins, ids to undo), quietly.
+---@param done? fun(reflections: table[])
+function M.refresh_reflections(done)
+  M.fetch_reflections(function(list)
     if done then
       done(list)
     end
@@ -207,11 +224,24 @@ function M.on_reflected(r)
       client.notify(M.message(r), levels.INFO)
     end
   end
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CtxReflected", modeline = false, data = r })
+  event("CtxReflected", r)
   after_burst()
 end
 
 -- ---- actions ------------------------------------------------------------------------------------
+
+--- After a change: the pins, then the tree (it re-plans), then `done(value)`.
+---@param value any
+---@param done? fun(value: any)
+local function follow(value, done)
+  require("ctx_lsp.pins").refresh(function()
+    require("ctx_lsp.tree").after_change(function()
+      if done then
+        done(value)
+      end
+    end)
+  end)
+end
 
 --- Undo a reflection (ctx/undoReflection): a promotion's pin goes, a demoted lease comes back,
 --- a suggestion is dismissed. Then the pins, the suggestions and the tree follow.
@@ -229,13 +259,7 @@ function M.undo(id, done)
       or r.kind
     client.notify(("undone: %s %s"):format(what, r.item))
     M.refresh_suggestions()
-    require("ctx_lsp.pins").refresh(function()
-      require("ctx_lsp.tree").after_change(function()
-        if done then
-          done(r)
-        end
-      end)
-    end)
+    follow(r, done)
   end)
 end
 
@@ -277,13 +301,7 @@ end
 function M.pin_suggestion(item, done)
   client.request("ctx/pinSymbol", { symbol = item }, function(pin)
     client.notify(("pinned %s (suggested by the model)"):format(pin.title or pin.symbol or item))
-    require("ctx_lsp.pins").refresh(function()
-      require("ctx_lsp.tree").after_change(function()
-        if done then
-          done(pin)
-        end
-      end)
-    end)
+    follow(pin, done)
   end)
 end
 
@@ -314,97 +332,11 @@ function M.dismiss(item, done)
   end
 end
 
--- ---- :CtxReflections ----------------------------------------------------------------------------
+-- ---- :CtxReflections (ctx_lsp.reflect.list) ------------------------------------------------------
 
-M.buf = nil ---@type integer?
-
---- The lines of the reflections list, and per line its reflection.
----@param list table[]
----@return string[] lines, table<integer, table> at
-function M.render(list)
-  local lines = { "ctx reflections · u undo · R refresh · q close", "" }
-  local at = {}
-  if #list == 0 then
-    table.insert(lines, "none yet: the server reflects at the end of each turn (ctx/reportUsage)")
-  end
-  for i = #list, 1, -1 do -- newest first
-    local r = list[i]
-    table.insert(
-      lines,
-      ("#%-3d turn %-3s %-8s %s  %s%s"):format(
-        r.id,
-        tostring(r.turn),
-        r.kind,
-        r.item,
-        r.reason,
-        r.undone == true and "  [undone]" or ""
-      )
-    )
-    at[#lines] = r
-  end
-  return lines, at
-end
-
---- :CtxReflections: the session's reflections (ctx/listReflections) in a scratch buffer.
 ---@param done? fun(buf: integer)
 function M.open_list(done)
-  client.request("ctx/listReflections", nil, function(list)
-    list = type(list) == "table" and list or {}
-    for _, r in ipairs(list) do
-      remember(r)
-    end
-    local buf = M.buf
-    if not (buf and vim.api.nvim_buf_is_valid(buf)) then
-      buf = vim.api.nvim_create_buf(false, true)
-      vim.bo[buf].buftype = "nofile"
-      vim.bo[buf].bufhidden = "hide"
-      vim.bo[buf].swapfile = false
-      vim.bo[buf].filetype = "ctx_lsp_reflections"
-      pcall(vim.api.nvim_buf_set_name, buf, "ctx://reflections")
-      local function map(lhs, fn, desc)
-        vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, silent = true, desc = "ctx: " .. desc })
-      end
-      map("q", "<cmd>close<cr>", "close")
-      map("R", function()
-        M.open_list()
-      end, "refresh")
-      map("u", function()
-        local r = (vim.b[buf].ctx_at or {})[tostring(vim.api.nvim_win_get_cursor(0)[1])]
-        if r then
-          M.undo(r.id, function()
-            M.open_list()
-          end)
-        end
-      end, "undo the reflection under the cursor")
-      M.buf = buf
-    end
-    local lines, at = M.render(list)
-    local keyed = {}
-    for lnum, r in pairs(at) do
-      keyed[tostring(lnum)] = r
-    end
-    vim.b[buf].ctx_at = keyed
-    vim.bo[buf].modifiable = true
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-    vim.bo[buf].modifiable = false
-    vim.bo[buf].modified = false
-    local win
-    for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-      if vim.api.nvim_win_get_buf(w) == buf then
-        win = w
-      end
-    end
-    if not win then
-      vim.cmd("botright 12split")
-      win = vim.api.nvim_get_current_win()
-      vim.api.nvim_win_set_buf(win, buf)
-      vim.wo[win].wrap = false
-      vim.wo[win].number = false
-    end
-    if done then
-      done(buf)
-    end
-  end)
+  require("ctx_lsp.reflect.list").open(done)
 end
 
 return M
