@@ -17,9 +17,7 @@ token count (with the encoding it was counted in), so planning never re-reads a 
 from __future__ import annotations
 
 import hashlib
-import math
 import sqlite3
-import statistics
 import threading
 import time
 import zlib
@@ -31,6 +29,8 @@ from typing import Any
 import msgspec
 
 from ctx_lsp import storage
+from ctx_lsp.core import calibration
+from ctx_lsp.core import pins as pin_ttl
 from ctx_lsp.core.items import ContextPlan, Message, Mode, PinKind, PinPolicy, PlanInput, ToolCall
 
 SCHEMA = """
@@ -640,28 +640,24 @@ class MemoryStore:
             branch, turn = row
             turn += 1
             conn.execute("UPDATE sessions SET turn = ? WHERE id = ?", (turn, session))
-            conn.execute(
-                "UPDATE pins SET ttl_remaining = ttl_remaining - 1 WHERE session = ? AND branch = ? "
-                "AND status IN ('active', 'grace') AND ttl_remaining IS NOT NULL AND policy != 'unlimited'",
-                (session, branch),
-            )
             rows = conn.execute(
                 f"SELECT {_PIN_COLUMNS} FROM pins WHERE session = ? AND branch = ? AND status IN ('active', 'grace') "
-                "AND ttl_remaining IS NOT NULL AND ttl_remaining <= 0 AND policy != 'unlimited'",
+                "ORDER BY seq",
                 (session, branch),
             ).fetchall()
             asked, expired = [], []
             for r in rows:
                 pin = _pin(r)
-                if pin.policy == "ask" and pin.ttl_remaining == 0:
-                    pin.status = "grace"
-                    asked.append(pin)
-                else:
-                    pin.status = "expired"
-                    expired.append(pin)
+                left, state = pin_ttl.tick(pin.policy, pin.ttl_remaining)
+                if left == pin.ttl_remaining:
+                    continue
+                pin.ttl_remaining = left
+                if state != "live":
+                    pin.status = state
+                    (asked if state == "grace" else expired).append(pin)
                 conn.execute(
-                    "UPDATE pins SET status = ? WHERE session = ? AND branch = ? AND id = ?",
-                    (pin.status, session, branch, pin.id),
+                    "UPDATE pins SET ttl_remaining = ?, status = ? WHERE session = ? AND branch = ? AND id = ?",
+                    (pin.ttl_remaining, pin.status, session, branch, pin.id),
                 )
         return turn, asked, expired
 
@@ -794,16 +790,12 @@ class MemoryStore:
             )
             last = r[0] if r else None
         last_estimate, last_actual = last if last else (None, None)
-        if not rows:
-            return UsageStats(
-                reports=0, factor=None, p90=None, spread=None, last_estimate=last_estimate, last_actual=last_actual
-            )
-        ratios = sorted(actual / est for est, actual in rows)
+        stats = calibration.ratio_stats(rows)
         return UsageStats(
-            reports=len(ratios),
-            factor=statistics.median(ratios),
-            p90=ratios[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)],
-            spread=ratios[-1] - ratios[0],
+            reports=stats.reports if stats else 0,
+            factor=stats.median if stats else None,
+            p90=stats.p90 if stats else None,
+            spread=stats.spread if stats else None,
             last_estimate=last_estimate,
             last_actual=last_actual,
         )
