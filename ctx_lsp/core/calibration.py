@@ -1,5 +1,5 @@
-"""The estimator's calibration maths: how far measured input tokens are from what was
-estimated (DESIGN.md §3, "UsageReport").
+"""The estimator's calibration maths: how far measured input tokens (usage reports) are from
+what was estimated.
 
 Each usage report gives one ratio, actual / raw estimate (the estimate before any calibration
 factor). Over a model's reports: the median is the typical factor, the 90th percentile the

@@ -1,4 +1,5 @@
-"""The pin TTL rule (DESIGN.md §2 "Pin", §3 step 2), in one place for the planner and the store.
+"""The pin TTL rule, in one place for the planner (which pins a plan may include) and the store
+(what a finished turn does to them).
 
 A pin with a TTL has ``ttl_remaining`` turns left; each finished turn takes one away. What
 happens when it runs out is the pin's policy:
