@@ -28,6 +28,7 @@ from ctx_lsp.core.items import (
     SectionUsage,
     Totals,
 )
+from ctx_lsp.core.pins import pin_state
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
 
 PLANNER_VERSION = "1"
@@ -206,11 +207,7 @@ def _required(inp: PlanInput) -> tuple[list[Chosen], str | None]:
 
 def _pin_state(pin: PinSpec) -> str:
     """live, grace (``ask`` policy: one more turn, the user is asked) or expired."""
-    if pin.policy == "unlimited" or pin.ttl_remaining is None or pin.ttl_remaining > 0:
-        return "live"
-    if pin.policy == "ask" and pin.ttl_remaining == 0:
-        return "grace"
-    return "expired"
+    return pin_state(pin.policy, pin.ttl_remaining)
 
 
 def _pin_detail(pin: PinSpec, state: str) -> str:

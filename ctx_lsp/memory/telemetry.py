@@ -6,12 +6,12 @@ per usage report are written by the engine as it works; this module only summari
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
 import msgspec
 
+from ctx_lsp.core.calibration import nearest_rank
 from ctx_lsp.memory.compaction import FAILURE
 from ctx_lsp.memory.store import MemoryStore
 
@@ -83,7 +83,7 @@ def plan_stats(store: MemoryStore, session: str | None = None, limit: int = 10_0
         median_tokens=statistics.median(tokens),
         median_fill_pct=statistics.median(fill),
         median_plan_ms=statistics.median(plan_ms),
-        p90_plan_ms=plan_ms[max(0, math.ceil(0.9 * len(plan_ms)) - 1)],
+        p90_plan_ms=nearest_rank(plan_ms, 0.9),
         median_retrieval_ms=statistics.median(retrieval_ms),
         excluded_by_reason=dict(sorted(reasons.items())),
     )

@@ -1,0 +1,43 @@
+"""The estimator's calibration maths: how far measured input tokens (usage reports) are from
+what was estimated.
+
+Each usage report gives one ratio, actual / raw estimate (the estimate before any calibration
+factor). Over a model's reports: the median is the typical factor, the 90th percentile the
+conservative one (planning must not under-count), and the spread (largest − smallest) says how
+much to trust either.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+
+class RatioStats(msgspec.Struct, frozen=True, kw_only=True):
+    reports: int
+    median: float
+    p90: float
+    spread: float
+
+
+def nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0 < q <= 1) of a non-empty ascending sequence, by nearest rank: the
+    smallest value with at least ``q`` of the values at or below it (never interpolated)."""
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def ratio_stats(reports: Iterable[tuple[int, int]]) -> RatioStats | None:
+    """Statistics of actual / estimate over (raw estimate, actual) pairs; pairs without a
+    positive estimate say nothing and are left out. None when no pair is left."""
+    ratios = sorted(actual / estimate for estimate, actual in reports if estimate > 0)
+    if not ratios:
+        return None
+    return RatioStats(
+        reports=len(ratios),
+        median=statistics.median(ratios),
+        p90=nearest_rank(ratios, 0.9),
+        spread=ratios[-1] - ratios[0],
+    )

@@ -1,0 +1,63 @@
+"""Large texts, stored once by content hash in the `bodies` table.
+
+Tool results with whole files and logs make message texts large: a text of ``BODY_MIN_BYTES``
+or more is kept in `bodies` and the message row (or a plan's stored inputs) names it by hash.
+A row stays small (planning reads the rows of a path, not their texts), the same text sent twice
+or kept in many plans' inputs is stored once, and the first ``HEAD_CHARS`` characters of a body
+can be read without the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+BODY_MIN_BYTES = 16 * 1024  # message texts at least this large live in `bodies`, once
+HEAD_CHARS = 16_000  # the prefix of a body that summaries, history chunks and reflection read
+
+
+def body_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def large(text: str) -> bytes | None:
+    """The UTF-8 bytes of ``text`` when it is large enough for `bodies`, else None."""
+    if len(text) * 4 < BODY_MIN_BYTES:  # at most 4 bytes per character: no need to encode
+        return None
+    data = text.encode("utf-8", "surrogatepass")
+    return data if len(data) >= BODY_MIN_BYTES else None
+
+
+def put_body(conn: sqlite3.Connection, text: str) -> tuple[int, str | None]:
+    """(UTF-8 size, body hash): a text of ``BODY_MIN_BYTES`` or more is stored in `bodies`, once."""
+    data = large(text)
+    if data is None:
+        return len(text.encode("utf-8", "surrogatepass")), None
+    h = body_hash(data)
+    if conn.execute("SELECT 1 FROM bodies WHERE hash = ?", (h,)).fetchone() is None:
+        head = text[:HEAD_CHARS] if len(text) > HEAD_CHARS else None
+        conn.execute("INSERT INTO bodies(hash, bytes, head, text) VALUES (?, ?, ?, ?)", (h, len(data), head, text))
+    return len(data), h
+
+
+def texts(conn: sqlite3.Connection, hashes: list[str]) -> dict[str, str]:
+    """The whole texts of some bodies, by hash."""
+    if not hashes:
+        return {}
+    return dict(conn.execute(f"SELECT hash, text FROM bodies WHERE hash IN ({', '.join('?' * len(hashes))})", hashes))
+
+
+def cut(mid: str, text: str, size: int | None) -> str:
+    """A body's head, with a line saying how large the whole text is."""
+    return f"{text}\n[… cut: the whole text is {size or 0:,} bytes, kept in the session as message {mid}]"
+
+
+def move_large_texts(conn: sqlite3.Connection) -> None:
+    """A store of an earlier version kept every text in its message row: move the large ones to
+    `bodies` (once, when the column is added). Sizes and counts are filled in when first needed."""
+    rows = conn.execute("SELECT seq FROM messages WHERE length(content) * 4 >= ?", (BODY_MIN_BYTES,)).fetchall()
+    for (seq,) in rows:
+        (text,) = conn.execute("SELECT content FROM messages WHERE seq = ?", (seq,)).fetchone()
+        size, body = put_body(conn, text)
+        if body is not None:
+            conn.execute("UPDATE messages SET content = '', body = ?, bytes = ? WHERE seq = ?", (body, size, seq))

@@ -1,0 +1,374 @@
+"""Sessions, branches and messages: the conversation tree, and the compactions that archive it.
+
+A session's messages form a tree (each names its parent); a branch is a path through it, named
+by its head. Messages are appended to the active branch's path, never deleted: a compaction
+marks them archived. Each message row records its size and its token count (with the encoding
+it was counted in), so planning never re-reads a text to count it; large texts are in `bodies`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import msgspec
+
+from ctx_lsp.core.items import Message, Mode, ToolCall
+from ctx_lsp.memory.store import bodies, pins
+from ctx_lsp.memory.store.codec import Codec, json_or_none
+from ctx_lsp.memory.store.db import Database, StoreError
+from ctx_lsp.memory.store.pins import PinRecord
+from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, MESSAGES, SESSIONS
+
+BOUND_ENCODING = "utf-8 bytes"  # a token count that is the text's UTF-8 size (valid for any encoding)
+
+
+class SessionRecord(msgspec.Struct, kw_only=True, rename="camel"):
+    id: str
+    mode: Mode | None
+    model: str | None
+    branch: str
+    turn: int
+    rolling: bool = False  # trim old turns instead of summarising them
+    compaction_threshold: float | None = None  # share of the conversation budget; None = default
+
+
+class MessageRow(msgspec.Struct, kw_only=True, rename="camel"):
+    """What every read of a stored message has, its text aside."""
+
+    id: str
+    parent: str | None
+    role: str
+    tool_calls: list[dict[str, str]] | None
+    tool_call_id: str | None
+    name: str | None
+    turn: int
+    archived_by: int | None  # the compaction that archived it
+    seq: int
+    bytes: int | None = None  # UTF-8 size of the whole content; None until counted (stores of earlier versions)
+
+
+class StoredMessage(MessageRow, kw_only=True):
+    content: str  # whole, or (``turn_messages``) a large text's head with a line saying so
+
+    def to_message(self) -> Message:
+        return _message(self, self.content)
+
+
+class MessageMeta(MessageRow, kw_only=True):
+    """A stored message without its text: what planning reads for every message of a path."""
+
+    tokens: int | None  # raw token count of the content in ``tokens_encoding``
+    tokens_encoding: str | None  # BOUND_ENCODING: ``tokens`` is the UTF-8 size, an upper bound
+
+    def to_message(self, content: str = "") -> Message:
+        return _message(self, content)
+
+
+def _message(m: MessageRow, content: str) -> Message:
+    return Message(
+        id=m.id,
+        role=m.role,  # type: ignore[arg-type]
+        content=content,
+        tool_calls=tuple(ToolCall(**c) for c in m.tool_calls or []),
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+    )
+
+
+SESSION = Codec.struct(SESSIONS, SessionRecord, rolling=bool)
+MESSAGE = Codec.struct(MESSAGES, StoredMessage, tool_calls=json_or_none)
+META = Codec.struct(MESSAGES, MessageMeta, tool_calls=json_or_none)
+COMPACTION = Codec.dicts(
+    COMPACTIONS,
+    (
+        "number",
+        "branch",
+        "summary",
+        "digest",
+        "archived_ids",
+        "tokens_before",
+        "tokens_after",
+        "milliseconds",
+        "summarizer",
+        "note",
+    ),
+    archived_ids=msgspec.json.decode,
+)
+
+# a message's text, read from its row or its body, whole or as the body's head
+BODY_JOIN = "LEFT JOIN bodies b ON b.hash = m.body"
+WHOLE = "COALESCE(b.text, m.content)"
+HEAD = "CASE WHEN m.body IS NULL THEN m.content ELSE COALESCE(b.head, b.text) END"
+CUT = "b.head IS NOT NULL"  # HEAD is not the whole text
+
+
+class Conversation(Database):
+    # ---- sessions and branches ----------------------------------------------------------------
+
+    def ensure_session(self, session: str) -> SessionRecord:
+        with self.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO sessions(id, created) VALUES (?, ?)", (session, time.time()))
+            conn.execute(
+                "INSERT OR IGNORE INTO branches(session, name, head, created) VALUES (?, 'main', NULL, ?)",
+                (session, time.time()),
+            )
+        return self.session(session)
+
+    def session(self, session: str) -> SessionRecord:
+        rows = self._read(f"SELECT {SESSION.select()} FROM sessions WHERE id = ?", (session,))
+        if not rows:
+            raise StoreError(f"unknown session {session!r}")
+        return SESSION.decode(rows[0])
+
+    def set_memory_policy(self, session: str, rolling: bool | None, threshold: float | None) -> None:
+        with self.write() as conn:
+            if rolling is not None:
+                conn.execute("UPDATE sessions SET rolling = ? WHERE id = ?", (int(rolling), session))
+            if threshold is not None:
+                conn.execute("UPDATE sessions SET compaction_threshold = ? WHERE id = ?", (threshold, session))
+
+    def set_mode(self, session: str, mode: Mode) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session))
+
+    def set_model(self, session: str, model: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session))
+
+    def fork(self, session: str, from_message: str, name: str | None) -> dict[str, Any]:
+        """A new branch whose path ends at ``from_message``; the current branch's active pins are
+        copied to it, and it becomes the active branch."""
+        with self.write() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM messages WHERE session = ? AND id = ?", (session, from_message)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"cannot branch: no message {from_message!r} in session {session!r}")
+            current, _ = session_row(conn, session)
+            if name is None:
+                n = conn.execute("SELECT COUNT(*) FROM branches WHERE session = ?", (session,)).fetchone()[0]
+                name = f"branch-{n}"
+            exists = conn.execute("SELECT 1 FROM branches WHERE session = ? AND name = ?", (session, name)).fetchone()
+            if exists:
+                raise StoreError(f"a branch named {name!r} already exists")
+            BRANCHES.insert(
+                conn,
+                {
+                    "session": session,
+                    "name": name,
+                    "head": from_message,
+                    "forked_from": from_message,
+                    "created": time.time(),
+                },
+            )
+            pins.copy_to_branch(conn, session, current, name)
+            conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
+        return {"name": name, "head": from_message, "forkedFrom": from_message, "active": True}
+
+    def advance_turn(self, session: str) -> tuple[int, list[PinRecord], list[PinRecord]]:
+        """A turn ended: count it, and tick the TTLs of the active branch's pins. Returns the new
+        turn number, the pins that entered their `ask` grace turn (the user is asked) and those
+        that expired."""
+        with self.write() as conn:
+            branch, turn = session_row(conn, session)
+            conn.execute("UPDATE sessions SET turn = ? WHERE id = ?", (turn + 1, session))
+            asked, expired = pins.tick(conn, session, branch)
+        return turn + 1, asked, expired
+
+    # ---- messages --------------------------------------------------------------------------
+
+    def append(
+        self,
+        session: str,
+        branch: str | None,
+        messages: list[Message],
+        counts: list[tuple[int, str]] | None = None,
+    ) -> list[StoredMessage]:
+        """Append to the branch's path (each message's parent is the previous head). ``counts``
+        are the messages' (token count, encoding), counted once by the caller."""
+        out = []
+        with self.write() as conn:
+            active, turn = session_row(conn, session)
+            branch = branch or active
+            head = _head(conn, session, branch)
+            for n, m in enumerate(messages):
+                if conn.execute("SELECT 1 FROM messages WHERE session = ? AND id = ?", (session, m.id)).fetchone():
+                    raise StoreError(f"message id {m.id!r} is already in session {session!r}")
+                calls = [msgspec.to_builtins(c) for c in m.tool_calls] or None
+                size, body = bodies.put_body(conn, m.content)
+                tokens, encoding = counts[n] if counts else (None, None)
+                cur = MESSAGES.insert(
+                    conn,
+                    {
+                        "session": session,
+                        "id": m.id,
+                        "parent": head,
+                        "role": m.role,
+                        "content": "" if body else m.content,
+                        "tool_calls": msgspec.json.encode(calls).decode() if calls else None,
+                        "tool_call_id": m.tool_call_id,
+                        "name": m.name,
+                        "turn": turn,
+                        "created": time.time(),
+                        "bytes": size,
+                        "tokens": tokens,
+                        "tokens_encoding": encoding,
+                        "body": body,
+                    },
+                )
+                out.append(
+                    StoredMessage(
+                        id=m.id,
+                        parent=head,
+                        role=m.role,
+                        content=m.content,
+                        tool_calls=calls,
+                        tool_call_id=m.tool_call_id,
+                        name=m.name,
+                        turn=turn,
+                        archived_by=None,
+                        seq=cur.lastrowid or 0,
+                        bytes=size,
+                    )
+                )
+                head = m.id
+            conn.execute("UPDATE branches SET head = ? WHERE session = ? AND name = ?", (head, session, branch))
+        return out
+
+    def _path_rows(self, session: str, branch: str | None, columns: str) -> list[tuple]:
+        """Rows of the messages on the branch's path, oldest first (archived ones included)."""
+        with self._lock:
+            branch = branch or self.session(session).branch
+            head = _head(self._conn, session, branch)
+            if head is None:
+                return []
+            return self._conn.execute(
+                f"""WITH RECURSIVE chain(id, depth) AS (
+                        SELECT ?, 0
+                        UNION ALL
+                        SELECT m.parent, chain.depth + 1 FROM messages m JOIN chain ON m.id = chain.id
+                        WHERE m.session = ? AND m.parent IS NOT NULL)
+                    SELECT {columns}
+                    FROM chain JOIN messages m ON m.id = chain.id AND m.session = ? {BODY_JOIN}
+                    ORDER BY chain.depth DESC""",
+                (head, session, session),
+            ).fetchall()
+
+    def path(self, session: str, branch: str | None = None) -> list[StoredMessage]:
+        """The messages on the branch's path, oldest first (archived ones included, marked), whole."""
+        return [MESSAGE.decode(r) for r in self._path_rows(session, branch, MESSAGE.select("m", content=WHOLE))]
+
+    def path_meta(self, session: str, branch: str | None = None) -> list[MessageMeta]:
+        """The messages on the branch's path without their texts, oldest first."""
+        return [META.decode(r) for r in self._path_rows(session, branch, META.select("m"))]
+
+    def path_length(self, session: str, branch: str | None = None) -> int:
+        return len(self._path_rows(session, branch, "m.seq"))
+
+    def contents(self, session: str, ids: list[str], *, prefix: bool = False) -> dict[str, str]:
+        """The texts of some messages, by id: whole, or (``prefix``) their first ``HEAD_CHARS``
+        characters followed by a line saying how large the whole text is."""
+        out: dict[str, str] = {}
+        columns = f"m.id, {HEAD}, m.bytes, {CUT}" if prefix else f"m.id, {WHOLE}"
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT {columns} FROM messages m {BODY_JOIN} "
+                f"WHERE m.session = ? AND m.id IN ({', '.join('?' * len(chunk))})",
+                (session, *chunk),
+            )
+            for mid, text, *size_cut in rows:
+                out[mid] = bodies.cut(mid, text, size_cut[0]) if prefix and size_cut[1] else text
+        return out
+
+    def set_counts(self, session: str, counts: list[tuple[str, int, int, str]]) -> None:
+        """Record (message id, UTF-8 size, token count, encoding) of messages counted after the
+        fact (stores of earlier versions, or a session that changed to another encoding)."""
+        with self.write() as conn:
+            conn.executemany(
+                "UPDATE messages SET bytes = ?, tokens = ?, tokens_encoding = ? WHERE session = ? AND id = ?",
+                [(size, tokens, encoding, session, mid) for mid, size, tokens, encoding in counts],
+            )
+
+    def turn_messages(self, session: str, turn: int) -> list[StoredMessage]:
+        """The messages appended during a turn; a large text is read as its first HEAD_CHARS
+        characters (``bytes`` says how large it is)."""
+        rows = self._read(
+            f"SELECT {MESSAGE.select('m', content=HEAD)}, {CUT} FROM messages m {BODY_JOIN} "
+            "WHERE m.session = ? AND m.turn = ? ORDER BY m.seq",
+            (session, turn),
+        )
+        out = []
+        for *row, cut in rows:
+            m = MESSAGE.decode(row)
+            if cut:
+                m.content = bodies.cut(m.id, m.content, m.bytes)
+            out.append(m)
+        return out
+
+    # ---- compactions ---------------------------------------------------------------------------
+
+    def add_compaction(
+        self,
+        session: str,
+        branch: str,
+        summary: str,
+        digest: bytes | None,
+        archived_ids: list[str],
+        tokens_before: int,
+        tokens_after: int,
+        milliseconds: float,
+        summarizer: str,
+        note: str | None,
+    ) -> int:
+        """Record a compaction and mark its messages archived (never deleted). Returns its number."""
+        with self.write() as conn:
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(number), 0) FROM compactions WHERE session = ?", (session,)
+            ).fetchone()
+            number = last + 1
+            COMPACTIONS.insert(
+                conn,
+                {
+                    "session": session,
+                    "number": number,
+                    "branch": branch,
+                    "summary": summary,
+                    "digest": digest,
+                    "archived_ids": msgspec.json.encode(archived_ids).decode(),
+                    "tokens_before": tokens_before,
+                    "tokens_after": tokens_after,
+                    "milliseconds": milliseconds,
+                    "summarizer": summarizer,
+                    "note": note,
+                    "created": time.time(),
+                },
+            )
+            conn.executemany(
+                "UPDATE messages SET archived_by = ? WHERE session = ? AND id = ? AND archived_by IS NULL",
+                [(number, session, mid) for mid in archived_ids],
+            )
+        return number
+
+    def compactions(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            f"SELECT {COMPACTION.select()} FROM compactions WHERE session = ? ORDER BY number", (session,)
+        )
+        return [COMPACTION.decode(r) for r in rows]
+
+
+def session_row(conn: sqlite3.Connection, session: str) -> tuple[str, int]:
+    """The session's active branch and turn."""
+    row = conn.execute("SELECT branch, turn FROM sessions WHERE id = ?", (session,)).fetchone()
+    if row is None:
+        raise StoreError(f"unknown session {session!r}")
+    return row
+
+
+def _head(conn: sqlite3.Connection, session: str, branch: str) -> str | None:
+    row = conn.execute("SELECT head FROM branches WHERE session = ? AND name = ?", (session, branch)).fetchone()
+    if row is None:
+        raise StoreError(f"unknown branch {branch!r} in session {session!r}")
+    return row[0]

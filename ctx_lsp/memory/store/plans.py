@@ -1,0 +1,229 @@
+"""Plans, kept with the inputs that rebuild them (replay, telemetry), and usage reports.
+
+A plan's inputs are stored msgpack-encoded and zlib-compressed (plans of a long session repeat
+most of their text; compressed they take ~10x less room). Conversation texts large enough for
+`bodies` are left out of them and referenced by hash: a session's plans do not each keep a copy
+of every large tool result they showed.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from typing import Any
+
+import msgspec
+
+from ctx_lsp.core import calibration
+from ctx_lsp.core.items import ContextPlan, PlanInput
+from ctx_lsp.memory.store import bodies
+from ctx_lsp.memory.store.codec import Codec
+from ctx_lsp.memory.store.db import Database, StoreError
+from ctx_lsp.memory.store.schema import PLANS, USAGE
+
+# A conversation message of a plan's inputs whose text is kept in `bodies`: (turn, atom,
+# 0 = messages / 1 = masked_messages, message, body hash).
+BodyRef = tuple[int, int, int, int, str]
+
+
+class UsageStats(msgspec.Struct, kw_only=True):
+    reports: int
+    factor: float | None  # median of actual / raw estimate, once reports exist
+    p90: float | None  # 90th percentile of the same ratio (the conservative calibration)
+    spread: float | None  # (max - min) of the ratio
+    last_estimate: int | None
+    last_actual: int | None
+
+
+PLAN_ROW = Codec.dicts(
+    PLANS,
+    ("id", "session", "branch", "turn", "query", "inputs", "plan", "tokens", "timings", "options", "bodies"),
+    keep_names=True,
+    options=lambda v: msgspec.json.decode(v) if v else {},
+    bodies=lambda v: msgspec.json.decode(v, type=list[BodyRef]) if v else [],
+)
+PLAN_LISTED = Codec.dicts(PLANS, ("id", "session", "turn", "plan", "created"), keep_names=True)
+SESSION_PLAN = Codec.dicts(PLANS, ("id", "turn", "query", "plan", "cluster"), keep_names=True)
+
+
+class Plans(Database):
+    def save_plan(
+        self,
+        session: str,
+        branch: str,
+        turn: int,
+        query: str,
+        inputs: PlanInput,
+        plan: ContextPlan,
+        timings: dict[str, float],
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Keep a plan with the inputs that rebuild it (for replay and telemetry). ``options`` are
+        the request's parameters besides the query (model, budgets, focus…), so that a re-plan
+        after a pin or a new message asks the same question the same way."""
+        blob, refs, texts = encode_inputs(inputs)
+        with self.write() as conn:
+            for text in texts.values():
+                bodies.put_body(conn, text)
+            row = {
+                "id": plan.plan_id,
+                "session": session,
+                "branch": branch,
+                "turn": turn,
+                "created": time.time(),
+                "query": query,
+                "inputs": blob,
+                "plan": msgspec.json.encode(plan),
+                "retrieval_set_id": plan.retrieval_set_id,
+                "tokens": plan.totals.tokens,
+                "prompt_budget": plan.prompt_budget,
+                "timings": msgspec.json.encode(timings).decode(),
+                "options": msgspec.json.encode(options or {}).decode(),
+                "cluster": plan.cluster_id,
+                "bodies": msgspec.json.encode(refs).decode() if refs else None,
+            }
+            PLANS.insert(conn, row, verb="INSERT OR REPLACE")
+
+    def plan_row(self, plan_id: str, session: str | None = None) -> dict[str, Any]:
+        sql = f"SELECT {PLAN_ROW.select()} FROM plans WHERE id = ?"
+        args: tuple[Any, ...] = (plan_id,)
+        if session is not None:
+            sql += " AND session = ?"
+            args += (session,)
+        rows = self._read(sql + " ORDER BY created DESC LIMIT 1", args)
+        if not rows:
+            raise StoreError(f"no stored plan {plan_id!r}")
+        return PLAN_ROW.decode(rows[0])
+
+    def plan_inputs(self, row: dict[str, Any]) -> PlanInput:
+        """The inputs of a stored plan (a ``plan_row``), large texts read back from `bodies`."""
+        refs = row["bodies"]
+        with self._lock:
+            texts = bodies.texts(self._conn, sorted({r[4] for r in refs}))
+        return decode_inputs(row["inputs"], refs, texts)
+
+    def latest_plan_id(self, session: str) -> str | None:
+        rows = self._read("SELECT id FROM plans WHERE session = ? ORDER BY created DESC LIMIT 1", (session,))
+        return rows[0][0] if rows else None
+
+    def plans(self, session: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        return [PLAN_LISTED.decode(r) for r in self._latest_plans(PLAN_LISTED.select(), session, limit)]
+
+    def plan_summaries(self, session: str | None, limit: int) -> list[tuple[str, int, int, str, bytes]]:
+        return self._latest_plans("session, tokens, prompt_budget, timings, plan", session, limit)
+
+    def _latest_plans(self, columns: str, session: str | None, limit: int) -> list[tuple]:
+        where, args = (" WHERE session = ?", (session,)) if session is not None else ("", ())
+        return self._read(f"SELECT {columns} FROM plans{where} ORDER BY created DESC LIMIT ?", (*args, limit))
+
+    def session_plans(self, session: str) -> list[dict[str, Any]]:
+        rows = self._read(f"SELECT {SESSION_PLAN.select()} FROM plans WHERE session = ? ORDER BY created", (session,))
+        return [SESSION_PLAN.decode(r) for r in rows]
+
+    # ---- usage ---------------------------------------------------------------------------------
+
+    def record_usage(
+        self,
+        plan_id: str,
+        session: str,
+        model: str,
+        estimate: int,
+        raw_estimate: int,
+        input_tokens: int,
+        cached: int,
+        output: int,
+    ) -> None:
+        """``estimate`` is what the plan said (calibrated); ``raw_estimate`` the same before the
+        calibration factor, which is what a new factor is learned from."""
+        row = {
+            "plan_id": plan_id,
+            "session": session,
+            "model": model,
+            "estimate": estimate,
+            "raw_estimate": raw_estimate,
+            "input_tokens": input_tokens,
+            "cached_input_tokens": cached,
+            "output_tokens": output,
+            "created": time.time(),
+        }
+        with self.write() as conn:
+            USAGE.insert(conn, row)
+
+    def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
+        """The model's calibration statistics over all its reports, and the session's latest report."""
+        rows = self._read(
+            "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq", (model,)
+        )
+        last: list[tuple] = []
+        if session is not None:
+            last = self._read(
+                "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1", (session,)
+            )
+        last_estimate, last_actual = last[0] if last else (None, None)
+        stats = calibration.ratio_stats(rows)
+        return UsageStats(
+            reports=stats.reports if stats else 0,
+            factor=stats.median if stats else None,
+            p90=stats.p90 if stats else None,
+            spread=stats.spread if stats else None,
+            last_estimate=last_estimate,
+            last_actual=last_actual,
+        )
+
+    def session_usage(self, session: str) -> list[tuple[str, int, int]]:
+        return self._read(
+            "SELECT plan_id, estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq", (session,)
+        )
+
+    def usage_rows(self) -> list[tuple[str, int, int]]:
+        return self._read("SELECT model, estimate, input_tokens FROM usage ORDER BY seq")
+
+
+def encode_inputs(inputs: PlanInput) -> tuple[bytes, list[BodyRef], dict[str, str]]:
+    """A plan's inputs as stored for replay, with the conversation texts large enough for
+    `bodies` left out and referenced by hash. Returns (blob, references, bodies to store)."""
+    refs: list[BodyRef] = []
+    texts: dict[str, str] = {}
+    for t, turn in enumerate(inputs.conversation.turns):
+        for a, atom in enumerate(turn.atoms):
+            for f, messages in enumerate((atom.messages, atom.masked_messages)):
+                for k, m in enumerate(messages):
+                    data = bodies.large(m.content)
+                    if data is not None:
+                        h = bodies.body_hash(data)
+                        texts[h] = m.content
+                        refs.append((t, a, f, k, h))
+    stored = _set_contents(inputs, {ref[:4]: "" for ref in refs})
+    return zlib.compress(msgspec.msgpack.encode(stored), 1), refs, texts
+
+
+def decode_inputs(blob: bytes, refs: list[BodyRef] | None = None, bodies: dict[str, str] | None = None) -> PlanInput:
+    """Stored inputs back, with the texts ``refs`` name filled in from ``bodies`` (by hash)."""
+    try:
+        raw = zlib.decompress(blob)
+    except zlib.error:  # stored before inputs were compressed
+        raw = blob
+    inputs = msgspec.msgpack.decode(raw, type=PlanInput)
+    if not refs:
+        return inputs
+    return _set_contents(inputs, {ref[:4]: (bodies or {})[ref[4]] for ref in refs})
+
+
+def _set_contents(inputs: PlanInput, contents: dict[tuple[int, int, int, int], str]) -> PlanInput:
+    """``inputs`` with the content of the conversation messages at (turn, atom, form, message)
+    replaced."""
+    if not contents:
+        return inputs
+    replace = msgspec.structs.replace
+    turns = list(inputs.conversation.turns)
+    by_atom: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
+    for (t, a, f, k), text in contents.items():
+        by_atom.setdefault((t, a), []).append((f, k, text))
+    for (t, a), entries in sorted(by_atom.items()):
+        atoms = list(turns[t].atoms)
+        forms = [list(atoms[a].messages), list(atoms[a].masked_messages)]
+        for f, k, text in entries:
+            forms[f][k] = replace(forms[f][k], content=text)
+        atoms[a] = replace(atoms[a], messages=tuple(forms[0]), masked_messages=tuple(forms[1]))
+        turns[t] = replace(turns[t], atoms=tuple(atoms))
+    return replace(inputs, conversation=replace(inputs.conversation, turns=tuple(turns)))

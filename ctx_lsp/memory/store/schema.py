@@ -1,0 +1,251 @@
+"""The store's schema: every table with every column, written once.
+
+A new store is created from these tables as they are; a store made by an earlier version is
+brought up to date from the same lists (``db.migrate``). The same lists name the columns that
+the row codecs read and that inserts write (`Table.insert` refuses a column that is not here).
+
+A column added in a later version must be one `ALTER TABLE … ADD COLUMN` can add to an older
+store: nullable, or with a default.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]  # "name DECLARATION", in CREATE TABLE order
+    keys: tuple[str, ...] = ()  # table constraints: PRIMARY KEY(...), UNIQUE(...)
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.split()[0] for c in self.columns)
+
+    def create(self) -> str:
+        return f"CREATE TABLE IF NOT EXISTS {self.name}({', '.join(self.columns + self.keys)})"
+
+    def insert(self, conn: sqlite3.Connection, values: Mapping[str, Any], *, verb: str = "INSERT") -> sqlite3.Cursor:
+        """Insert one row given by column name (``verb``: INSERT, INSERT OR REPLACE…)."""
+        return conn.execute(insert_sql(self, tuple(values), verb), tuple(values.values()))
+
+
+@cache
+def insert_sql(table: Table, columns: tuple[str, ...], verb: str = "INSERT") -> str:
+    unknown = set(columns) - set(table.names)
+    if unknown:
+        raise ValueError(f"no column {', '.join(sorted(unknown))} in table {table.name}")
+    return f"{verb} INTO {table.name}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+SESSIONS = Table(
+    "sessions",
+    (
+        "id TEXT PRIMARY KEY",
+        "created REAL NOT NULL",
+        "mode TEXT",
+        "model TEXT",
+        "branch TEXT NOT NULL DEFAULT 'main'",  # the active branch
+        "turn INTEGER NOT NULL DEFAULT 0",
+        "compaction_threshold REAL",
+        "rolling INTEGER NOT NULL DEFAULT 0",
+    ),
+)
+BRANCHES = Table(
+    "branches",
+    (
+        "session TEXT NOT NULL",
+        "name TEXT NOT NULL",
+        "head TEXT",  # the id of the last message on the branch's path
+        "forked_from TEXT",
+        "created REAL NOT NULL",
+    ),
+    ("PRIMARY KEY(session, name)",),
+)
+MESSAGES = Table(
+    "messages",
+    (
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        "session TEXT NOT NULL",
+        "id TEXT NOT NULL",
+        "parent TEXT",
+        "role TEXT NOT NULL",
+        "content TEXT NOT NULL",  # '' when the text is in `bodies`
+        "tool_calls TEXT",  # JSON
+        "tool_call_id TEXT",
+        "name TEXT",
+        "turn INTEGER NOT NULL",
+        "archived_by INTEGER",  # the number of the compaction that archived it
+        "created REAL NOT NULL",
+        "bytes INTEGER",  # UTF-8 size of the text
+        "tokens INTEGER",
+        "tokens_encoding TEXT",
+        "body TEXT",  # hash of the text in `bodies`
+    ),
+    ("UNIQUE(session, id)",),
+)
+BODIES = Table(
+    "bodies",
+    (
+        "hash TEXT PRIMARY KEY",
+        "bytes INTEGER NOT NULL",
+        "head TEXT",  # the first HEAD_CHARS characters, when the text is longer
+        "text TEXT NOT NULL",
+    ),
+)
+PINS = Table(
+    "pins",
+    (
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        "id TEXT NOT NULL",
+        "session TEXT NOT NULL",
+        "branch TEXT NOT NULL",
+        "kind TEXT NOT NULL",
+        "policy TEXT NOT NULL",
+        "ttl INTEGER",
+        "ttl_remaining INTEGER",
+        "lease_scope TEXT NOT NULL DEFAULT 'turn'",
+        "priority INTEGER NOT NULL",
+        "created_by TEXT NOT NULL",
+        "symbol TEXT",
+        "path TEXT",
+        "start_line INTEGER",
+        "end_line INTEGER",
+        "title TEXT NOT NULL",
+        "status TEXT NOT NULL DEFAULT 'active'",  # active, grace, expired, removed
+        "created_turn INTEGER NOT NULL",
+        "created REAL NOT NULL",
+        "cluster TEXT",  # the query cluster a task-scoped lease was made under
+    ),
+    ("UNIQUE(session, branch, id)",),
+)
+PLANS = Table(
+    "plans",
+    (
+        "id TEXT NOT NULL",
+        "session TEXT NOT NULL",
+        "branch TEXT NOT NULL",
+        "turn INTEGER NOT NULL",
+        "created REAL NOT NULL",
+        "query TEXT NOT NULL",
+        "inputs BLOB NOT NULL",  # zlib(msgpack(PlanInput)), large texts by reference
+        "plan BLOB NOT NULL",  # JSON
+        "retrieval_set_id TEXT",
+        "tokens INTEGER NOT NULL",
+        "prompt_budget INTEGER NOT NULL",
+        "timings TEXT NOT NULL",
+        "options TEXT",  # the request's parameters besides the query (JSON)
+        "cluster TEXT",
+        "bodies TEXT",  # the references of `inputs` to `bodies` (JSON)
+    ),
+    ("PRIMARY KEY(id, session)",),
+)
+USAGE = Table(
+    "usage",
+    (
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        "plan_id TEXT NOT NULL",
+        "session TEXT NOT NULL",
+        "model TEXT NOT NULL",
+        "estimate INTEGER NOT NULL",
+        "raw_estimate INTEGER NOT NULL",
+        "input_tokens INTEGER NOT NULL",
+        "cached_input_tokens INTEGER NOT NULL",
+        "output_tokens INTEGER NOT NULL",
+        "created REAL NOT NULL",
+    ),
+)
+COMPACTIONS = Table(
+    "compactions",
+    (
+        "session TEXT NOT NULL",
+        "number INTEGER NOT NULL",
+        "branch TEXT NOT NULL",
+        "summary TEXT NOT NULL",
+        "digest BLOB",
+        "archived_ids TEXT NOT NULL",  # JSON
+        "tokens_before INTEGER NOT NULL",
+        "tokens_after INTEGER NOT NULL",
+        "milliseconds REAL NOT NULL",
+        "summarizer TEXT NOT NULL",
+        "note TEXT",
+        "created REAL NOT NULL",
+    ),
+    ("PRIMARY KEY(session, number)",),
+)
+CAPSULES = Table(
+    "capsules",
+    (
+        "path TEXT PRIMARY KEY",
+        "module TEXT NOT NULL",
+        "text TEXT NOT NULL",
+        "code_hash TEXT NOT NULL",
+        "source TEXT NOT NULL",
+        "confidence REAL NOT NULL",
+        "created REAL NOT NULL",
+        "stale INTEGER NOT NULL DEFAULT 0",
+        "stale_since REAL",
+        "current_hash TEXT",
+    ),
+)
+REFLECTION_STATE = Table(
+    "reflection_state",
+    (
+        "session TEXT PRIMARY KEY",
+        "activation BLOB",
+        "cluster TEXT",
+        "centroid TEXT",
+        "next_cluster INTEGER NOT NULL DEFAULT 1",
+    ),
+)
+REFLECTIONS = Table(
+    "reflections",
+    (
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        "session TEXT NOT NULL",
+        "turn INTEGER NOT NULL",
+        "kind TEXT NOT NULL",
+        "item TEXT NOT NULL",
+        "pin_id TEXT",
+        "reason TEXT NOT NULL",
+        "undone INTEGER NOT NULL DEFAULT 0",
+        "created REAL NOT NULL",
+        "cluster TEXT",
+    ),
+)
+SUGGESTIONS = Table(
+    "suggestions",
+    (
+        "session TEXT NOT NULL",
+        "item TEXT NOT NULL",
+        "turn INTEGER NOT NULL",
+        "reason TEXT NOT NULL",
+        "status TEXT NOT NULL DEFAULT 'open'",
+    ),
+    ("PRIMARY KEY(session, item)",),
+)
+
+TABLES = (
+    SESSIONS,
+    BRANCHES,
+    MESSAGES,
+    BODIES,
+    PINS,
+    PLANS,
+    USAGE,
+    COMPACTIONS,
+    CAPSULES,
+    REFLECTION_STATE,
+    REFLECTIONS,
+    SUGGESTIONS,
+)
+INDEXES = (
+    "CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created)",
+    "CREATE INDEX IF NOT EXISTS usage_model ON usage(model)",
+)
+SCHEMA = ";\n".join(t.create() for t in TABLES) + ";\n" + ";\n".join(INDEXES) + ";\n"
