@@ -70,7 +70,7 @@ SAMPLES: dict[str, str] = {
     "TelegramBotTokenDetector": f'tg = "123456789:{rand(35)}"',
     "TwilioKeyDetector": f'twilio = "AC{rand(32, LOWER_ALNUM)}"',
     "KeywordDetector": 'password = "c9P!x7#Lq2@vZ8rT"',
-    "Base64HighEntropyString": f'blob = "{rand(40)}"',
+    "Base64HighEntropyString": f'signing_key = "{rand(40)}"',
     "HexHighEntropyString": f'token_value = "{rand(40, HEX)}"',
 }
 
@@ -410,3 +410,14 @@ def test_a_key_cut_short_on_one_line(masker):
     assert PEM_BODY[0] not in result.text and PEM_BODY[1][:9] not in result.text
     assert result.text.startswith("- PRIVATE_KEY = '-----BEGIN RSA PRIVATE KEY-----\\n[secret masked: Private Key]")
     assert result.detail == "masked 1 secret: Private Key"
+
+
+def test_a_random_string_alone_is_not_a_secret():
+    """ETags, hashes and test data are random-looking too: the entropy plugins mask a string
+    only when its line names a secret (provider formats have rules of their own)."""
+    masker = SecretMasker()
+    etag = 'assert response.headers["ETag"] == "\\"a3f8e1c9b27d4f60e5a1b2c3d4e5f6a7b8c9d0e1\\""\n'
+    blob = 'PAYLOAD = "eHh4IGRhdGEgZm9yIGEgdGVzdCBub3QgYSBzZWNyZXQgYXQgYWxs"\n'
+    assert masker.mask_lines([etag, blob])[1] == []
+    named = 'API_TOKEN = "eHh4IGRhdGEgZm9yIGEgdGVzdCBub3QgYSBzZWNyZXQgYXQgYWxs"\n'
+    assert [k for _, k in masker.mask_lines([named])[1]]

@@ -122,6 +122,8 @@ _KEY_BEGIN = re.compile(r"BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z]*(?:-----)?|PuTTY-User
 _QUOTES_AND_ESCAPES = re.compile(r"[\"'`\\]+")
 # A line naming a digest: a hex string on it is that digest (hashes in tests, lock data).
 _DIGEST_WORDS = re.compile(r"hash|sha\d|sha_|md5|digest|checksum|blake2|crc32", re.IGNORECASE)
+_ENTROPY_KINDS = frozenset({"Hex High Entropy String", "Base64 High Entropy String"})
+_SECRET_WORDS = re.compile(r"key|secret|token|passw|pwd|credential|auth|bearer|private|api_?", re.IGNORECASE)
 
 
 @cache
@@ -338,8 +340,13 @@ class SecretMasker:
 
         if _MARK in secret:  # already masked
             return True
-        if getattr(plugin, "secret_type", "") == "Hex High Entropy String" and _DIGEST_WORDS.search(line):
+        kind = getattr(plugin, "secret_type", "")
+        if kind == "Hex High Entropy String" and _DIGEST_WORDS.search(line):
             return True  # a digest next to its name (expected_sha256 = "…"): a hash, not a key
+        if kind in _ENTROPY_KINDS and not _SECRET_WORDS.search(line):
+            # A random-looking string alone is an ETag, a hash, test data: in code, a secret is
+            # one the line names (api_key = "…", token=…); provider formats have their own rules.
+            return True
         if (
             heuristic.is_sequential_string(secret)
             or heuristic.is_potential_uuid(secret)
