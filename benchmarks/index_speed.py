@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import resource
 import statistics
@@ -41,7 +42,8 @@ from ctx_lsp.workspace.files import WorkspaceWalker
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker
 
-DATA = Path(__file__).resolve().parent / ".data"
+# Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
+DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parent / ".data")
 GENERATOR_VERSION = "5"  # 5: real cross-module calls (a reference graph)
 
 _WORDS = [

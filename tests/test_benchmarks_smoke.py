@@ -8,8 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
+
+
+@pytest.fixture(autouse=True)
+def _data_outside_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated trees and indexes go to a temporary folder, not benchmarks/.data."""
+    monkeypatch.setenv("CTX_BENCH_DATA", str(tmp_path / "bench-data"))
 
 
 def run(*args: str, timeout: float = 60) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -43,7 +44,8 @@ from baseline import ChunkIndex
 from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace import retrieval
 
-DATA = Path(__file__).resolve().parents[1] / ".data"
+# Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
+DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parents[1] / ".data")
 BUDGETS = (2000, 8000, 32000)
 
 
