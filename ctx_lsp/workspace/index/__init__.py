@@ -5,10 +5,7 @@ files (notes/perf-anchors.md §4: re-indexing costs seconds, revalidating by sta
 Token counts of cards and bodies are computed once here, at index time, and stored: the
 request path never tokenizes (perf-anchors, conclusion 3).
 
-Search text is pre-split: identifiers become their lowercase sub-words plus the joined
-compound (``parseHTTPResponse`` → ``parse http response parsehttpresponse``), so a query for
-either spelling, snake_case or camelCase, matches; FTS5's ``unicode61`` tokenizer then only
-splits on the spaces we put there.
+Search terms (how identifiers are split for the FTS table and for queries) are in ``terms``.
 """
 
 from __future__ import annotations
@@ -20,14 +17,12 @@ import itertools
 import logging
 import multiprocessing
 import os
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import msgspec
@@ -45,8 +40,31 @@ from ctx_lsp.workspace.files import (
     classify_content,
     read_bounded,
 )
+from ctx_lsp.workspace.index.terms import (
+    FTS_COLUMNS,
+    MAX_QUERY_TERMS,
+    fts_texts,
+    query_terms,
+    search_terms,
+    split_identifier,
+)
 from ctx_lsp.workspace.parse import ParsedModule, Symbol, module_name_for, parse_module
 from ctx_lsp.workspace.secrets import DEFAULT_MASKER, SecretMasker
+
+__all__ = [
+    "FTS_COLUMNS",
+    "MAX_QUERY_TERMS",
+    "SCHEMA_VERSION",
+    "IndexStats",
+    "IndexSummary",
+    "IndexedSymbol",
+    "SearchHit",
+    "WorkspaceIndex",
+    "masking_key",
+    "query_terms",
+    "search_terms",
+    "split_identifier",
+]
 
 log = logging.getLogger("ctx_lsp.index")
 SCHEMA_VERSION = "4"  # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets
@@ -54,8 +72,7 @@ BATCH_FILES = 200
 POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
 POOL_PROCESSES = 2
 COUNT_CACHE_TEXTS = 4096  # texts whose token counts ``update_file`` remembers
-# bm25 column weights, in the column order of ``symbols_fts``: names matter most.
-FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
+# bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
 _COLUMN_LABELS = {
     "qualname_terms": "name",
@@ -64,28 +81,7 @@ _COLUMN_LABELS = {
     "identifiers": "body",
     "path_terms": "path",
 }
-MAX_QUERY_TERMS = 32
 
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# English function words: never worth an index entry or a query term.
-_STOPWORDS = _words(
-    "a an and are as at be been but by for from has have in into is it its of on or that the "
-    "their then there these this those to was were will with"
-)
-# Words of a question about code that name nothing in it ("where is X defined?").
-_QUERY_STOPWORDS = _STOPWORDS | _words(
-    "where what which who whom whose why how when does do did can could should would "
-    "defined define defines definition declared declare implemented implement implementation "
-    "located please explain tell me my our we you i"
-)
-
-_IDENT_RE = re.compile(r"[^\W\d]\w*")
-# Sub-words of one underscore-free chunk: ``HTTPResponse2x`` → HTTP, Response2x.
-_SUBWORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+|[^\W\d_]+\d*")
 
 _SYMBOL_COLUMNS = (
     "id",
@@ -162,48 +158,6 @@ class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
     edges: int = 0  # resolved def→ref edges (as of the last graph update)
 
 
-@lru_cache(maxsize=65536)
-def _subwords(word: str) -> tuple[str, ...]:
-    return tuple(m.lower() for chunk in word.split("_") if chunk for m in _SUBWORD_RE.findall(chunk))
-
-
-def split_identifier(name: str) -> str:
-    """Lowercase sub-words of an identifier: ``parseHTTPResponse_v2`` → ``parse http response v2``."""
-    return " ".join(_subwords(name))
-
-
-@lru_cache(maxsize=131072)
-def _word_terms(word: str) -> str:
-    """Index terms of one identifier: its sub-words (no 1-char ones, no stopwords) and, when it
-    has several, the joined compound, so an exact-name query gets a rare, strong term."""
-    subwords = _subwords(word)
-    parts = [p for p in subwords if len(p) > 1 and p not in _STOPWORDS]
-    whole = "".join(subwords)
-    if len(subwords) > 1 and len(whole) > 1:
-        parts.append(whole)
-    return " ".join(parts)
-
-
-def search_terms(text: str) -> str:
-    """The space-joined terms stored in the FTS table for ``text`` (sub-words + compounds)."""
-    # map + join over a cached function: this runs for every symbol's identifiers at index
-    # time, so it stays out of the Python loop.
-    return " ".join(map(_word_terms, _IDENT_RE.findall(text)))
-
-
-def query_terms(query: str) -> list[str]:
-    """Distinct search terms of a user query, in order; stopwords and 1-char terms dropped."""
-    seen: dict[str, None] = {}
-    for word in _IDENT_RE.findall(query):
-        subwords = _subwords(word)
-        for p in subwords:
-            if len(p) > 1 and p not in _QUERY_STOPWORDS:
-                seen.setdefault(p, None)
-        if len(subwords) > 1:  # the compound, as the index stores it
-            seen.setdefault("".join(subwords), None)
-    return list(seen)[:MAX_QUERY_TERMS]
-
-
 @dataclass(slots=True)
 class _Work:
     """The outcome of reading and parsing one changed file, written later in a batch."""
@@ -273,32 +227,6 @@ def _token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], 
     return texts, assemble
 
 
-def _fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
-    """The FTS columns of every symbol of a file (see ``FTS_COLUMNS``)."""
-    path_terms = search_terms(parsed.rel.removesuffix(".py").replace("/", " "))
-    prefix = parsed.module + "."
-    out = []
-    for s in parsed.symbols:
-        # Name column: the symbol's own name plus enclosing classes (the module's parts are in
-        # the path column; repeating them would make every symbol of a file match).
-        if s.kind == "module":
-            name_text = s.qualname.replace(".", " ")
-        else:
-            classes = s.parent[len(prefix) :] if s.parent.startswith(prefix) else ""
-            name_text = f"{s.name} {classes.replace('.', ' ')}" if classes else s.name
-        out.append(
-            (
-                search_terms(name_text),
-                search_terms(s.signature),
-                search_terms(s.docstring) if s.docstring else "",
-                # identifiers are already space-separated words: no regex needed
-                " ".join(map(_word_terms, s.identifiers.split())),
-                path_terms,
-            )
-        )
-    return out
-
-
 def _symbol_rows(work: _Work, first_id: int) -> list[tuple]:
     """``symbols`` rows of one parsed file, ids from ``first_id``."""
     assert work.parsed is not None and work.tokens is not None
@@ -336,7 +264,7 @@ def _classify(work: _Work, parsed: ParsedModule) -> _Work:
         work.action, work.reason = "error", parsed.error
     else:
         work.action, work.parsed = "replace", parsed
-        work.fts = _fts_texts(parsed)
+        work.fts = fts_texts(parsed)
     return work
 
 
