@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import logging
 import multiprocessing
+import operator
 import os
 import sqlite3
 import threading
@@ -72,6 +73,21 @@ BATCH_FILES = 200
 POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
 POOL_PROCESSES = 2
 COUNT_CACHE_TEXTS = 4096  # texts whose token counts ``update_file`` remembers
+# What ``update_file`` compares to say whether a file's symbols changed.
+_change_key = operator.attrgetter(
+    "qualname",
+    "kind",
+    "start_line",
+    "end_line",
+    "start_col",
+    "end_col",
+    "signature",
+    "docstring",
+    "parent",
+    "card",
+    "decorators",
+    "body",
+)
 # bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
 _COLUMN_LABELS = {
@@ -83,31 +99,16 @@ _COLUMN_LABELS = {
 }
 
 
-_SYMBOL_COLUMNS = (
-    "id",
-    "qualname",
-    "name",
-    "kind",
-    "path",
-    "start_line",
-    "end_line",
-    "start_col",
-    "end_col",
-    "signature",
-    "docstring",
-    "decorators",
-    "parent",
-    "identifiers",
-    "card",
-    "body",
-    "card_tokens",
-    "body_tokens",
-    "secrets",
-)
-_INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(_SYMBOL_COLUMNS)}) VALUES ({', '.join('?' * len(_SYMBOL_COLUMNS))})"
+# The ``symbols`` columns, one per ``IndexedSymbol`` field and named after it: the three the
+# index adds to a parsed symbol, the parsed fields stored as they are, then ``decorators``
+# (a JSON list). ``symbol_row`` and ``row_symbol`` are the one mapping between the two.
+_ADDED_FIELDS = ("id", "card_tokens", "body_tokens")
+_PLAIN_FIELDS = tuple(f for f in Symbol.__struct_fields__ if f != "decorators")
+SYMBOL_COLUMNS = (*_ADDED_FIELDS, *_PLAIN_FIELDS, "decorators")
+_INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(SYMBOL_COLUMNS)}) VALUES ({', '.join('?' * len(SYMBOL_COLUMNS))})"
 _INSERT_FTS = f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
 _UPSERT_FILE = "INSERT OR REPLACE INTO files(rel, size, mtime_ns, sha256, error) VALUES (?, ?, ?, ?, ?)"
-_SELECT = "SELECT " + ", ".join(f"s.{c}" for c in _SYMBOL_COLUMNS) + " FROM symbols s"
+_SELECT = "SELECT " + ", ".join(f"s.{c}" for c in SYMBOL_COLUMNS) + " FROM symbols s"
 _SET_META = "INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)"
 
 
@@ -119,6 +120,27 @@ class IndexedSymbol(Symbol, frozen=True, kw_only=True):
     id: int
     card_tokens: int
     body_tokens: int
+
+
+_plain_values = operator.attrgetter(*_PLAIN_FIELDS)
+_encode_json = msgspec.json.Encoder().encode
+_decode_json = msgspec.json.decode
+_ROW_FIELDS = SYMBOL_COLUMNS[:-1]  # all but ``decorators``
+
+
+def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int) -> tuple:
+    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol."""
+    decorators = _encode_json(sym.decorators).decode() if sym.decorators else "[]"
+    return (id, card_tokens, body_tokens, *_plain_values(sym), decorators)
+
+
+def row_symbol(row: tuple) -> IndexedSymbol:
+    """The symbol stored in a ``symbols`` row (``SYMBOL_COLUMNS``, as ``_SELECT`` reads them)."""
+    decorators = row[-1]
+    return IndexedSymbol(
+        **dict(zip(_ROW_FIELDS, row, strict=False)),
+        decorators=tuple(_decode_json(decorators)) if decorators != "[]" else (),
+    )
 
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
@@ -230,29 +252,8 @@ def _token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], 
 def _symbol_rows(work: _Work, first_id: int) -> list[tuple]:
     """``symbols`` rows of one parsed file, ids from ``first_id``."""
     assert work.parsed is not None and work.tokens is not None
-    encode = msgspec.json.encode
     return [
-        (
-            first_id + i,
-            s.qualname,
-            s.name,
-            s.kind,
-            s.path,
-            s.start_line,
-            s.end_line,
-            s.start_col,
-            s.end_col,
-            s.signature,
-            s.docstring,
-            encode(s.decorators).decode() if s.decorators else "[]",
-            s.parent,
-            s.identifiers,
-            s.card,
-            s.body,
-            card_tokens,
-            body_tokens,
-            s.secrets,
-        )
+        symbol_row(s, first_id + i, card_tokens, body_tokens)
         for i, (s, (card_tokens, body_tokens)) in enumerate(zip(work.parsed.symbols, work.tokens, strict=True))
     ]
 
@@ -807,7 +808,7 @@ class WorkspaceIndex:
             if prev is not None and prev[0] == work.sha256:
                 conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE rel = ?", (size, mtime_ns, rel))
                 return False
-            old = [self._row_key(r) for r in conn.execute(_KEY_SELECT, (rel,))]
+            old = [row_symbol(r) for r in conn.execute(f"{_SELECT} WHERE s.path = ? ORDER BY s.id", (rel,))]
         if b"\x00" in source[:8192]:
             work.action, work.reason = "skip", BINARY
         else:
@@ -817,11 +818,11 @@ class WorkspaceIndex:
         self._write([work], None)
         if work.action in ("replace", "skip"):
             new = [s.qualname for s in work.parsed.symbols] if work.parsed is not None else []
-            self._resolve_local(rel, {k[0] for k in old}, set(new))
+            self._resolve_local(rel, {s.qualname for s in old}, set(new))
         if work.action != "replace":
             return work.action == "skip" and bool(old)
         assert work.parsed is not None
-        return old != [self._sym_key(s) for s in work.parsed.symbols]
+        return list(map(_change_key, old)) != list(map(_change_key, work.parsed.symbols))
 
     def _count_cached(self, work: _Work) -> None:
         """Token counts for one re-indexed file, reusing the counts of texts seen before: an
@@ -988,52 +989,7 @@ class WorkspaceIndex:
         row = self._reader().execute("SELECT value FROM index_meta WHERE key = 'edges'").fetchone()
         return int(row[0]) if row else 0
 
-    @staticmethod
-    def _row_key(r: tuple) -> tuple:
-        return (*r[:10], tuple(msgspec.json.decode(r[10])), r[11])
-
-    @staticmethod
-    def _sym_key(s: Symbol) -> tuple:
-        return (
-            s.qualname,
-            s.kind,
-            s.start_line,
-            s.end_line,
-            s.start_col,
-            s.end_col,
-            s.signature,
-            s.docstring,
-            s.parent,
-            s.card,
-            s.decorators,
-            s.body,
-        )
-
     # -- queries ---------------------------------------------------------------------------
-
-    @staticmethod
-    def _symbol(row: tuple) -> IndexedSymbol:
-        return IndexedSymbol(
-            id=row[0],
-            qualname=row[1],
-            name=row[2],
-            kind=row[3],
-            path=row[4],
-            start_line=row[5],
-            end_line=row[6],
-            start_col=row[7],
-            end_col=row[8],
-            signature=row[9],
-            docstring=row[10],
-            decorators=tuple(msgspec.json.decode(row[11])) if row[11] != "[]" else (),
-            parent=row[12],
-            identifiers=row[13],
-            card=row[14],
-            body=row[15],
-            card_tokens=row[16],
-            body_tokens=row[17],
-            secrets=row[18],
-        )
 
     def search(self, query: str, limit: int = 200, kinds: set[str] | None = None) -> list[SearchHit]:
         """Symbols matching any term of ``query``, best first; ties by qualname, path, line.
@@ -1077,7 +1033,7 @@ class WorkspaceIndex:
                 return []
             ids = [r[0] for r in ranked]
             marks = ", ".join("?" * len(ids))
-            rows = {r[0]: r for r in conn.execute(f"{_SELECT} WHERE s.id IN ({marks})", ids)}
+            found = {sym.id: sym for sym in map(row_symbol, conn.execute(f"{_SELECT} WHERE s.id IN ({marks})", ids))}
             texts = {
                 r[0]: r[1:]
                 for r in conn.execute(
@@ -1086,23 +1042,23 @@ class WorkspaceIndex:
             }
         except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
             return []
-        scored = [(-rank, rows[i]) for i, rank in ranked if i in rows]
-        scored.sort(key=lambda x: (-x[0], x[1][1], x[1][4], x[1][5]))  # score, qualname, path, line
+        scored = [(-rank, found[i]) for i, rank in ranked if i in found]
+        scored.sort(key=lambda x: (-x[0], x[1].qualname, x[1].path, x[1].start_line))
         hits = []
-        for score, row in scored[:limit]:
+        for score, sym in scored[:limit]:
             parts = []
-            for label, text in zip(FTS_COLUMNS, texts.get(row[0], ()), strict=False):
+            for label, text in zip(FTS_COLUMNS, texts.get(sym.id, ()), strict=False):
                 words = set(text.split())
-                found = [t for t in terms if t in words]
-                if found:
-                    parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(found)}")
-            hits.append(SearchHit(symbol=self._symbol(row), score=score, matched="; ".join(parts)))
+                matched = [t for t in terms if t in words]
+                if matched:
+                    parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
+            hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts)))
         return hits
 
     def get_all(self, qualname: str) -> list[IndexedSymbol]:
         """Every symbol with this qualname (overloads, property setters, redefinitions)."""
         rows = self._reader().execute(f"{_SELECT} WHERE s.qualname = ? ORDER BY s.path, s.start_line", (qualname,))
-        return [self._symbol(r) for r in rows]
+        return [row_symbol(r) for r in rows]
 
     def get(self, qualname: str) -> IndexedSymbol | None:
         """The symbol with this qualname; of several, the first that is not an ``@overload`` stub."""
@@ -1117,7 +1073,7 @@ class WorkspaceIndex:
     def symbols_in(self, rel: str) -> list[IndexedSymbol]:
         """The symbols of one file in source order (the module symbol first)."""
         rows = self._reader().execute(f"{_SELECT} WHERE s.path = ? ORDER BY s.start_line, s.id", (rel,))
-        return [self._symbol(r) for r in rows]
+        return [row_symbol(r) for r in rows]
 
     def symbol_at(self, rel: str, line: int) -> IndexedSymbol | None:
         """The innermost symbol of ``rel`` whose range contains the 0-based ``line``."""
@@ -1130,7 +1086,7 @@ class WorkspaceIndex:
             )
             .fetchone()
         )
-        return self._symbol(row) if row else None
+        return row_symbol(row) if row else None
 
     def imports_of(self, rel: str) -> list[tuple[str, str]]:
         """``(local_name, target_qualname)`` pairs of one file."""
@@ -1359,7 +1315,7 @@ class WorkspaceIndex:
         for chunk in _chunks(names):
             marks = ", ".join("?" * len(chunk))
             for row in conn.execute(f"{_SELECT} WHERE s.qualname IN ({marks}) ORDER BY s.path, s.start_line", chunk):
-                sym = self._symbol(row)
+                sym = row_symbol(row)
                 found.setdefault(sym.qualname, []).append(sym)
         out = {}
         for name, syms in found.items():
@@ -1377,7 +1333,7 @@ class WorkspaceIndex:
             sql += f" WHERE s.kind IN ({', '.join('?' * len(kind_list))})"
             params = kind_list
         rows = self._reader().execute(sql + " ORDER BY s.path, s.start_line, s.id", params)
-        return [self._symbol(r) for r in rows]
+        return [row_symbol(r) for r in rows]
 
 
 def _prev_sha(known: dict[str, tuple], rel: str) -> str | None:
@@ -1431,9 +1387,3 @@ class _StarLookup(_KindLookup):
                 "SELECT target FROM imports WHERE path = ? AND local_name = '*' ORDER BY rowid", (path,)
             )
         ]
-
-
-_KEY_SELECT = (
-    "SELECT qualname, kind, start_line, end_line, start_col, end_col, signature, docstring, parent, "
-    "card, decorators, body FROM symbols WHERE path = ? ORDER BY id"
-)
