@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.workspace import graph
-from ctx_lsp.workspace import index as index_module
 from ctx_lsp.workspace.index import WorkspaceIndex
+from ctx_lsp.workspace.index import prepare as index_module
 from tests.workspaces import copy_sample
 
 FILES = {

@@ -1,0 +1,328 @@
+"""Bringing the index in line with the files on disk (``refresh``), and the batch writer that
+every change of stored rows goes through (``write``, also used by ``updates``).
+
+A refresh walks the workspace, reads only files whose size or mtime changed, parses them in
+this process or in a pool of processes (``prepare``), writes them in batches of
+``BATCH_FILES`` files per transaction, drops files gone from disk, and updates the reference
+graph. A cache found unreadable on the way is moved aside and built again.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import multiprocessing
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import msgspec
+
+from ctx_lsp import storage
+from ctx_lsp.workspace.files import UNREADABLE, WorkspaceWalker
+from ctx_lsp.workspace.index import refgraph
+from ctx_lsp.workspace.index.db import (
+    INSERT_SYMBOL,
+    SET_META,
+    IndexDb,
+    masking_key,
+    symbol_row,
+    write_transaction,
+)
+from ctx_lsp.workspace.index.prepare import FileWork, pool_init, pool_prepare, prepare_file, token_plan
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS
+
+BATCH_FILES = 200
+POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
+POOL_PROCESSES = 2
+
+_INSERT_FTS = f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
+_UPSERT_FILE = "INSERT OR REPLACE INTO files(rel, size, mtime_ns, sha256, error) VALUES (?, ?, ?, ?, ?)"
+
+
+class IndexStats(msgspec.Struct, kw_only=True):
+    """What one ``refresh`` did. ``symbols`` is the total in the index afterwards."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_skipped: int = 0
+    symbols: int = 0
+    edges: int = 0  # resolved references between workspace definitions, afterwards
+    seconds: float = 0.0
+    graph_seconds: float = 0.0  # of ``seconds``: resolving references and ranking (0 if unchanged)
+    errors: list[str] = msgspec.field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)  # "rel (reason)"
+    processes: int = 1  # parsing processes used (2: a pool)
+
+
+class _FileRow(NamedTuple):
+    """A ``files`` row: what the index knows of a file on disk."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    error: str | None
+
+
+def refresh(
+    db: IndexDb, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+) -> IndexStats:
+    """``_refresh``; a cache found unreadable on the way is moved aside and built again."""
+    try:
+        return _refresh(db, progress, processes=processes)
+    except sqlite3.DatabaseError as err:
+        if not storage.is_corruption(err):
+            raise
+        db.recover(err)
+        return _refresh(db, progress, processes=processes)
+
+
+def _refresh(
+    db: IndexDb, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+) -> IndexStats:
+    """Bring the index in line with the files on disk (see ``WorkspaceIndex.refresh``).
+
+    By default a pool of 2 processes parses a large refresh when a core is free (1-minute load
+    average under cpu_count − 0.5): sympy (1,600 files) indexes in 9.3–10 s that way against
+    13–14 s in one process (load ≈1, benchmarks/index_speed.py). On a busy machine a pool gains
+    little and can lose, and it costs memory (workers peak at ~200 MB on sympy's largest
+    generated files).
+    """
+    t0 = time.perf_counter()
+    walker = WorkspaceWalker(db.root, check_content=False)
+    entries = walker.walk()
+    stats = IndexStats(files_seen=len(entries))
+    stats.skipped = [f"{s.rel} ({s.reason})" for s in walker.skipped]
+    stats.files_skipped = len(walker.skipped)
+
+    with db.lock:
+        known = {
+            r[0]: _FileRow._make(r[1:]) for r in db.conn.execute("SELECT rel, size, mtime_ns, sha256, error FROM files")
+        }
+    changed = []
+    for e in entries:
+        prev = known.get(e.rel)
+        if prev is not None and prev.size == e.size and prev.mtime_ns == e.mtime_ns:
+            stats.files_unchanged += 1
+            if prev.error and prev.error.startswith("skipped:"):
+                stats.files_skipped += 1
+                stats.skipped.append(f"{e.rel} ({prev.error.removeprefix('skipped: ')})")
+        else:
+            changed.append(e)
+
+    if processes is None:
+        use_pool = len(changed) >= POOL_MIN_FILES and _free_cores() >= 1
+        processes = POOL_PROCESSES if use_pool else 0
+    stats.processes = processes if processes > 1 and changed else 1
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # ASTs are acyclic; the cyclic GC only re-traverses them (≈25% of parse time)
+    pool = None
+    if stats.processes == 1 and len(changed) >= 20 and (os.cpu_count() or 1) > 1:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-tokens")
+    bulk = len(changed) >= BATCH_FILES
+    if bulk:
+        # Checkpoint every 64 MB of WAL instead of every 4 MB: fewer fsyncs, and hot pages
+        # (FTS segments, b-tree interiors) are copied to the database once, not per batch.
+        with db.lock:
+            db.conn.execute("PRAGMA wal_autocheckpoint = 16384")
+    procs = None
+    try:
+        if stats.processes > 1:
+            masker = db.masker
+            masking = (masker.disabled, masker.allowlist) if masker is not None else None
+            procs = multiprocessing.get_context("spawn").Pool(
+                stats.processes, initializer=pool_init, initargs=(db.encoding, masking)
+            )
+            args = [(e.rel, str(e.path), e.size, e.mtime_ns, _prev_sha(known, e.rel)) for e in changed]
+            works: Iterable[FileWork] = procs.imap(pool_prepare, args, chunksize=4)
+        else:
+            works = (
+                prepare_file(e.rel, e.path, e.size, e.mtime_ns, _prev_sha(known, e.rel), db.masker) for e in changed
+            )
+        batch: list[FileWork] = []
+        for done, (e, work) in enumerate(zip(changed, works, strict=True), 1):
+            batch.append(work)
+            if len(batch) >= BATCH_FILES:
+                write(db, batch, stats, pool)
+                batch = []
+            if progress is not None:
+                progress(done, len(changed), e.rel)
+        if batch:
+            write(db, batch, stats, pool)
+    finally:
+        if procs is not None:
+            procs.terminate()
+            procs.join()
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if gc_was_enabled:
+            gc.enable()
+        if bulk:
+            with db.lock:
+                db.conn.execute("PRAGMA wal_autocheckpoint = 1000")
+
+    present = {e.rel for e in entries}
+    gone = sorted(rel for rel in known if rel not in present)
+    if gone:
+        write(db, [FileWork(rel, 0, 0, action="remove") for rel in gone], stats)
+    t_graph = time.perf_counter()
+    if db.graph_dirty():  # this refresh, an earlier update_file, or another process
+        refgraph.update_graph(db)
+        stats.graph_seconds = time.perf_counter() - t_graph
+    with db.lock:
+        stats.symbols = db.conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+    stats.edges = db.edge_count()
+    stats.skipped.sort()
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _prev_sha(known: dict[str, _FileRow], rel: str) -> str | None:
+    prev = known.get(rel)
+    return prev.sha256 if prev else None
+
+
+def _free_cores() -> int:
+    """Cores not busy with other work (1-minute load average), at least 0."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 0
+    return max(0, int((os.cpu_count() or 1) - load + 0.5))
+
+
+def _count_batch(
+    db: IndexDb, batch: list[FileWork], pool: ThreadPoolExecutor | None, during: Callable[[], None] | None = None
+) -> None:
+    """Fill ``work.tokens`` for every parsed file of a batch, counting all texts at once.
+
+    With a pool, a helper thread starts counting while this thread runs ``during`` (the
+    FTS inserts), then both take chunks until none are left. Both halves mostly run
+    without the GIL (tiktoken's encoder, SQLite's stepping), so on two cores they overlap:
+    1.5x measured for counting alone.
+    """
+    plans = []
+    texts: list[str] = []
+    for work in batch:
+        if work.parsed is not None and work.tokens is None:
+            own_texts, assemble = token_plan(work.parsed)
+            plans.append((work, len(texts), len(own_texts), assemble))
+            texts.extend(own_texts)
+    n = len(texts)
+    counts = [0] * n
+    count = db.counter.count
+    starts = itertools.count(0, 32)  # next() is atomic: a shared queue of 32-text chunks
+
+    def take_chunks() -> None:
+        for start in starts:
+            if start >= n:
+                return
+            counts[start : start + 32] = [count(t) for t in texts[start : start + 32]]
+
+    helper = pool.submit(take_chunks) if pool is not None and n >= 64 else None
+    try:
+        if during is not None:
+            during()
+        take_chunks()
+    finally:
+        if helper is not None:
+            helper.result()
+    for work, start, size, assemble in plans:
+        work.tokens = assemble(counts[start : start + size])
+
+
+def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: ThreadPoolExecutor | None = None) -> None:
+    """Apply a batch of file results in one write transaction (token counting included,
+    overlapped with the FTS inserts)."""
+    with db.lock, write_transaction(db.conn) as conn:
+        next_id = (conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0) + 1
+        fts_rows: list[tuple[int, str, str, str, str, str]] = []
+        import_rows: list[tuple[str, str, str]] = []
+        edge_rows: list[tuple[str, str, str, int]] = []
+        pending: list[tuple[FileWork, int]] = []
+        changed = False
+        current = masking_key(db.masker)
+        for work in batch:
+            if work.action != "remove" and work.secrets != current:
+                continue  # made before ``set_masker`` changed the masking: the next refresh redoes it
+            if work.action != "replace":
+                _apply(conn, work, stats)
+                changed = changed or work.action in ("remove", "skip")
+                continue
+            changed = True
+            parsed = work.parsed
+            assert parsed is not None and work.fts is not None
+            # Always, even for a file this refresh saw as new: another process sharing
+            # the database may have indexed it meanwhile (cheap index lookups).
+            _delete_rows(conn, work.rel)
+            conn.execute(_UPSERT_FILE, (work.rel, work.size, work.mtime_ns, work.sha256, None))
+            pending.append((work, next_id))
+            fts_rows.extend((next_id + i, *texts) for i, texts in enumerate(work.fts))
+            import_rows.extend((work.rel, local, target) for local, target in parsed.imports)
+            edge_rows.extend((work.rel, src, target, n) for src, target, n in parsed.refs)
+            next_id += len(parsed.symbols)
+            if stats is not None:
+                stats.files_indexed += 1
+
+        def insert_search_rows() -> None:
+            conn.executemany(_INSERT_FTS, fts_rows)
+            conn.executemany("INSERT INTO imports(path, local_name, target) VALUES (?, ?, ?)", import_rows)
+            conn.executemany("INSERT OR REPLACE INTO edges(path, src, target, weight) VALUES (?, ?, ?, ?)", edge_rows)
+
+        _count_batch(db, [w for w, _ in pending], pool, during=insert_search_rows)
+        conn.executemany(INSERT_SYMBOL, [row for w, first in pending for row in _symbol_rows(w, first)])
+        if changed:  # centrality (and references into changed files) need a graph update
+            conn.execute(SET_META, ("graph_dirty", "1"))
+            db.generation += 1
+
+
+def _symbol_rows(work: FileWork, first_id: int) -> list[tuple]:
+    """``symbols`` rows of one parsed file, ids from ``first_id``."""
+    assert work.parsed is not None and work.tokens is not None
+    return [
+        symbol_row(s, first_id + i, card_tokens, body_tokens)
+        for i, (s, (card_tokens, body_tokens)) in enumerate(zip(work.parsed.symbols, work.tokens, strict=True))
+    ]
+
+
+def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
+    conn.execute("DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE path = ?)", (rel,))
+    conn.execute("DELETE FROM symbols WHERE path = ?", (rel,))
+    conn.execute("DELETE FROM imports WHERE path = ?", (rel,))
+    conn.execute("DELETE FROM edges WHERE path = ?", (rel,))
+
+
+def _apply(conn: sqlite3.Connection, work: FileWork, stats: IndexStats | None) -> None:
+    """Every action but "replace" (see ``write``)."""
+    rel = work.rel
+    if work.action == "remove":
+        _delete_rows(conn, rel)
+        conn.execute("DELETE FROM files WHERE rel = ?", (rel,))
+        if stats is not None:
+            stats.files_removed += 1
+    elif work.action == "stat":
+        conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE rel = ?", (work.size, work.mtime_ns, rel))
+        if stats is not None:
+            stats.files_unchanged += 1
+    elif work.action == "skip":
+        _delete_rows(conn, rel)
+        if work.reason == UNREADABLE:
+            conn.execute("DELETE FROM files WHERE rel = ?", (rel,))  # retry next time
+        else:  # remember the verdict so an unchanged binary file is not re-read
+            conn.execute(_UPSERT_FILE, (rel, work.size, work.mtime_ns, work.sha256, f"skipped: {work.reason}"))
+        if stats is not None:
+            stats.files_skipped += 1
+            stats.skipped.append(f"{rel} ({work.reason})")
+    elif work.action == "error":
+        # Keep the last good symbols: a half-typed edit must not empty the file's outline.
+        conn.execute(_UPSERT_FILE, (rel, work.size, work.mtime_ns, work.sha256, work.reason))
+        if stats is not None:
+            stats.files_indexed += 1
+            stats.errors.append(f"{rel}: {work.reason}")
+    else:  # pragma: no cover - a programming error
+        raise ValueError(f"unknown action {work.action!r}")

@@ -1,0 +1,296 @@
+"""The index database: where it lives, its schema, its connections, and the one mapping between
+a ``symbols`` row and an ``IndexedSymbol``.
+
+It is kept in ``<root>/.ctx/index.sqlite3`` (WAL) so that a restart on an indexed workspace only
+stats the files: on a 1,600-file tree, re-indexing costs seconds and revalidating by size and
+mtime milliseconds. Token counts of cards and bodies are computed once, at index time, and
+stored: the request path never tokenizes. The database is a cache: a schema, tokenizer or way
+of masking secrets other than the current one empties it, and one that cannot be read is moved
+aside and rebuilt from the files.
+
+``IndexDb`` is the state every part of the index shares; the modules beside this one are
+functions over it, and ``WorkspaceIndex`` puts them together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import operator
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import msgspec
+
+from ctx_lsp import storage
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS
+from ctx_lsp.workspace.parse import Symbol
+from ctx_lsp.workspace.secrets import SecretMasker
+
+log = logging.getLogger("ctx_lsp.index")
+SCHEMA_VERSION = "4"  # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    rel TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, error TEXT);
+CREATE TABLE IF NOT EXISTS symbols(
+    id INTEGER PRIMARY KEY, qualname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+    path TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    start_col INTEGER NOT NULL, end_col INTEGER NOT NULL, signature TEXT NOT NULL,
+    docstring TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
+    identifiers TEXT NOT NULL, card TEXT NOT NULL, body TEXT NOT NULL,
+    card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL, secrets INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path, start_line);
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE TABLE IF NOT EXISTS imports(path TEXT NOT NULL, local_name TEXT NOT NULL, target TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS imports_path ON imports(path);
+CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
+-- The reference graph: ``target`` is the file-local resolution of a name a definition uses;
+-- ``targets`` maps it to an indexed symbol (``dst``), workspace-wide, after every change.
+CREATE TABLE IF NOT EXISTS edges(
+    path TEXT NOT NULL, src TEXT NOT NULL, target TEXT NOT NULL, weight INTEGER NOT NULL,
+    PRIMARY KEY (path, src, target)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target);
+CREATE TABLE IF NOT EXISTS targets(target TEXT PRIMARY KEY, dst TEXT) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS targets_dst ON targets(dst);
+CREATE TABLE IF NOT EXISTS centrality(
+    qualname TEXT PRIMARY KEY, rank REAL NOT NULL, pct REAL NOT NULL, degree INTEGER NOT NULL) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
+    {", ".join(FTS_COLUMNS)},
+    tokenize = 'unicode61 remove_diacritics 2');
+"""
+_OWN_TABLES = ("files", "symbols", "imports", "symbols_fts", "edges", "targets", "centrality", "index_meta")
+SET_META = "INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)"
+
+
+def normalise_rel(rel: str) -> str:
+    """A workspace-relative path as the index stores it: ``/`` separators, no leading ``/``."""
+    return rel.replace("\\", "/").lstrip("/")
+
+
+def marks(n: int) -> str:
+    """``n`` SQL parameters: ``?, ?, ?``."""
+    return ", ".join("?" * n)
+
+
+def select_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iterator[tuple]:
+    """The rows of ``sql`` for distinct ``values`` (sorted), whose ``IN ({})`` is filled in chunks
+    of 500 parameters (SQLite limits them per statement)."""
+    items = sorted(set(values))
+    for i in range(0, len(items), 500):
+        chunk = items[i : i + 500]
+        yield from conn.execute(sql.format(marks(len(chunk))), chunk)
+
+
+class IndexedSymbol(Symbol, frozen=True, kw_only=True):
+    """A stored symbol: the parsed fields plus its row id and the token counts of its card and
+    body (for the module symbol, ``body_tokens`` is the cost of the whole file, whose text is
+    not stored)."""
+
+    id: int
+    card_tokens: int
+    body_tokens: int
+
+
+# The ``symbols`` columns, one per ``IndexedSymbol`` field and named after it: the three the
+# index adds to a parsed symbol, the parsed fields stored as they are, then ``decorators``
+# (a JSON list). ``symbol_row`` and ``row_symbol`` are the one mapping between the two.
+_ADDED_FIELDS = ("id", "card_tokens", "body_tokens")
+_PLAIN_FIELDS = tuple(f for f in Symbol.__struct_fields__ if f != "decorators")
+SYMBOL_COLUMNS = (*_ADDED_FIELDS, *_PLAIN_FIELDS, "decorators")
+INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(SYMBOL_COLUMNS)}) VALUES ({marks(len(SYMBOL_COLUMNS))})"
+# Every column of ``symbols s``, in ``SYMBOL_COLUMNS`` order; callers add WHERE and ORDER BY.
+SELECT_SYMBOLS = "SELECT " + ", ".join(f"s.{c}" for c in SYMBOL_COLUMNS) + " FROM symbols s"
+
+_plain_values = operator.attrgetter(*_PLAIN_FIELDS)
+_encode_json = msgspec.json.Encoder().encode
+_decode_json = msgspec.json.decode
+_ROW_FIELDS = SYMBOL_COLUMNS[:-1]  # all but ``decorators``
+
+
+def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int) -> tuple:
+    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol."""
+    decorators = _encode_json(sym.decorators).decode() if sym.decorators else "[]"
+    return (id, card_tokens, body_tokens, *_plain_values(sym), decorators)
+
+
+def row_symbol(row: tuple) -> IndexedSymbol:
+    """The symbol stored in a ``symbols`` row (``SYMBOL_COLUMNS``, as ``SELECT_SYMBOLS`` reads them)."""
+    decorators = row[-1]
+    return IndexedSymbol(
+        **dict(zip(_ROW_FIELDS, row, strict=False)),
+        decorators=tuple(_decode_json(decorators)) if decorators != "[]" else (),
+    )
+
+
+def masking_key(masker: SecretMasker | None) -> str:
+    """What the index records about masking (``index_meta.secrets``): rows made another way
+    are rebuilt, so every stored text is masked the current way, once."""
+    return masker.fingerprint if masker is not None else "off"
+
+
+def connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    if readonly:
+        conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception (the caller holds the lock)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+class IndexDb:
+    """The database of one workspace's index and what the parts of the index share.
+
+    Thread-safe: writes are serialised by ``lock`` on one connection (``conn``); reads use one
+    connection per thread (``reader()``; WAL lets them run while a refresh writes). Two
+    processes may share the file.
+    """
+
+    def __init__(self, root: Path, db_path: Path | None, encoding: str, masker: SecretMasker | None) -> None:
+        self.root = Path(root).resolve()
+        self.masker = masker
+        self.db_path = Path(db_path) if db_path is not None else self.root / ".ctx" / "index.sqlite3"
+        self.encoding = encoding
+        self.counter = counter_for(encoding)
+        self.lock = threading.RLock()
+        self.local = threading.local()  # this thread's reader, and its cached ``stats``
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self.generation = 0  # bumped by every write that changes symbols or references
+        self.count_cache: dict[str, int] = {}  # text → tokens, for re-indexing edited files
+        self._recovered: str | None = None  # what happened to an unreadable cache, until told
+        try:
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if not storage.is_corruption(err):
+                raise
+            self.recover(err)
+
+    def _open(self) -> None:
+        storage.private_file(self.db_path)
+        self.conn = connect(self.db_path)
+        try:
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL-safe; a crash loses the last batch only
+            self.conn.execute("PRAGMA temp_store = MEMORY")
+            # Checkpoints can leave a big WAL file behind after a bulk build; cap what stays on disk.
+            self.conn.execute(f"PRAGMA journal_size_limit = {64 * 1024 * 1024}")
+            self.init_schema()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def recover(self, err: sqlite3.DatabaseError) -> None:
+        """The index is a cache: one that cannot be read is moved aside (for a bug report) and
+        rebuilt from the files, and the user is told — never a crash, never a silent loss."""
+        with self.lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self.local = threading.local()
+            with contextlib.suppress(sqlite3.Error, AttributeError):
+                self.conn.close()
+            aside = storage.move_aside(self.db_path)
+            self._open()
+            self.generation += 1
+        self._recovered = (
+            f"the index cache {self.db_path} could not be read ({err}): moved it to {aside.name}; "
+            "the index is built again from the files"
+        )
+        log.warning("%s", self._recovered)
+
+    def take_recovered(self) -> str | None:
+        """The message about a cache that was found unreadable and rebuilt (once)."""
+        message, self._recovered = self._recovered, None
+        return message
+
+    def init_schema(self) -> None:
+        """Create the tables; drop them first when they were made with another schema,
+        tokenizer or way of masking secrets (the stored rows are then a stale cache)."""
+        with self.lock, write_transaction(self.conn) as conn:
+            have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            meta: dict[str, str] = {}
+            if "index_meta" in have:
+                meta = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
+            wanted = {
+                "schema": SCHEMA_VERSION,
+                "encoding": self.counter.encoding,
+                "secrets": masking_key(self.masker),
+            }
+            if meta and {k: meta.get(k) for k in wanted} != wanted:
+                for table in _OWN_TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+            # Statement by statement: executescript() would COMMIT our transaction.
+            for stmt in SCHEMA.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+            conn.executemany(SET_META, sorted(wanted.items()))
+
+    def set_masker(self, masker: SecretMasker | None) -> bool:
+        """Mask secrets with ``masker`` from now on; empty the index when it masks differently
+        (see ``WorkspaceIndex.set_masker``). Returns whether it was emptied."""
+        with self.lock:
+            old = masking_key(self.masker)
+            self.masker = masker
+            if masking_key(masker) == old:
+                return False
+            self.generation += 1
+            self.count_cache.clear()
+            self.init_schema()
+            return True
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection."""
+        if self._closed:
+            raise RuntimeError("WorkspaceIndex is closed")
+        conn: sqlite3.Connection | None = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = connect(self.db_path, readonly=True)
+            self.local.conn = conn
+            with self.lock:
+                self._readers.append(conn)
+        return conn
+
+    def meta(self, key: str) -> str | None:
+        """A value of ``index_meta``."""
+        row = self.reader().execute("SELECT value FROM index_meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def graph_dirty(self) -> bool:
+        """Whether symbols or references changed since the centrality was last computed."""
+        return self.meta("graph_dirty") == "1"
+
+    def edge_count(self) -> int:
+        """Resolved def→ref edges as of the last ``update_graph``."""
+        return int(self.meta("edges") or 0)
+
+    def close(self) -> None:
+        """Close every connection. The index can not be used afterwards."""
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA optimize")
+            self.conn.close()

@@ -1,0 +1,219 @@
+"""``WorkspaceIndex``: the one object the rest of ctx_lsp uses, and the table of contents of
+the index. Each method hands its ``IndexDb`` to the module that does the work (``build``,
+``updates``, ``refgraph``, ``search``, ``names``, ``lookups``); the contracts are written here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ctx_lsp.core.tokens import FALLBACK_ENCODING
+from ctx_lsp.workspace.index import build, lookups, names, refgraph, search, updates
+from ctx_lsp.workspace.index.build import IndexStats
+from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol
+from ctx_lsp.workspace.index.lookups import IndexSummary
+from ctx_lsp.workspace.index.search import SearchHit
+from ctx_lsp.workspace.secrets import DEFAULT_MASKER, SecretMasker
+
+
+class WorkspaceIndex:
+    """Symbols of one workspace, persisted in SQLite and searchable with BM25.
+
+    Thread-safe: writes are serialised by a lock on one connection; reads use one connection
+    per thread (WAL lets them run while a refresh writes). Two processes may share the file.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        db_path: Path | None = None,
+        encoding: str = FALLBACK_ENCODING,
+        masker: SecretMasker | None = DEFAULT_MASKER,
+    ) -> None:
+        """``masker`` masks secrets in every file before it is parsed (None: no masking). The
+        database defaults to ``<root>/.ctx/index.sqlite3``; one that cannot be read is moved
+        aside and rebuilt (``take_recovered`` says so)."""
+        self._db = db = IndexDb(root, db_path, encoding, masker)
+        self.root = db.root
+        self.db_path = db.db_path
+        self.encoding = encoding
+
+    @property
+    def masker(self) -> SecretMasker | None:
+        """How secrets are masked in what the index stores (None: not at all)."""
+        return self._db.masker
+
+    # The connections, for tests that look at the stored rows.
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    def _reader(self) -> sqlite3.Connection:
+        return self._db.reader()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def take_recovered(self) -> str | None:
+        """The message about a cache that was found unreadable and rebuilt (once)."""
+        return self._db.take_recovered()
+
+    def set_masker(self, masker: SecretMasker | None) -> bool:
+        """Mask secrets with ``masker`` from now on. When it masks differently from the one the
+        rows were made with, the index is emptied (a refresh rebuilds it): no text masked the
+        old way, or not at all, stays visible. Returns whether it was emptied."""
+        return self._db.set_masker(masker)
+
+    def close(self) -> None:
+        """Close every connection. The index can not be used afterwards."""
+        self._db.close()
+
+    def __enter__(self) -> WorkspaceIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def refresh(
+        self, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+    ) -> IndexStats:
+        """Bring the index in line with the files on disk.
+
+        Unchanged files (same size and mtime) are not read; changed ones are hashed and only
+        re-parsed when the content differs; files gone from disk lose their rows. A file with
+        a syntax error keeps its last good symbols and records the error. ``progress`` is
+        called as ``(done, total, rel)`` over the files that need reading. A cache found
+        unreadable on the way is moved aside and built again.
+
+        ``processes``: parse in a pool of that many processes (0 or 1: in this process). By
+        default a pool of 2 is used for a large refresh when a core is free.
+        """
+        return build.refresh(self._db, progress, processes=processes)
+
+    def update_file(self, rel: str, source: bytes | None) -> bool:
+        """Re-index one file from ``source`` (e.g. an unsaved buffer) or, when None, from disk.
+
+        Returns whether the file's symbols changed. A syntax error keeps the old symbols and
+        returns False; a file missing from disk (``source`` None) is removed, and so is one the
+        walk would leave out (ignored, outside the root after symlinks, too large). The file's disk
+        size and mtime are recorded, so a later ``refresh`` leaves these symbols alone until
+        the file changes on disk.
+        """
+        return updates.update_file(self._db, rel, source)
+
+    def remove_file(self, rel: str) -> bool:
+        """Drop a file and its symbols; returns whether it had any."""
+        return updates.remove_file(self._db, rel)
+
+    # -- the reference graph ---------------------------------------------------------------
+
+    def graph_dirty(self) -> bool:
+        """Whether symbols or references changed since the centrality was last computed."""
+        return self._db.graph_dirty()
+
+    def update_graph(self) -> float:
+        """Resolve every reference against the whole workspace and recompute centrality
+        (PageRank over the def→ref graph, warm-started from the previous ranks). Returns the
+        seconds it took. Reads run on a snapshot without holding the write lock; a write that
+        lands meanwhile leaves the graph marked dirty for the next call."""
+        return refgraph.update_graph(self._db)
+
+    def edge_count(self) -> int:
+        """Resolved def→ref edges as of the last ``update_graph``."""
+        return self._db.edge_count()
+
+    def central_symbols(self, n: int = 10, kinds: Iterable[str] = ("class", "function", "method")) -> list[str]:
+        """The ``n`` most central definitions (PageRank over the def→ref graph, computed at
+        index time); ties by name, so the answer is deterministic. Before the graph exists,
+        the names imported by the most files stand in."""
+        return refgraph.central_symbols(self._db, n, kinds)
+
+    def centrality(self, qualnames: Iterable[str]) -> dict[str, float]:
+        """Centrality percentile (0–1, 1 = the most central) of each given symbol that has
+        one (symbols no reference touches are absent)."""
+        return refgraph.centrality(self._db, qualnames)
+
+    def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
+        """``(centrality percentile, degree)`` of each given symbol in the graph; degree is
+        the number of distinct definitions it uses or is used by."""
+        return refgraph.node_stats(self._db, qualnames)
+
+    def neighbours(self, seeds: Iterable[str], per_seed: int = 16) -> list[tuple[str, str, str, int]]:
+        """Graph neighbours of each seed: ``(seed, neighbour, relation, weight)`` where
+        relation is ``"calls"`` (the seed's text names the neighbour) or ``"called by"``, and
+        weight the number of mentions; the ``per_seed`` heaviest each way."""
+        return refgraph.neighbours(self._db, seeds, per_seed)
+
+    def file_neighbours(self, rel: str, limit: int = 24) -> list[tuple[str, str, int]]:
+        """Definitions in other files that ``rel``'s code names (``"used by"`` the file) or
+        whose code names ``rel``'s definitions (``"uses"`` it): ``(qualname, relation,
+        weight)``, the ``limit`` heaviest each way."""
+        return refgraph.file_neighbours(self._db, rel, limit)
+
+    # -- search and names ------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 200, kinds: set[str] | None = None) -> list[SearchHit]:
+        """Symbols matching any term of ``query``, best first; ties by qualname, path, line.
+
+        ``score`` weighs matches by field (name 10, signature 4, docstring 2, body
+        identifiers 1, path 3), and a match on the symbol's own name counts twice.
+
+        Any text is accepted: only identifier-like words are used, so quotes, parentheses
+        and FTS operators in the query are inert. No usable terms → [].
+        """
+        return search.search(self._db, query, limit, kinds)
+
+    def resolve_name(self, name: str, from_rel: str | None = None) -> IndexedSymbol | None:
+        """Find the symbol a (possibly dotted) name refers to.
+
+        Order: exact qualname; then, from ``from_rel``, the file's own module and its imports
+        (following re-exports through packages' ``__init__``); then a unique ``*.name`` suffix.
+        """
+        return names.resolve_name(self._db, name, from_rel)
+
+    def imports_of(self, rel: str) -> list[tuple[str, str]]:
+        """``(local_name, target_qualname)`` pairs of one file."""
+        return names.imports_of(self._db, rel)
+
+    def importers_of(self, module: str) -> list[str]:
+        """Modules (qualnames, sorted) that import ``module`` or anything inside it
+        (``import m``, ``from m import x``, ``from m import *``, relative forms included)."""
+        return names.importers_of(self._db, module)
+
+    # -- stored symbols --------------------------------------------------------------------
+
+    def get_all(self, qualname: str) -> list[IndexedSymbol]:
+        """Every symbol with this qualname (overloads, property setters, redefinitions)."""
+        return lookups.get_all(self._db, qualname)
+
+    def get(self, qualname: str) -> IndexedSymbol | None:
+        """The symbol with this qualname; of several, the first that is not an ``@overload`` stub."""
+        return lookups.get(self._db, qualname)
+
+    def get_many(self, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
+        """``get`` for many names in one query (overload stubs lose to the implementation)."""
+        return lookups.get_many(self._db, qualnames)
+
+    def symbols_in(self, rel: str) -> list[IndexedSymbol]:
+        """The symbols of one file in source order (the module symbol first)."""
+        return lookups.symbols_in(self._db, rel)
+
+    def symbol_at(self, rel: str, line: int) -> IndexedSymbol | None:
+        """The innermost symbol of ``rel`` whose range contains the 0-based ``line``."""
+        return lookups.symbol_at(self._db, rel, line)
+
+    def iter_symbols(self, kinds: Iterable[str] | None = None) -> list[IndexedSymbol]:
+        """Every stored symbol (optionally of some kinds), ordered by path and line."""
+        return lookups.iter_symbols(self._db, kinds)
+
+    def module_symbol_counts(self) -> list[tuple[str, int]]:
+        """``(path, number of symbols)`` per indexed file, by path (for the scaffold)."""
+        return lookups.module_symbol_counts(self._db)
+
+    def stats(self) -> IndexSummary:
+        """Totals: files, symbols, files with errors, card tokens, tokens of all files (cached
+        until the database changes)."""
+        return lookups.stats(self._db)

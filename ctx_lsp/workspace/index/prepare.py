@@ -1,0 +1,159 @@
+"""Preparing one file for the index, with no database access: read, hash, mask secrets, parse,
+and plan (or do) its token counting. A refresh runs this in a pool of processes for a large
+change; ``pool_init`` and ``pool_prepare`` are the workers' entry points (module-level, so that
+``multiprocessing``'s spawn can import them).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace.files import (
+    BINARY,
+    MAX_FILE_BYTES,
+    NOT_UTF8,
+    UNREADABLE,
+    PathRefused,
+    classify_content,
+    read_bounded,
+)
+from ctx_lsp.workspace.index.db import masking_key
+from ctx_lsp.workspace.index.terms import fts_texts
+from ctx_lsp.workspace.parse import ParsedModule, parse_module
+from ctx_lsp.workspace.secrets import SecretMasker
+
+
+@dataclass(slots=True)
+class FileWork:
+    """The outcome of reading and parsing one changed file, written later in a batch."""
+
+    rel: str
+    size: int
+    mtime_ns: int
+    sha256: str = ""
+    action: str = "replace"  # replace | stat | error | skip | remove
+    reason: str = ""
+    parsed: ParsedModule | None = None
+    tokens: list[tuple[int, int]] | None = None  # (card, body) per symbol
+    fts: list[tuple[str, str, str, str, str]] | None = None  # search text per symbol
+    secrets: str = ""  # how secrets were masked in it (``masking_key``); stale results are dropped
+
+
+def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int]]]]:
+    """The texts to count for one file, and how to turn their counts into
+    ``(card_tokens, body_tokens)`` per symbol.
+
+    Each source line is counted about once: a leaf (function, method, variable) on its exact
+    body; a container (class, module) as its own lines outside its children plus its
+    children's totals, so a class is not re-tokenized on top of its methods. At the seams
+    this can differ from counting the joined text by a token or so (runs of newlines split).
+    """
+    syms = parsed.symbols
+    lines = parsed.lines
+    n = len(syms)
+    texts = [s.card for s in syms]  # texts[i] is symbol i's card
+    own: list[list[int]] = [[] for _ in syms]  # indexes into texts making up i's own lines
+    kids: dict[int, list[int]] = {}
+    stack: list[int] = []
+    for i, s in enumerate(syms):  # containers come before their children (source order)
+        while stack and not (syms[stack[-1]].start_line <= s.start_line <= syms[stack[-1]].end_line):
+            stack.pop()
+        if stack and syms[stack[-1]].qualname == s.parent:
+            kids.setdefault(stack[-1], []).append(i)
+        if s.kind in ("module", "class"):
+            stack.append(i)
+    unique_kids: dict[int, list[int]] = {}
+    for i, s in enumerate(syms):
+        children = kids.get(i)
+        if not children:
+            own[i].append(len(texts))
+            texts.append(s.body if s.kind != "module" else "".join(lines))
+            continue
+        by_range: dict[tuple[int, int], int] = {}
+        for k in children:  # ``a = b = 1`` is two symbols over one range: count it once
+            by_range.setdefault((syms[k].start_line, syms[k].end_line), k)
+        unique_kids[i] = list(by_range.values())
+        cur = s.start_line
+        for start, end in sorted(by_range):
+            if start > cur:
+                own[i].append(len(texts))
+                texts.append("".join(lines[cur:start]))
+            cur = max(cur, end + 1)
+        if cur <= s.end_line:
+            own[i].append(len(texts))
+            texts.append("".join(lines[cur : s.end_line + 1]))
+
+    def assemble(counts: list[int]) -> list[tuple[int, int]]:
+        body = [0] * n
+        for i in range(n - 1, -1, -1):  # children (later in the list) first
+            body[i] = sum(counts[j] for j in own[i]) + sum(body[k] for k in unique_kids.get(i, ()))
+        return [(counts[i], body[i]) for i in range(n)]
+
+    return texts, assemble
+
+
+def classify(work: FileWork, parsed: ParsedModule) -> FileWork:
+    """Record in ``work`` what the writer does with a parse result: skip (not UTF-8), keep the
+    last good symbols (a syntax error), or replace them (with the file's search texts)."""
+    if parsed.decode_error:
+        work.action, work.reason = "skip", NOT_UTF8
+    elif parsed.error is not None:
+        work.action, work.reason = "error", parsed.error
+    else:
+        work.action, work.parsed = "replace", parsed
+        work.fts = fts_texts(parsed)
+    return work
+
+
+def parse_source(work: FileWork, source: bytes, masker: SecretMasker | None) -> FileWork:
+    """Parse ``source`` (secrets masked with ``masker``) into ``work``."""
+    return classify(work, parse_module(work.rel, source, masker=masker))
+
+
+def prepare_file(
+    rel: str, path: Path, size: int, mtime_ns: int, prev_sha: str | None, masker: SecretMasker | None = None
+) -> FileWork:
+    """Read, hash and parse one file (no database access), masking secrets with ``masker``."""
+    work = FileWork(rel, size, mtime_ns, secrets=masking_key(masker))
+    try:  # the walk checked the size; a file that grew since is still capped
+        data = read_bounded(path, MAX_FILE_BYTES, rel)
+    except (OSError, PathRefused):
+        work.action, work.reason = "skip", UNREADABLE
+        return work
+    work.sha256 = hashlib.sha256(data).hexdigest()
+    if work.sha256 == prev_sha:
+        work.action = "stat"  # touched, not changed
+        return work
+    if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
+        work.action, work.reason = "skip", BINARY
+        return work
+    return parse_source(work, data, masker)
+
+
+_worker_count: Callable[[str], int] | None = None
+_worker_masker: SecretMasker | None = None
+
+
+def pool_init(encoding: str, masking: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
+    global _worker_count, _worker_masker
+    gc.disable()  # ASTs are acyclic: the cyclic GC would only re-traverse them
+    _worker_count = counter_for(encoding).count
+    _worker_masker = SecretMasker(*masking) if masking is not None else None
+
+
+def pool_prepare(args: tuple[str, str, int, int, str | None]) -> FileWork:
+    """A pool worker's share of a refresh: read, hash, parse (secrets masked) and count tokens
+    for one file, so the parent only writes rows."""
+    rel, path, size, mtime_ns, prev_sha = args
+    work = prepare_file(rel, Path(path), size, mtime_ns, prev_sha, _worker_masker)
+    if work.parsed is not None and _worker_count is not None:
+        texts, assemble = token_plan(work.parsed)
+        count = _worker_count
+        work.tokens = assemble([count(t) for t in texts])
+        work.parsed.lines = []  # only the token plan needed them: less to send back
+    return work

@@ -1,0 +1,196 @@
+"""The reference graph: which definitions name which (``edges``, resolved to indexed symbols
+in ``targets``), their centrality (PageRank, in ``centrality``), and neighbours.
+
+Edges are written with their file (``build.write``); ``resolve_local`` re-resolves what one
+file's change affects at once, and ``update_graph`` resolves everything and ranks, once edits
+pause or after a refresh.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from ctx_lsp.workspace import graph
+from ctx_lsp.workspace.index import names as index_names
+from ctx_lsp.workspace.index.db import SET_META, IndexDb, marks, select_in, write_transaction
+
+
+def resolve_local(db: IndexDb, rel: str, old: set[str], new: set[str]) -> None:
+    """After one file changed: resolve its new references, and re-resolve references
+    elsewhere that pointed at its vanished symbols or may now point at its new ones — so
+    neighbours are right at once. Centrality waits for ``update_graph`` (it is global)."""
+    with db.lock:
+        conn = db.conn
+        module = index_names.module_of(db, rel)
+        affected = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT e.target FROM edges e LEFT JOIN targets t ON t.target = e.target "
+                "WHERE e.path = ? AND t.target IS NULL",
+                (rel,),
+            )
+        }
+        affected.update(r[0] for r in select_in(conn, "SELECT target FROM targets WHERE dst IN ({})", old - new))
+        affected.update(r[0] for r in select_in(conn, "SELECT target FROM targets WHERE target IN ({})", new - old))
+        if module:  # unresolved names inside this module (``mod.new_function``)
+            affected.update(
+                r[0]
+                for r in conn.execute(
+                    "SELECT target FROM targets WHERE dst IS NULL AND target > ? AND target < ?",
+                    (module + ".", module + "/"),
+                )
+            )
+        if not affected:
+            return
+        resolver = index_names.sql_resolver(conn)
+        rows = [(target, resolver.resolve(target)) for target in sorted(affected)]
+        with write_transaction(conn):
+            conn.executemany("INSERT OR REPLACE INTO targets(target, dst) VALUES (?, ?)", rows)
+
+
+def update_graph(db: IndexDb) -> float:
+    """Resolve every reference and recompute centrality; returns the seconds it took (see
+    ``WorkspaceIndex.update_graph``)."""
+    t0 = time.perf_counter()
+    generation = db.generation
+    conn = db.reader()
+    conn.execute("BEGIN")  # one consistent snapshot for all the reads below
+    try:
+        kinds: dict[str, str] = {}
+        module_paths: dict[str, str] = {}
+        for qualname, kind, path in conn.execute("SELECT qualname, kind, path FROM symbols"):
+            if kinds.get(qualname) in (None, "module"):
+                kinds[qualname] = kind
+            if kind == "module":
+                module_paths[qualname] = path
+        imports: dict[str, dict[str, str]] = {}
+        stars: dict[str, list[str]] = {}
+        for path, local, target in conn.execute("SELECT path, local_name, target FROM imports ORDER BY rowid"):
+            if local == "*":
+                stars.setdefault(path, []).append(target)
+            else:
+                imports.setdefault(path, {})[local] = target
+        stored = dict(conn.execute("SELECT target, dst FROM targets").fetchall())
+        resolver = graph.Resolver(kinds, module_paths, imports, stars)
+        resolved: dict[str, str | None] = {}
+        index_of: dict[str, int] = {}
+        names: list[str] = []
+        weights: dict[int, float] = {}  # (src << 32 | dst) → weight: int keys, not tuples
+        for src, target, count in conn.execute("SELECT src, target, weight FROM edges"):
+            dst = resolved.get(target, "")
+            if dst == "":
+                dst = resolved[target] = resolver.resolve(target)
+            if dst is None or dst == src:
+                continue
+            i = index_of.get(src)
+            if i is None:
+                i = index_of[src] = len(names)
+                names.append(src)
+            j = index_of.get(dst)
+            if j is None:
+                j = index_of[dst] = len(names)
+                names.append(dst)
+            key = i << 32 | j
+            weights[key] = weights.get(key, 0.0) + graph.edge_weight(count)
+        previous = dict(conn.execute("SELECT qualname, rank FROM centrality").fetchall())
+    finally:
+        conn.execute("COMMIT")
+    del kinds, module_paths, imports, stars, resolver
+    start = [previous.get(q, 0.0) for q in names] if previous else None
+    mask = (1 << 32) - 1
+    ranks, _ = graph.pagerank(len(names), ((k >> 32, k & mask, w) for k, w in weights.items()), start=start)
+    rank_of = dict(zip(names, ranks, strict=True))
+    pct = graph.percentiles(rank_of)
+    degree = [0] * len(names)
+    for key in weights:
+        degree[key >> 32] += 1
+        degree[key & mask] += 1
+    changed_targets = [(t, d) for t, d in resolved.items() if stored.get(t, "") != d]
+    dropped = [(t,) for t in stored if t not in resolved]
+    with db.lock, write_transaction(db.conn) as conn:
+        conn.executemany("DELETE FROM targets WHERE target = ?", dropped)
+        conn.executemany("INSERT OR REPLACE INTO targets(target, dst) VALUES (?, ?)", changed_targets)
+        conn.execute("DELETE FROM centrality")
+        conn.executemany(
+            "INSERT INTO centrality(qualname, rank, pct, degree) VALUES (?, ?, ?, ?)",
+            [(q, rank_of[q], pct[q], degree[i]) for i, q in enumerate(names)],
+        )
+        conn.execute(SET_META, ("edges", str(len(weights))))
+        if db.generation == generation:
+            conn.execute(SET_META, ("graph_dirty", "0"))
+    return time.perf_counter() - t0
+
+
+def central_symbols(db: IndexDb, n: int, kinds: Iterable[str]) -> list[str]:
+    """The ``n`` most central definitions of ``kinds`` (see ``WorkspaceIndex.central_symbols``)."""
+    kind_list = sorted(kinds)
+    conn = db.reader()
+    rows = conn.execute(
+        "SELECT c.qualname FROM centrality c WHERE EXISTS (SELECT 1 FROM symbols s "
+        f"WHERE s.qualname = c.qualname AND s.kind IN ({marks(len(kind_list))})) "
+        "ORDER BY c.rank DESC, c.qualname LIMIT ?",
+        (*kind_list, int(n)),
+    ).fetchall()
+    if rows:
+        return [r[0] for r in rows]
+    rows = conn.execute(  # before the graph exists: the names imported by the most files
+        "SELECT i.target, count(DISTINCT i.path) AS refs FROM imports i "
+        "WHERE i.target IN (SELECT qualname FROM symbols WHERE kind != 'module') "
+        "GROUP BY i.target ORDER BY refs DESC, i.target LIMIT ?",
+        (int(n),),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
+    """Centrality percentile of each given symbol that has one."""
+    return dict(select_in(db.reader(), "SELECT qualname, pct FROM centrality WHERE qualname IN ({})", qualnames))
+
+
+def node_stats(db: IndexDb, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
+    """``(centrality percentile, degree)`` of each given symbol in the graph."""
+    sql = "SELECT qualname, pct, degree FROM centrality WHERE qualname IN ({})"
+    return {q: (pct, degree) for q, pct, degree in select_in(db.reader(), sql, qualnames)}
+
+
+def neighbours(db: IndexDb, seeds: Iterable[str], per_seed: int) -> list[tuple[str, str, str, int]]:
+    """``(seed, neighbour, relation, weight)``: the ``per_seed`` heaviest each way."""
+    conn = db.reader()
+    out: list[tuple[str, str, str, int]] = []
+    for seed in dict.fromkeys(seeds):
+        calls = conn.execute(
+            "SELECT t.dst, sum(e.weight) AS w FROM edges e JOIN targets t ON t.target = e.target "
+            "WHERE e.src = ? AND t.dst IS NOT NULL AND t.dst != e.src "
+            "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
+            (seed, per_seed),
+        )
+        out.extend((seed, dst, "calls", w) for dst, w in calls)
+        called_by = conn.execute(
+            "SELECT e.src, sum(e.weight) AS w FROM targets t JOIN edges e ON e.target = t.target "
+            "WHERE t.dst = ? AND e.src != t.dst GROUP BY e.src ORDER BY w DESC, e.src LIMIT ?",
+            (seed, per_seed),
+        )
+        out.extend((seed, src, "called by", w) for src, w in called_by)
+    return out
+
+
+def file_neighbours(db: IndexDb, rel: str, limit: int) -> list[tuple[str, str, int]]:
+    """``(qualname, relation, weight)`` of definitions in other files: the ``limit`` heaviest each way."""
+    conn = db.reader()
+    used_by = conn.execute(
+        "SELECT t.dst, sum(e.weight) AS w FROM edges e JOIN targets t ON t.target = e.target "
+        "WHERE e.path = ? AND t.dst IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM symbols s WHERE s.qualname = t.dst AND s.path = ?) "
+        "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
+        (rel, rel, limit),
+    )
+    out = [(dst, "used by", w) for dst, w in used_by]
+    uses = conn.execute(
+        "SELECT e.src, sum(e.weight) AS w FROM symbols s JOIN targets t ON t.dst = s.qualname "
+        "JOIN edges e ON e.target = t.target WHERE s.path = ? AND e.path != ? "
+        "GROUP BY e.src ORDER BY w DESC, e.src LIMIT ?",
+        (rel, rel, limit),
+    )
+    out.extend((src, "uses", w) for src, w in uses)
+    return out

@@ -1,0 +1,107 @@
+"""Search terms: what the FTS table stores for a symbol and what a query looks for.
+
+Search text is pre-split: identifiers become their lowercase sub-words plus the joined
+compound (``parseHTTPResponse`` → ``parse http response parsehttpresponse``), so a query for
+either spelling, snake_case or camelCase, matches; FTS5's ``unicode61`` tokenizer then only
+splits on the spaces we put there.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ctx_lsp.workspace.parse import ParsedModule
+
+# The columns of ``symbols_fts``, in table order (``fts_texts`` fills them in this order).
+FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
+MAX_QUERY_TERMS = 32
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# English function words: never worth an index entry or a query term.
+_STOPWORDS = _words(
+    "a an and are as at be been but by for from has have in into is it its of on or that the "
+    "their then there these this those to was were will with"
+)
+# Words of a question about code that name nothing in it ("where is X defined?").
+_QUERY_STOPWORDS = _STOPWORDS | _words(
+    "where what which who whom whose why how when does do did can could should would "
+    "defined define defines definition declared declare implemented implement implementation "
+    "located please explain tell me my our we you i"
+)
+
+_IDENT_RE = re.compile(r"[^\W\d]\w*")
+# Sub-words of one underscore-free chunk: ``HTTPResponse2x`` → HTTP, Response2x.
+_SUBWORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+|[^\W\d_]+\d*")
+
+
+@lru_cache(maxsize=65536)
+def _subwords(word: str) -> tuple[str, ...]:
+    return tuple(m.lower() for chunk in word.split("_") if chunk for m in _SUBWORD_RE.findall(chunk))
+
+
+def split_identifier(name: str) -> str:
+    """Lowercase sub-words of an identifier: ``parseHTTPResponse_v2`` → ``parse http response v2``."""
+    return " ".join(_subwords(name))
+
+
+@lru_cache(maxsize=131072)
+def _word_terms(word: str) -> str:
+    """Index terms of one identifier: its sub-words (no 1-char ones, no stopwords) and, when it
+    has several, the joined compound, so an exact-name query gets a rare, strong term."""
+    subwords = _subwords(word)
+    parts = [p for p in subwords if len(p) > 1 and p not in _STOPWORDS]
+    whole = "".join(subwords)
+    if len(subwords) > 1 and len(whole) > 1:
+        parts.append(whole)
+    return " ".join(parts)
+
+
+def search_terms(text: str) -> str:
+    """The space-joined terms stored in the FTS table for ``text`` (sub-words + compounds)."""
+    # map + join over a cached function: this runs for every symbol's identifiers at index
+    # time, so it stays out of the Python loop.
+    return " ".join(map(_word_terms, _IDENT_RE.findall(text)))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct search terms of a user query, in order; stopwords and 1-char terms dropped."""
+    seen: dict[str, None] = {}
+    for word in _IDENT_RE.findall(query):
+        subwords = _subwords(word)
+        for p in subwords:
+            if len(p) > 1 and p not in _QUERY_STOPWORDS:
+                seen.setdefault(p, None)
+        if len(subwords) > 1:  # the compound, as the index stores it
+            seen.setdefault("".join(subwords), None)
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
+    """The FTS columns of every symbol of a file (see ``FTS_COLUMNS``)."""
+    path_terms = search_terms(parsed.rel.removesuffix(".py").replace("/", " "))
+    prefix = parsed.module + "."
+    out = []
+    for s in parsed.symbols:
+        # Name column: the symbol's own name plus enclosing classes (the module's parts are in
+        # the path column; repeating them would make every symbol of a file match).
+        if s.kind == "module":
+            name_text = s.qualname.replace(".", " ")
+        else:
+            classes = s.parent[len(prefix) :] if s.parent.startswith(prefix) else ""
+            name_text = f"{s.name} {classes.replace('.', ' ')}" if classes else s.name
+        out.append(
+            (
+                search_terms(name_text),
+                search_terms(s.signature),
+                search_terms(s.docstring) if s.docstring else "",
+                # identifiers are already space-separated words: no regex needed
+                " ".join(map(_word_terms, s.identifiers.split())),
+                path_terms,
+            )
+        )
+    return out
