@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ctx_lsp.core.items import Item, PinnedItem, PinSpec
 from ctx_lsp.engine import UserError
 from ctx_lsp.memory.store import PinRecord, SessionRecord
@@ -116,16 +118,10 @@ class Pins:
             out.append(_pinned(p, sym, calibration))
         for n, intent in enumerate(what_if):
             sym = self.resolve(intent)
-            ttl = intent.ttl if intent.kind != "sticky" else None
-            spec = PinSpec(
-                pin_id=f"what-if:{sym.qualname}",
-                kind=intent.kind,
-                policy=intent.policy,
-                ttl_remaining=ttl,
-                priority=intent.priority,
-                seq=WHAT_IF_SEQ + n,
+            imagined = msgspec.structs.replace(
+                _record(record, sym, intent), id=f"what-if:{sym.qualname}", seq=WHAT_IF_SEQ + n
             )
-            out.append(PinnedItem(spec, retrieval.body_item(sym, calibration, section="system")))
+            out.append(_pinned(imagined, sym, calibration))
         return out
 
 
