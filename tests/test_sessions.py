@@ -1,5 +1,5 @@
-"""The sessions engine without a server: what-if pins agree with real ones, re-plans repeat the
-stored request (also one stored by an earlier version)."""
+"""The sessions engine without a server: what-if pins agree with real ones, capsules are counted
+like every other item, re-plans repeat the stored request (also one stored by an earlier version)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from ctx_lsp.core.items import ContextPlan
-from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
+from ctx_lsp.core.tokens import TokenCounter, scaled
+from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest, ResolvedModel
 from ctx_lsp.sessions import PinIntent, SessionEngine, SessionPlanRequest
 from tests.workspaces import copy_sample
 
@@ -43,6 +44,31 @@ def test_a_what_if_sticky_pin_keeps_its_ttl_like_the_real_pin(core: SessionEngin
     assert pinned(plan(core, session)) == what_if
     assert f"ttl {ttl}" in (what_if[1] or "")
     assert what_if[0] == ("pinned" if ttl else "ttl_expired")
+
+
+class CharCounter(TokenCounter):
+    """A counter unlike cl100k_base: one token per character."""
+
+    def measure(self, text: str) -> tuple[int, bool]:
+        return len(text), True
+
+
+def test_capsules_are_counted_with_the_model_counter(core: SessionEngine, monkeypatch):
+    core.refresh_capsules(["shop/billing/invoice.py"])
+    resolve = core.engine.resolve_model
+    counter = CharCounter()
+
+    def with_char_counter(name: str | None) -> ResolvedModel:
+        model = resolve(name)
+        return ResolvedModel(spec=model.spec, known=model.known, estimator=model.estimator, counter=counter)
+
+    monkeypatch.setattr(core.engine, "resolve_model", with_char_counter)
+    out = core.plan(SessionPlanRequest(session="capsules", request=PlanRequest(query=QUERY), dry_run=True))
+    capsules = [i for i in out.inputs.scaffold if i.kind == "capsule"]
+    assert capsules
+    cal = out.inputs.estimator.calibration
+    for item in capsules:
+        assert item.tokens == scaled(len(item.text) + 1, cal)
 
 
 def test_a_replan_repeats_the_stored_request(core: SessionEngine):

@@ -30,9 +30,10 @@ class Capsules:
         return records(self.shared.store.capsules(), Capsule)
 
     def items(self, model: ResolvedModel) -> list[Item]:
-        """Capsules as scaffold items."""
+        """Capsules as scaffold items, counted like every other item: with ``model``'s counter
+        and calibration."""
         engine = self.shared.engine
-        counter, cal = counter_for("cl100k_base"), model.estimator.calibration
+        counter, cal = model.counter, model.estimator.calibration
         include_stale = engine.config.include_stale_capsules
         out = []
         for c in self.capsules():
