@@ -3,7 +3,7 @@
     python benchmarks/plan_latency.py [--runs N]
 
 Prints a table of median and p99 latency per candidate count, with the floor it is compared
-to: a pure-Python greedy pack of the same pre-counted items (notes/perf-anchors.md §6).
+to: a pure-Python greedy pack of the same pre-counted items.
 Target (issue 2): 10k candidates in ≤ 20 ms median on a 2-core machine.
 """
 

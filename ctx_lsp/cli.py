@@ -156,7 +156,7 @@ def _load_conversation(path: Path):
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from ctx_lsp.cli_render import print_tree
-    from ctx_lsp.engine import Engine, PlanRequest
+    from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
 
     query = args.query
     if args.query_file is not None:
@@ -180,10 +180,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             PlanRequest(
                 query=query or "",
                 model=args.model,
-                context_length=args.context_length,
-                max_completion_tokens=args.max_completion_tokens,
-                safety_buffer=args.safety_buffer,
-                rag_budget=args.rag_budget,
+                budget=msgspec.convert(args, BudgetOverrides, from_attributes=True),
                 mode=args.mode,
                 pins=args.pin,
                 conversation=conversation,

@@ -1,7 +1,7 @@
 """User configuration: `ctx.toml` or `[tool.ctx-lsp]` in pyproject.toml, then editor settings.
 
 Validated by pydantic. An invalid value never stops the tool: it is named in a message and its
-default is used instead (DESIGN.md §7: bad input gets a clear message, the server keeps serving).
+default is used instead: bad input gets a clear message, and the server keeps serving.
 """
 
 from __future__ import annotations

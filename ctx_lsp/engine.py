@@ -29,6 +29,7 @@ from ctx_lsp.core.items import (
     PinnedItem,
     PinSpec,
     PlanInput,
+    Section,
     Shares,
 )
 from ctx_lsp.core.models import ModelRegistry, ModelSpec
@@ -67,24 +68,34 @@ class Focus:
     line: int | None = None
 
 
-@dataclass(slots=True)
-class PlanRequest:
-    query: str
-    model: str | None = None
+class BudgetOverrides(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A request's own budget numbers, carried whole from the face to ``Engine.budget``: each
+    one unset (None) falls back to the configuration's, else the model's."""
+
     context_length: int | None = None
     max_completion_tokens: int | None = None
     safety_buffer: int | None = None
-    rag_budget: int | None = None
+    rag_budget: int | None = None  # fixes the rag section's budget (benchmarks)
+
+
+@dataclass(slots=True)
+class PlanRequest:
+    """A question and how to ask it (the first fields, which faces fill), plus what the sessions
+    engine adds from memory (conversation, pins, summary, capsules, history, activation)."""
+
+    query: str
+    model: str | None = None
+    budget: BudgetOverrides = field(default_factory=BudgetOverrides)
     mode: Mode | None = None
+    focus: Focus | None = None
+    open_files: list[str] = field(default_factory=list)
     pins: list[str] = field(default_factory=list)  # qualified names, pinned sticky for this plan
+    system_prompt: str | None = None
     extra_pins: list[PinnedItem] = field(default_factory=list)
     conversation: list[Message] = field(default_factory=list)
     # known sizes of conversation messages, by id (from the store); a message whose size says it
     # was not loaded has no text here and is shown as a stub
     sizes: dict[str, Sized] | None = None
-    system_prompt: str | None = None
-    focus: Focus | None = None
-    open_files: list[str] = field(default_factory=list)
     summary: str | None = None  # the latest compaction summary, standing in for archived turns
     capsules: list[Item] = field(default_factory=list)  # orientation capsules (scaffold)
     history: list[list[Message]] = field(default_factory=list)  # archived turns, retrievable
@@ -109,6 +120,18 @@ class PlanOutcome:
 
     def render(self, fmt: RenderFormat) -> RenderedPrompt:
         return render(self.result, fmt, self.counter, self.inputs.estimator.calibration)
+
+
+def text_item(section: Section, kind: str, title: str, text: str, counter: TokenCounter, cal: float) -> Item:
+    """An item that shows ``text`` whole, counted with ``counter`` and scaled by ``cal``."""
+    return Item(
+        id=f"{kind}:{content_id(text)}",
+        section=section,
+        kind=kind,
+        title=title,
+        text=text,
+        tokens=scaled(counter.count(text) + retrieval.SEPARATOR_TOKENS, cal),
+    )
 
 
 class Engine:
@@ -193,49 +216,41 @@ class Engine:
         estimator = EstimatorInfo(encoding=counter.encoding, exact=exact, calibration=calibration)
         return ResolvedModel(spec=spec, known=known, estimator=estimator, counter=counter)
 
-    def budget(
-        self,
-        model: ResolvedModel,
-        *,
-        context_length: int | None = None,
-        max_completion_tokens: int | None = None,
-        safety_buffer: int | None = None,
-        rag_budget: int | None = None,
-    ) -> BudgetSpec:
+    def budget(self, model: ResolvedModel, overrides: BudgetOverrides | None = None) -> BudgetSpec:
         """The budget of a request: its own numbers, else the configuration's, else the model's
         (the reply reserve defaults to the smaller of the model's max output and the configured
         default). Every budget — plans, the meter, the compaction threshold — comes from here."""
         config = self.config
+        o = overrides or BudgetOverrides()
         # A request's own numbers are checked before any default applies: 0 is an error, not "the
         # default" (None is). The same words as the CLI's options, named as in the protocol.
-        for label, value in (("contextLength", context_length), ("maxCompletionTokens", max_completion_tokens)):
+        for label, value in (("contextLength", o.context_length), ("maxCompletionTokens", o.max_completion_tokens)):
             if value is not None and value <= 0:
                 raise UserError(f"{label} must be greater than 0, got {value}")
-        for label, value in (("safetyBuffer", safety_buffer), ("ragBudget", rag_budget)):
+        for label, value in (("safetyBuffer", o.safety_buffer), ("ragBudget", o.rag_budget)):
             if value is not None and value < 0:
                 raise UserError(f"{label} must be 0 or more, got {value}")
-        if context_length is None:
-            context_length = model.spec.context_length
-        max_completion = max_completion_tokens
+        max_completion = o.max_completion_tokens
         if max_completion is None:
             max_completion = config.max_completion_tokens or min(
                 model.spec.max_output, config.default_max_completion_tokens
             )
-        safety = config.safety_buffer if safety_buffer is None else safety_buffer
         shares = config.shares
         return BudgetSpec(
-            context_length=context_length,
+            context_length=model.spec.context_length if o.context_length is None else o.context_length,
             max_completion_tokens=max_completion,
-            safety_buffer=safety,
+            safety_buffer=config.safety_buffer if o.safety_buffer is None else o.safety_buffer,
             shares=Shares(shares.system, shares.conversation, shares.rag),
-            rag_budget=rag_budget,
+            rag_budget=o.rag_budget,
         )
 
     # ---- planning --------------------------------------------------------------------------
 
     def build_inputs(
-        self, req: PlanRequest, *, model: ResolvedModel | None = None
+        self, req: PlanRequest, *, model: ResolvedModel | None = None, budget: BudgetSpec | None = None
     ) -> tuple[PlanInput, TokenCounter, dict[str, float]]:
+        """The planner's inputs for a request. ``model`` and ``budget`` are the request's, when
+        the caller has resolved them already (the sessions engine does, once per plan)."""
         t0 = time.perf_counter()
         model = model or self.resolve_model(req.model)
         cal = model.estimator.calibration
@@ -250,21 +265,15 @@ class Engine:
                 f"token counts are estimates: {model.estimator.encoding} × {cal} stands in for "
                 f"{model.spec.name}'s own tokenizer"
             )
-        budget = self.budget(
-            model,
-            context_length=req.context_length,
-            max_completion_tokens=req.max_completion_tokens,
-            safety_buffer=req.safety_buffer,
-            rag_budget=req.rag_budget,
-        )
+        budget = budget or self.budget(model, req.budget)
         mode: Mode = req.mode or self.config.mode
 
         counter = model.counter
         system_text = req.system_prompt or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
         system_text = system_text.replace("{workspace}", self.root.name)
-        required = [self._text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
+        required = [text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
         for rel, text in self.agent_instructions():
-            item = self._text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
+            item = text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
             required.append(msgspec.structs.replace(item, path=rel, detail=masked_detail(text)))
         notes.extend(self.instruction_problems.values())
         if req.focus is not None:
@@ -277,7 +286,7 @@ class Engine:
         summary = None
         if req.summary:
             summary = msgspec.structs.replace(
-                self._text_item(
+                text_item(
                     "conversation", COMPACTION_SUMMARY, "summary of earlier conversation", req.summary, counter, cal
                 ),
                 tokens=scaled(counter.count(req.summary) + MESSAGE_OVERHEAD, cal),
@@ -341,17 +350,6 @@ class Engine:
 
     # ---- items -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _text_item(section, kind: str, title: str, text: str, counter: TokenCounter, cal: float) -> Item:
-        return Item(
-            id=f"{kind}:{content_id(text)}",
-            section=section,
-            kind=kind,
-            title=title,
-            text=text,
-            tokens=scaled(counter.count(text) + retrieval.SEPARATOR_TOKENS, cal),
-        )
-
     def agent_instructions(self) -> list[tuple[str, str]]:
         """Agent instruction files of the workspace (AGENTS.md, CLAUDE.md, Copilot's): always in
         the prompt, never summarised away. Re-read only when their size or mtime changes."""
@@ -385,7 +383,7 @@ class Engine:
         sym = self.index.symbol_at(focus.path, focus.line) if focus.line is not None else None
         if sym is not None:
             text += f" The cursor is in {sym.kind} {sym.qualname} ({sym.signature or sym.name})."
-        item = self._text_item("system", FOCUS_HINT, f"focus: {where}", text, counter, cal)
+        item = text_item("system", FOCUS_HINT, f"focus: {where}", text, counter, cal)
         detail = masked_detail(text, sym is not None and sym.secrets > 0)  # the signature of a masked variable
         return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None, detail=detail)
 

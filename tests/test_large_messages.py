@@ -21,7 +21,7 @@ from ctx_lsp.core.conversation import (
 from ctx_lsp.core.items import BudgetSpec, ContextOverflow, Conversation, Message
 from ctx_lsp.core.planner import FRAMING_TOKENS, plan
 from ctx_lsp.core.tokens import EXACT_COUNT_LIMIT_BYTES, counter_for, utf8_size
-from ctx_lsp.engine import Engine
+from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.memory.store import BODY_MIN_BYTES, HEAD_CHARS, MemoryStore, decode_inputs, encode_inputs
 from ctx_lsp.sessions import SessionEngine, SessionPlanRequest
 from tests.planning import plan_input
@@ -242,7 +242,7 @@ def test_counts_are_stored_at_append_and_plans_read_no_large_text(tmp_path: Path
     read: list[list[str]] = []
     contents = core.store.contents
     monkeypatch.setattr(core.store, "contents", lambda s, ids, **kw: read.append(ids) or contents(s, ids, **kw))
-    out = core.plan(SessionPlanRequest(session="s", query="what failed in step 1?"))
+    out = core.plan(SessionPlanRequest(session="s", request=PlanRequest(query="what failed in step 1?")))
     assert not any("t1" in ids for ids in read)
     stub = next(i for i in out.result.plan.included if i.kind == "tool_episode")
     assert "message t1" in (stub.detail or "")
@@ -278,11 +278,11 @@ def test_a_store_of_an_earlier_version_is_migrated_and_counted_once(tmp_path: Pa
     core = SessionEngine(Engine(db_path.parent.parent))
     meta = core.store.path_meta("s")
     assert [m.bytes for m in meta] == [len(text), None] and meta[0].tokens is None
-    out = core.plan(SessionPlanRequest(session="s", query="and?"))
+    out = core.plan(SessionPlanRequest(session="s", request=PlanRequest(query="and?")))
     assert out.result.plan.totals.tokens <= out.result.plan.prompt_budget
     meta = core.store.path_meta("s")
     assert meta[0].tokens == COUNTER.count(text) and meta[0].tokens_encoding == COUNTER.encoding
-    assert core.messages("s")[0].content == text
+    assert core.messages("s").messages[0].content == text
     core.close()
 
 

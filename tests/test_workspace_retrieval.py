@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.core.tokens import counter_for
-from ctx_lsp.engine import Engine, Focus, PlanRequest
+from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
 from ctx_lsp.workspace import retrieval
 from ctx_lsp.workspace.index import WorkspaceIndex
 from tests.workspaces import copy_sample
@@ -119,7 +119,7 @@ def test_modes_change_what_is_retrieved(ws: Path) -> None:
     try:
         kinds = {}
         for mode in ("off", "light", "heavy"):
-            outcome = engine.plan(PlanRequest(query=query, mode=mode, rag_budget=20_000))
+            outcome = engine.plan(PlanRequest(query=query, mode=mode, budget=BudgetOverrides(rag_budget=20_000)))
             kinds[mode] = {c.kind for c in outcome.inputs.candidates}
         assert kinds["off"] == set()
         assert kinds["light"] == {"symbol_card", retrieval.TOUCHPOINT}
@@ -135,12 +135,18 @@ def test_engine_passes_focus_and_pins_as_graph_seeds(ws: Path) -> None:
     line = next(i for i, text in enumerate(lines) if "def reserve" in text)
     try:
         outcome = engine.plan(
-            PlanRequest(query="stock levels", focus=Focus("shop/inventory.py", line + 1), rag_budget=20_000)
+            PlanRequest(
+                query="stock levels",
+                focus=Focus("shop/inventory.py", line + 1),
+                budget=BudgetOverrides(rag_budget=20_000),
+            )
         )
         whys = {c.symbol: c.why or "" for c in outcome.inputs.candidates}
         assert "used by Inventory.reserve" in whys["shop.inventory.OutOfStockError"]
         pinned = engine.plan(
-            PlanRequest(query="stock levels", pins=["shop.billing.invoice.tax_for"], rag_budget=20_000)
+            PlanRequest(
+                query="stock levels", pins=["shop.billing.invoice.tax_for"], budget=BudgetOverrides(rag_budget=20_000)
+            )
         )
         whys = {c.symbol: c.why or "" for c in pinned.inputs.candidates}
         assert any("used by invoice.tax_for" in w or "called by invoice.tax_for" in w for w in whys.values())
@@ -201,12 +207,12 @@ def test_heavy_mode_falls_back_to_the_card_of_a_long_body(ws: Path) -> None:
     engine.refresh_index()
     try:
         query = "monthly_report"
-        outcome = engine.plan(PlanRequest(query=query, mode="heavy", rag_budget=300))
+        outcome = engine.plan(PlanRequest(query=query, mode="heavy", budget=BudgetOverrides(rag_budget=300)))
         forms = {(c.kind, c.symbol) for c in outcome.inputs.candidates if c.symbol == "shop.reports.monthly_report"}
         assert forms == {("symbol_body", "shop.reports.monthly_report"), ("symbol_card", "shop.reports.monthly_report")}
         included = [i for i in outcome.result.plan.included if i.symbol == "shop.reports.monthly_report"]
         assert [i.kind for i in included] == ["symbol_card"]  # the body (≈600 tokens) does not fit 300
-        roomy = engine.plan(PlanRequest(query=query, mode="heavy", rag_budget=5000))
+        roomy = engine.plan(PlanRequest(query=query, mode="heavy", budget=BudgetOverrides(rag_budget=5000)))
         included = [i for i in roomy.result.plan.included if i.symbol == "shop.reports.monthly_report"]
         assert [i.kind for i in included] == ["symbol_body"]  # and the card is a duplicate then
     finally:

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import ChunkIndex
 
-from ctx_lsp.engine import Engine, PlanRequest
+from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
 from ctx_lsp.workspace import retrieval
 
 # Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
@@ -155,7 +155,7 @@ def run(
                             ) / max(len(gold_lines), 1)
                         else:
                             mode = system.split()[1].rstrip(",")
-                            req = PlanRequest(query=task["query"], mode=mode, rag_budget=budget)  # type: ignore[arg-type]
+                            req = PlanRequest(query=task["query"], mode=mode, budget=BudgetOverrides(rag_budget=budget))  # type: ignore[arg-type]
                             t = time.perf_counter()
                             if system.endswith("no graph"):
                                 with _NoGraph():

@@ -1,12 +1,12 @@
 """Section budgets: shares of the prompt budget, with unused share flowing to sections that
-still have demand (DESIGN.md §3). Pure integer arithmetic, so allocation is deterministic."""
+still have demand (docs/budget.md). Pure integer arithmetic, so allocation is deterministic."""
 
 from __future__ import annotations
 
 from ctx_lsp.core.items import SECTIONS, Section, Shares
 
 # Priority order of sections, used when floors (required items and pins) eat into the shares of
-# other sections: retrieval gives way first, then conversation (selection order, DESIGN.md §3).
+# other sections: retrieval gives way first, then conversation (the selection order, docs/budget.md).
 GIVE_WAY_ORDER: tuple[Section, ...] = ("rag", "conversation", "system")
 
 

@@ -1,4 +1,4 @@
-"""Conversation → turns and atoms (DESIGN.md §2 "Atom", "Turn").
+"""Conversation → turns and atoms (the words are in docs/architecture.md).
 
 An assistant message that calls tools and the results of those calls form one atom: providers
 reject a tool call without its result and a result without its call, so the planner keeps or

@@ -1,4 +1,4 @@
-"""The planner's vocabulary (DESIGN.md §2): items, atoms, turns, pins, budgets and the plan.
+"""The planner's vocabulary (docs/architecture.md): items, atoms, turns, pins, budgets and the plan.
 
 Everything here is a frozen msgspec Struct so that inputs hash and encode deterministically:
 the plan id is a digest of the encoded inputs, and the plan's JSON is byte-stable.
@@ -21,7 +21,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 IncludedReason = Literal["required", "latest_user", "pinned", "recent", "relevant", "scaffold", "summary"]
 ExcludedReason = Literal["budget", "ttl_expired", "policy", "duplicate", "stale", "mode_off", "archived"]
 
-# Item kinds (DESIGN.md §2 "Item").
+# Item kinds.
 SYSTEM_PROMPT = "system_prompt"
 FOCUS_HINT = "focus_hint"
 SCAFFOLD = "scaffold"
@@ -163,7 +163,7 @@ class PlanInput(msgspec.Struct, frozen=True, kw_only=True):
     notes: tuple[str, ...] = ()
 
 
-# ---- the plan, as clients see it (DESIGN.md §5; camelCase on the wire) -----------------------
+# ---- the plan, as clients see it (docs/protocol.md; camelCase on the wire) ---------------------
 
 
 class PlanItem(msgspec.Struct, frozen=True, rename="camel"):

@@ -1,4 +1,4 @@
-"""The planner: a pure function from PlanInput to a ContextPlan (DESIGN.md §3).
+"""The planner: a pure function from PlanInput to a ContextPlan (the rules: docs/budget.md).
 
 Selection order: required → pins → conversation → retrieval. No I/O, no clocks, no globals:
 identical inputs give an identical plan, byte for byte, with the same plan id.
@@ -220,7 +220,7 @@ def _pin_detail(pin: PinSpec, state: str) -> str:
 
 def _select_pins(pins: tuple[PinnedItem, ...], room: int, required_ids: set[str], ledger: _Ledger) -> list[Chosen]:
     live: list[tuple[PinnedItem, str]] = []
-    # pins are charged to the system section, whatever their item is (DESIGN.md §2 "Section")
+    # pins are charged to the system section, whatever their item is
     pins = tuple(PinnedItem(p.pin, msgspec.structs.replace(p.item, section="system")) for p in pins)
     for p in pins:
         state = _pin_state(p.pin)

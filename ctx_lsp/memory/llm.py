@@ -17,6 +17,10 @@ from typing import Any
 
 from ctx_lsp.config import LlmEndpoint
 
+# What a text sent to the endpoint is counted in to fit its window: the endpoint's model is not
+# one the registry knows, and cl100k_base is the encoding always available offline.
+WINDOW_ENCODING = "cl100k_base"
+
 
 class LlmError(RuntimeError):
     """The endpoint could not give an answer; the message says why (for the fallback note)."""

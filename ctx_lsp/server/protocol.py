@@ -1,9 +1,17 @@
-"""The ctx/ protocol: every params and result type of the custom LSP methods (DESIGN.md §5).
+"""The ctx/ protocol: every params and result type of the custom LSP methods (docs/protocol.md).
 
 msgspec Structs, camelCase on the wire. Handlers call ``decode(params, T)`` at the edge (a
 malformed request becomes InvalidParams with the field named) and return ``encode(result)``
-(builtins: pygls cannot serialise a Struct). ``docs/protocol.schema.json`` is generated from
-this module (``python -m ctx_lsp.server.protocol``); the clients' types follow it.
+(builtins: pygls cannot serialise a Struct), a result built by ``server/convert.py`` from the
+engine's values. ``docs/protocol.schema.json`` is generated from this module (``python -m
+ctx_lsp.server.protocol``); the clients' types follow it.
+
+Each wire shape is defined once. Engine values that clients see as they are — the plan and its
+items, capsules, reflections, suggestions, ledger turns — are listed here as the engine defines
+them; where clients know such a shape by another name, a subclass here gives it that name and
+adds nothing (``CompactionResult``, ``RenderedPromptResult``, ``BranchResult``, ``EstimatorMeter``).
+
+Longer than most modules on purpose: the whole protocol is read in one place.
 """
 
 from __future__ import annotations
@@ -15,7 +23,10 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, PlanItem, Position, Range
+from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, PlanEstimator, Position, Range
+from ctx_lsp.core.render import RenderedPrompt
+from ctx_lsp.memory.compaction import Compaction
+from ctx_lsp.sessions.records import Branch, Capsule, LedgerTurn, Reflection, Suggestion
 
 T = TypeVar("T")
 
@@ -204,12 +215,8 @@ class SectionMeter(_P):
     count: int
 
 
-class EstimatorMeter(_P):
-    encoding: str
-    exact: bool
-    calibration: float
-    spread: float | None = None
-    reports: int = 0
+class EstimatorMeter(PlanEstimator, frozen=True):
+    pass
 
 
 class BudgetMeter(_P):
@@ -271,13 +278,8 @@ class UsageReport(_P):
     ask_repin: list[str]
 
 
-class RenderedPromptResult(_P):
-    plan_id: str
-    format: str
-    tokens: int
-    system: str | None = None
-    messages: list[dict[str, Any]] | None = None
-    text: str | None = None
+class RenderedPromptResult(RenderedPrompt):
+    pass
 
 
 class StoredMessageOut(_P):
@@ -299,13 +301,6 @@ class MessagesResult(_P):
     messages: list[StoredMessageOut]
 
 
-class LedgerTurn(_P):
-    plan_id: str
-    turn: int
-    query: str
-    excluded: list[PlanItem]
-
-
 class LedgerResult(_P):
     session: str
     turns: list[LedgerTurn]
@@ -318,18 +313,8 @@ class ReplayResult(_P):
     plan: ContextPlan
 
 
-class CompactionResult(_P):
-    number: int
-    session: str
-    branch: str
-    summary: str
-    archived_ids: list[str]
-    tokens_before: int
-    tokens_after: int
-    milliseconds: float
-    summarizer: str
-    note: str | None = None
-    applied: bool = True
+class CompactionResult(Compaction):
+    pass
 
 
 class MemoryPolicyResult(_P):
@@ -338,48 +323,13 @@ class MemoryPolicyResult(_P):
     compaction_threshold: float | None = None
 
 
-class Capsule(_P):
-    path: str
-    module: str
-    text: str
-    code_hash: str
-    source: str
-    confidence: float
-    created: float
-    stale: bool
-    stale_since: float | None = None
-
-
-class Reflection(_P):
-    """One decision of the reflection loop: promote, renew, demote or suggest, with its reason."""
-
-    id: int
-    turn: int
-    kind: Literal["promote", "renew", "demote", "suggest"]
-    item: str
-    pin_id: str | None
-    reason: str
-    undone: bool = False
-    task: str | None = None  # the query cluster a promotion was made in
-
-
-class Suggestion(_P):
-    item: str
-    turn: int
-    reason: str
-    status: Literal["open", "accepted", "dismissed"]
-
-
 class ModeResult(_P):
     session: str
     mode: Mode
 
 
-class BranchResult(_P):
-    name: str
-    head: str | None
-    forked_from: str | None
-    active: bool
+class BranchResult(Branch):
+    pass
 
 
 # ---- notifications ---------------------------------------------------------------------------

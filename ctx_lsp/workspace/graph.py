@@ -5,7 +5,7 @@ module's own names and imports, e.g. ``z.f`` after ``from x import y as z`` → 
 Here those file-local targets are resolved against the whole workspace (re-exports through a
 package's ``__init__``, attributes of a definition), and a PageRank over the def→ref graph
 gives every symbol a precomputed centrality, so a request never runs a graph algorithm over
-the whole workspace (Aider's repo map does, on every request: perf-anchors §5).
+the whole workspace (Aider's repo map does, on every request).
 
 Pure functions over plain data; the index feeds them rows and stores what they return.
 """

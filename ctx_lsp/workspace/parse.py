@@ -1,5 +1,5 @@
-"""Parse one Python module into symbols with the stdlib ``ast`` (never jedi: see
-notes/perf-anchors.md §2–3 — jedi is 12–100x slower and crashed on real files).
+"""Parse one Python module into symbols with the stdlib ``ast`` (never jedi: it is 12–100x
+slower and recursed without end on real files; docs/architecture.md has the measurements).
 
 The output is what the index stores and what retrieval renders: a symbol per module, class
 (nested classes included), function, method and module-level variable, each with its range,
@@ -186,7 +186,7 @@ def _scan_words(text: str, extra: Iterable[str] = ()) -> tuple[str, dict[bytes, 
     capped at MAX_IDENTIFIERS, space-joined. Chains: ``{b"a.b.c": occurrences}``.
 
     A regex over the source bytes instead of an ``ast`` walk: an ast walk over every
-    expression costs about as much as parsing again (perf-anchors §2, "defs + refs"); this
+    expression costs about as much as parsing again (measured: docs/architecture.md); this
     stays in C end to end (findall, Counter, join, split, set difference). It also picks up
     argument names and words in comments and strings, which help lexical search (and make
     a reference in a docstring count as a reference).

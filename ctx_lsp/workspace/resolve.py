@@ -2,7 +2,7 @@
 infer the type) attributes — ``obj.method`` → ``pkg.mod.Class.method``.
 
 On demand only, for one position at a time (pinning, focus): jedi is 12–100x slower than the
-``ast`` index and can recurse without end on real code (perf-anchors §2–3), so every call runs
+``ast`` index and can recurse without end on real code (docs/architecture.md), so every call runs
 under a time limit on its own thread, with a ``RecursionError`` guard, and never at start-up or
 on the plan path. Calls are serialised (jedi's caches are not thread-safe); a call that times
 out keeps its thread until jedi returns, and later calls wait for it within their own limit.

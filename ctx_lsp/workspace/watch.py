@@ -1,7 +1,7 @@
 """Keep the index current with the files on disk: a watchfiles loop.
 
 Edits made outside the editor (``git checkout``, a formatter, another tool) arrive here within
-a short debounce (≈50 ms: notes/lsp-stack.md §3); edits in the editor arrive as LSP document
+a short debounce (≈50 ms); edits in the editor arrive as LSP document
 events and keep priority — a file open in the editor is indexed from its buffer, so the loop
 leaves it alone. Ignored like the walker ignores them: ``.git``, virtualenvs, ``node_modules``,
 ``__pycache__``, ``build``, ``dist``, ``.ctx`` and ``.gitignore``d paths.

@@ -1,0 +1,168 @@
+"""CtxServer: what every handler shares — the sessions engine and the one worker thread that
+runs it, the mapping of document URIs to workspace paths, notifications, background tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import msgspec
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from ctx_lsp import __version__
+from ctx_lsp.core.conversation import ConversationError
+from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.planner import InvalidBudget
+from ctx_lsp.engine import UserError
+from ctx_lsp.memory.store import MemoryUnavailable, StoreError
+from ctx_lsp.server import protocol as P
+from ctx_lsp.server import transport
+from ctx_lsp.sessions import DEFAULT_SESSION, NotFound, SessionEngine
+from ctx_lsp.workspace.files import PathRefused, workspace_rel
+
+log = logging.getLogger("ctx_lsp.server")
+T = TypeVar("T")
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: not a drive letter
+
+
+def not_initialized(detail: str = "") -> JsonRpcServerError:
+    return JsonRpcServerError(f"the server is not initialized yet{detail}", P.NOT_INITIALIZED)
+
+
+def decode(params: Any, kind: type[T]) -> T:
+    """A method's params as ``kind``; InvalidParams naming the field when they do not match."""
+    try:
+        return P.decode(params, kind)
+    except P.ParamsError as err:
+        raise JsonRpcInvalidParams(str(err)) from None
+
+
+class CtxServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "ctx-lsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=transport.CtxProtocol,
+        )
+        self.protocol: transport.CtxProtocol
+        self.max_message_bytes = transport.MAX_MESSAGE_BYTES
+        self._sessions: SessionEngine | None = None  # from `initialize` to `shutdown`
+        self.session_id = DEFAULT_SESSION  # unless initializationOptions name one
+        self.config_messages: list[str] = []
+        # One worker thread owns the engine: requests are served in order, SQLite stays simple.
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-engine")
+        self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index")
+        self.index_ready = asyncio.Event()
+        self.pending_index: dict[str, asyncio.TimerHandle] = {}
+        self.pending_replan: dict[str, asyncio.TimerHandle] = {}
+        self.background: set[asyncio.Task] = set()
+        self.watcher: Any = None  # the workspace watcher, once the start-up indexing is done
+        self.shut_down = False  # a shutdown request was received
+
+    # ---- transport: our reader loop instead of pygls' (see transport.py) -----------------------
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> int:  # type: ignore[override]
+        return transport.serve_stdio(self, self.max_message_bytes)
+
+    def start_tcp(self, host: str, port: int) -> int:  # type: ignore[override]
+        return transport.serve_tcp(self, host, port, self.max_message_bytes)
+
+    # ---- the sessions engine -------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> SessionEngine:
+        """The sessions engine (its ``engine`` is the workspace's); -32003 before `initialize`."""
+        if self._sessions is None:
+            raise not_initialized()
+        return self._sessions
+
+    @property
+    def serving(self) -> bool:
+        """A workspace is open (between a successful `initialize` and `shutdown`)."""
+        return self._sessions is not None
+
+    def attach(self, sessions: SessionEngine) -> None:
+        self._sessions = sessions
+
+    def detach(self) -> SessionEngine | None:
+        """Stop serving the workspace; returns its engine for the caller to close."""
+        sessions, self._sessions = self._sessions, None
+        return sessions
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run engine work on the worker thread, mapping domain errors to JSON-RPC errors a
+        person can act on (no tracebacks leak to the client)."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.worker, lambda: fn(*args))
+        except ContextOverflow as err:
+            raise JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by}) from None
+        except (NotFound, StoreError) as err:
+            raise JsonRpcServerError(str(err), P.NOT_FOUND) from None
+        except MemoryUnavailable as err:
+            raise JsonRpcServerError(str(err), P.MEMORY_UNAVAILABLE) from None
+        except (UserError, InvalidBudget, ConversationError, P.ParamsError) as err:
+            raise JsonRpcInvalidParams(str(err)) from None
+        except JsonRpcException:
+            raise
+        except Exception as err:  # a bug: say so plainly, log the traceback, keep serving
+            log.exception("internal error")
+            raise JsonRpcInternalError(f"internal error: {type(err).__name__}: {err}") from None
+
+    async def wait_index(self) -> None:
+        """Requests that read the index wait for the start-up indexing (seconds, once), instead of
+        answering from half an index. Indexing starts on the client's `initialized`: without it
+        (or without a workspace) the answer is -32003 at once, not a wait that never ends."""
+        if not self.serving:
+            raise not_initialized()
+        if not self.protocol.client_initialized:
+            raise not_initialized(": the client has not sent the `initialized` notification")
+        await self.index_ready.wait()
+
+    def session_of(self, session: str | None) -> str:
+        return session or self.session_id
+
+    # ---- paths ---------------------------------------------------------------------------------
+
+    def rel(self, uri: str) -> str:
+        """A ``file:`` URI or a path (absolute, or workspace-relative) → workspace-relative.
+        Every path of every method comes through here (one check: inside the root)."""
+        root = self.sessions.engine.root
+        if _URI_SCHEME.match(uri) and not uri.startswith("file:"):
+            raise JsonRpcInvalidParams(f"not a file URI or a path: {uri!r}")
+        path = to_fs_path(uri) if uri.startswith("file:") else uri
+        if path is None:
+            raise JsonRpcInvalidParams(f"not a file URI: {uri!r}")
+        try:
+            return workspace_rel(root, path)
+        except PathRefused as err:
+            raise JsonRpcInvalidParams(str(err)) from None
+
+    def uri(self, rel: str) -> str:
+        return from_fs_path(str(self.sessions.engine.root / rel)) or rel
+
+    def open_text(self, uri: str) -> str | None:
+        """The buffer's text if the editor has the document open (it may be unsaved)."""
+        doc = self.workspace.text_documents.get(uri)
+        return doc.source if doc is not None else None
+
+    # ---- telling the client --------------------------------------------------------------------
+
+    def notify(self, method: str, params: msgspec.Struct) -> None:
+        self.protocol.notify(method, P.encode(params))
+
+    def warn(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)

@@ -1,0 +1,12 @@
+"""The sessions engine: the workspace engine plus memory, in rooms — ``pins``, ``conversation``,
+``calibration`` (the one model resolver), ``planning`` and ``plans`` (the plan cache, replay,
+the dropped ledger), ``compaction``, ``capsules``, ``reflection``, ``usage`` (and the meter) —
+composed by ``SessionEngine``. Faces pass ``values`` in and get ``values``, ``records`` and
+``events`` back, and turn them into their own wire shapes.
+"""
+
+from ctx_lsp.sessions.engine import SessionEngine
+from ctx_lsp.sessions.shared import DEFAULT_SESSION, NotFound
+from ctx_lsp.sessions.values import PinIntent, SessionPlanRequest
+
+__all__ = ["DEFAULT_SESSION", "NotFound", "PinIntent", "SessionEngine", "SessionPlanRequest"]

@@ -1,0 +1,179 @@
+"""Compaction of a session's conversation: asked for, or automatic before a plan once the
+conversation reaches its threshold share of the conversation budget. Archived messages are
+never deleted: they stay in the store and in ``ctx/listMessages``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ctx_lsp.core.conversation import Sized, group_turns, sized_cost
+from ctx_lsp.core.items import BudgetSpec
+from ctx_lsp.core.tokens import counter_for, scaled
+from ctx_lsp.engine import ResolvedModel, UserError
+from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
+from ctx_lsp.memory.llm import WINDOW_ENCODING, ChatClient
+from ctx_lsp.memory.store import MessageMeta, SessionRecord
+from ctx_lsp.sessions.calibration import Calibration
+from ctx_lsp.sessions.conversation import Conversation
+from ctx_lsp.sessions.events import Compacted
+from ctx_lsp.sessions.shared import Shared
+
+COMPACTION_KEEP_SHARE = 0.5  # after a compaction, the recent turns kept fill at most half the budget
+
+
+def conversation_budget(budget: BudgetSpec) -> int:
+    """The conversation section's share of a prompt budget."""
+    return max(0, int(budget.prompt_budget * budget.shares.conversation))
+
+
+@dataclass(slots=True)
+class Compactions:
+    shared: Shared
+    calibration: Calibration
+    conversation: Conversation
+
+    def summary_for(self, session: str, path: list[MessageMeta]) -> dict[str, Any] | None:
+        """The latest compaction whose archived messages are on this path (branches share them)."""
+        on_path = {m.id for m in path}
+        for c in reversed(self.shared.store.compactions(session)):
+            if c["archivedIds"] and c["archivedIds"][-1] in on_path:
+                return c
+        return None
+
+    def set_memory_policy(self, session: str, rolling: bool | None, threshold: float | None) -> SessionRecord:
+        self.shared.require_memory()
+        if threshold is not None and not 0.1 <= threshold <= 1.0:
+            raise UserError(f"compactionThreshold must be between 0.1 and 1.0, got {threshold}")
+        self.shared.open_session(session)
+        self.shared.store.set_memory_policy(session, rolling, threshold)
+        return self.shared.store.session(session)
+
+    def maybe_compact(
+        self,
+        record: SessionRecord,
+        model: ResolvedModel,
+        budget: BudgetSpec,
+        meta: list[MessageMeta],
+        sizes: dict[str, Sized],
+    ) -> bool:
+        """Threshold compaction before a plan with ``budget``: when the active conversation
+        reaches the threshold share of the conversation budget — measured from the last actual
+        usage when there is one (scaled by how far off the estimate was), from stored counts
+        otherwise — summarise older turns. Returns whether it compacted."""
+        active = [m.to_message() for m in meta if m.archived_by is None]
+        if len(active) < 2:
+            return False
+        cal = model.estimator.calibration
+        estimate = sum(scaled(sized_cost(model.counter, m, sizes[m.id]), cal) for m in active)
+        stats = self.shared.store.usage_stats(model.spec.name, record.id)
+        if stats.last_actual and stats.last_estimate:
+            estimate = round(estimate * max(1.0, stats.last_actual / stats.last_estimate))
+        threshold = record.compaction_threshold or self.shared.engine.config.compaction_threshold
+        room = conversation_budget(budget)
+        if estimate < threshold * room:
+            return False
+        keep = int(room * COMPACTION_KEEP_SHARE)
+        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=keep, path=meta)
+        if compaction is None:
+            return False
+        self.shared.events.append(Compacted(record.id, compaction))
+        return True
+
+    def compact(
+        self,
+        session: str,
+        strategy: str = "summary",
+        *,
+        dry_run: bool = False,
+        summary: str | None = None,
+        auto: bool = False,
+        keep_tokens: int | None = None,
+        path: list[MessageMeta] | None = None,
+    ) -> Compaction | None:
+        """Summarise (or, with ``trim``, just archive) the older turns of the active branch: all
+        but the current turn when asked for, and when automatic all but the newest turns that
+        fit half the conversation budget (``keep_tokens``, when the caller knows the budget).
+        ``path`` is the branch's path when the caller has just read it."""
+        shared = self.shared
+        store = shared.store
+        if not dry_run:
+            shared.require_memory()
+        record = shared.open_session(session)
+        model, _ = self.calibration.model(record.model)
+        counter, cal = model.counter, model.estimator.calibration
+        stored = path if path is not None else store.path_meta(session, record.branch)
+        active_meta = [m for m in stored if m.archived_by is None]
+        sizes = self.conversation.sizes(session, active_meta, counter)
+
+        def cost(msgs) -> int:
+            return sum(scaled(sized_cost(counter, m, sizes[m.id]), cal) for m in msgs)
+
+        active = [m.to_message() for m in active_meta]
+        turns = group_turns(active)
+        # automatic: keep the newest turns that fill half the budget; asked for: keep only the current turn
+        if keep_tokens is None:
+            room = conversation_budget(shared.engine.budget(model))
+            keep_tokens = int(room * COMPACTION_KEEP_SHARE) if auto else 0
+        archive, kept = split_for_compaction(turns, cost, keep_tokens)
+        if not archive:
+            if auto:
+                return None
+            raise UserError("nothing to compact: the conversation is only its current turn")
+        previous = self.summary_for(session, stored)
+        prev_digest = msgspec.json.decode(previous["digest"], type=Digest) if previous and previous["digest"] else None
+        # what the summary is made from: the archived texts, a large one by its head
+        heads = store.contents(session, [m.id for m in archive], prefix=True)
+        texts = [msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in archive]
+        big = {m.id: sizes[m.id].bytes for m in archive}
+        number = 1 + max((c["number"] for c in store.compactions(session)), default=0)
+        note = None
+        if summary is not None:
+            text, digest, summarizer, ms = summary, extract_digest(texts, prev_digest, big), "edited", 0.0
+        elif strategy == "trim":
+            text, digest, summarizer, ms = "", extract_digest(texts, prev_digest, big), "trim", 0.0
+        else:
+            config = shared.engine.config
+            client = ChatClient(config.llm) if config.summarizer == "llm" else None
+            text, digest, summarizer, note, ms = summarise(
+                texts,
+                number,
+                prev_digest,
+                previous["summary"] if previous else None,
+                use_llm=client is not None,
+                client=client,
+                count=counter_for(WINDOW_ENCODING).count,
+                window=config.llm.context_length,
+                sizes=big,
+            )
+        before = cost(active) + (counter.count(previous["summary"]) if previous else 0)
+        after = cost(kept) + counter.count(text)
+        compaction = Compaction(
+            number=number,
+            session=session,
+            branch=record.branch,
+            summary=text,
+            archived_ids=[m.id for m in archive],
+            tokens_before=before,
+            tokens_after=after,
+            milliseconds=round(ms, 2),
+            summarizer=summarizer,
+            note=note,
+            applied=not dry_run,
+        )
+        if not dry_run:
+            compaction.number = store.add_compaction(
+                session,
+                record.branch,
+                text,
+                msgspec.json.encode(digest),
+                compaction.archived_ids,
+                before,
+                after,
+                compaction.milliseconds,
+                summarizer,
+                note,
+            )
+        return compaction

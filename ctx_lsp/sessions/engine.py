@@ -1,0 +1,169 @@
+"""SessionEngine: the one object every face (the language server, the CLI) calls for work that
+involves memory. It composes the rooms of this package and holds no logic of its own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ctx_lsp.core.items import Mode, PlanItem
+from ctx_lsp.core.planner import PlanResult
+from ctx_lsp.engine import Engine, PlanOutcome
+from ctx_lsp.memory.compaction import Compaction
+from ctx_lsp.memory.store import MemoryStore, SessionRecord, StoredMessage
+from ctx_lsp.sessions.calibration import Calibration
+from ctx_lsp.sessions.capsules import Capsules
+from ctx_lsp.sessions.compaction import Compactions
+from ctx_lsp.sessions.conversation import Conversation
+from ctx_lsp.sessions.events import Event
+from ctx_lsp.sessions.pins import Pins
+from ctx_lsp.sessions.planning import Planning
+from ctx_lsp.sessions.plans import LEDGER_TURNS, Plans
+from ctx_lsp.sessions.records import Branch, Capsule, LedgerTurn, Reflection, Suggestion
+from ctx_lsp.sessions.reflection import Reflections
+from ctx_lsp.sessions.shared import Shared
+from ctx_lsp.sessions.usage import UsageAndMeter
+from ctx_lsp.sessions.values import Meter, PinIntent, PinState, SessionPlanRequest, Transcript, Usage, UsageReport
+
+if TYPE_CHECKING:
+    from ctx_lsp.workspace.index import IndexedSymbol
+
+
+class SessionEngine:
+    """The workspace ``engine`` plus the memory ``store``: sessions, pins, conversation, plans,
+    usage and calibration, compaction, capsules, reflection. Its methods run on one thread (the
+    language server's worker); they return typed values and queue typed events
+    (``drain_events``), and know nothing of any protocol."""
+
+    def __init__(self, engine: Engine, store: MemoryStore | None = None) -> None:
+        self._shared = shared = Shared(engine, store)
+        self.engine, self.store = engine, shared.store
+        calibration = Calibration(shared)
+        self._conversation = Conversation(shared)
+        self._pins = Pins(shared)
+        self._capsules = Capsules(shared)
+        self._compactions = Compactions(shared, calibration, self._conversation)
+        self._reflections = Reflections(shared, self._pins)
+        self._plans = Plans(shared)
+        self._planning = Planning(
+            shared,
+            calibration,
+            self._conversation,
+            self._compactions,
+            self._pins,
+            self._capsules,
+            self._reflections,
+            self._plans,
+        )
+        self._usage = UsageAndMeter(shared, calibration, self._plans, self._pins, self._reflections)
+
+    def close(self) -> None:
+        self.store.close()
+        self.engine.close()
+
+    def startup_messages(self) -> list[str]:
+        """What the user should know after start-up: settings that were ignored, a cache that
+        was rebuilt, a memory store that cannot be read."""
+        error = self._shared.memory_error
+        return [*self.engine.config_messages, *([str(error)] if error is not None else [])]
+
+    def require_memory(self) -> None:
+        self._shared.require_memory()
+
+    def drain_events(self) -> list[Event]:
+        events, self._shared.events = self._shared.events, []
+        return events
+
+    # ---- sessions, pins, conversation -------------------------------------------------------
+
+    def open_session(self, session: str) -> SessionRecord:
+        return self._shared.open_session(session)
+
+    def set_mode(self, session: str, mode: Mode) -> Mode:
+        self.require_memory()
+        self.open_session(session)
+        self.store.set_mode(session, mode)
+        return mode
+
+    def resolve(self, intent: PinIntent) -> IndexedSymbol:
+        return self._pins.resolve(intent)
+
+    def pin(self, session: str, intent: PinIntent) -> PinState:
+        return self._pins.pin(session, intent)
+
+    def unpin(self, session: str, pin_id: str) -> PinState:
+        return self._pins.unpin(session, pin_id)
+
+    def pins(self, session: str) -> list[PinState]:
+        return self._pins.pins(session)
+
+    def append_raw(self, session: str, branch: str | None, raw: list[dict[str, Any]]) -> list[StoredMessage]:
+        return self._conversation.append_raw(session, branch, raw)
+
+    def messages(self, session: str, branch: str | None = None) -> Transcript:
+        return self._conversation.transcript(session, branch)
+
+    def message_count(self, session: str, branch: str | None = None) -> int:
+        return self._conversation.message_count(session, branch)
+
+    def branch(self, session: str, from_message: str, name: str | None) -> Branch:
+        return self._conversation.branch(session, from_message, name)
+
+    # ---- plans, usage, the meter ------------------------------------------------------------
+
+    def plan(self, req: SessionPlanRequest) -> PlanOutcome:
+        return self._planning.plan(req)
+
+    def replan_latest(self, session: str) -> PlanOutcome | None:
+        return self._planning.replan_latest(session)
+
+    def outcome(self, session: str, plan_id: str | None) -> PlanOutcome:
+        return self._plans.outcome(session, plan_id)
+
+    def replay(self, plan_id: str) -> tuple[bool, PlanResult]:
+        return self._plans.replay(plan_id)
+
+    def ledger(self, session: str, plan_id: str | None, turns: int = LEDGER_TURNS) -> list[LedgerTurn]:
+        return self._plans.ledger(session, plan_id, turns)
+
+    def excluded_item(self, session: str, item_id: str, plan_id: str | None) -> PlanItem:
+        return self._plans.excluded_item(session, item_id, plan_id)
+
+    def report_usage(self, session: str, plan_id: str, usage: Usage) -> UsageReport:
+        return self._usage.report_usage(session, plan_id, usage)
+
+    def meter(self, session: str) -> Meter:
+        return self._usage.meter(session)
+
+    # ---- compaction, capsules, reflection ----------------------------------------------------
+
+    def compact(
+        self, session: str, strategy: str = "summary", *, dry_run: bool = False, summary: str | None = None
+    ) -> Compaction:
+        """Compaction asked for (with ``dry_run``, the proposal: nothing changes)."""
+        compaction = self._compactions.compact(session, strategy, dry_run=dry_run, summary=summary)
+        assert compaction is not None  # only automatic compaction finds nothing to do; asked for, it says why
+        return compaction
+
+    def set_memory_policy(self, session: str, rolling: bool | None, threshold: float | None) -> SessionRecord:
+        return self._compactions.set_memory_policy(session, rolling, threshold)
+
+    def capsules(self) -> list[Capsule]:
+        return self._capsules.capsules()
+
+    def refresh_capsules(self, paths: list[str] | None = None) -> list[Capsule]:
+        return self._capsules.refresh(paths)
+
+    def ensure_capsules(self) -> None:
+        self._capsules.ensure()
+
+    def file_saved(self, rel: str, text: str | None = None) -> list[Capsule]:
+        return self._capsules.file_saved(rel, text)
+
+    def suggestions(self, session: str) -> list[Suggestion]:
+        return self._reflections.suggestions(session)
+
+    def reflections(self, session: str) -> list[Reflection]:
+        return self._reflections.reflections(session)
+
+    def undo_reflection(self, session: str, reflection_id: int) -> Reflection:
+        return self._reflections.undo(session, reflection_id)

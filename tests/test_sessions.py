@@ -1,0 +1,91 @@
+"""The sessions engine without a server: what-if pins agree with real ones, capsules are counted
+like every other item, re-plans repeat the stored request (also one stored by an earlier version)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ctx_lsp.core.items import ContextPlan
+from ctx_lsp.core.tokens import TokenCounter, scaled
+from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest, ResolvedModel
+from ctx_lsp.sessions import PinIntent, SessionEngine, SessionPlanRequest
+from tests.workspaces import copy_sample
+
+QUERY = "how is the invoice total calculated with tax?"
+SYMBOL = "shop.billing.invoice.tax_for"
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionEngine]:
+    core = SessionEngine(Engine(copy_sample(tmp_path_factory.mktemp("sessions") / "ws")))
+    core.engine.refresh_index()
+    yield core
+    core.close()
+
+
+def plan(core: SessionEngine, session: str, **kw) -> ContextPlan:
+    return core.plan(SessionPlanRequest(session=session, request=PlanRequest(query=QUERY), **kw)).result.plan
+
+
+@pytest.mark.parametrize("ttl", [2, 0])
+def test_a_what_if_sticky_pin_keeps_its_ttl_like_the_real_pin(core: SessionEngine, ttl: int):
+    session = f"what-if-{ttl}"
+    intent = PinIntent(symbol=SYMBOL, kind="sticky", ttl=ttl)
+
+    def pinned(p) -> tuple[str, str | None]:
+        item = next(i for i in (*p.included, *p.excluded) if i.symbol == SYMBOL and i.pin_id)
+        return item.reason, item.detail
+
+    what_if = pinned(plan(core, session, dry_run=True, extra_pins=[intent]))
+    assert not core.pins(session)
+    core.pin(session, intent)
+    assert pinned(plan(core, session)) == what_if
+    assert f"ttl {ttl}" in (what_if[1] or "")
+    assert what_if[0] == ("pinned" if ttl else "ttl_expired")
+
+
+class CharCounter(TokenCounter):
+    """A counter unlike cl100k_base: one token per character."""
+
+    def measure(self, text: str) -> tuple[int, bool]:
+        return len(text), True
+
+
+def test_capsules_are_counted_with_the_model_counter(core: SessionEngine, monkeypatch):
+    core.refresh_capsules(["shop/billing/invoice.py"])
+    resolve = core.engine.resolve_model
+    counter = CharCounter()
+
+    def with_char_counter(name: str | None) -> ResolvedModel:
+        model = resolve(name)
+        return ResolvedModel(spec=model.spec, known=model.known, estimator=model.estimator, counter=counter)
+
+    monkeypatch.setattr(core.engine, "resolve_model", with_char_counter)
+    out = core.plan(SessionPlanRequest(session="capsules", request=PlanRequest(query=QUERY), dry_run=True))
+    capsules = [i for i in out.inputs.scaffold if i.kind == "capsule"]
+    assert capsules
+    cal = out.inputs.estimator.calibration
+    for item in capsules:
+        assert item.tokens == scaled(len(item.text) + 1, cal)
+
+
+def test_a_replan_repeats_the_stored_request(core: SessionEngine):
+    budget = BudgetOverrides(context_length=9_000, max_completion_tokens=1_000, rag_budget=150)
+    request = PlanRequest(query=QUERY, budget=budget, focus=Focus("shop/billing/invoice.py", 3))
+    first = core.plan(SessionPlanRequest(session="replan", request=request)).result.plan
+    again = core.replan_latest("replan")
+    assert again is not None and again.result.plan == first
+
+
+def test_a_replan_reads_the_options_an_earlier_version_stored(core: SessionEngine):
+    first = core.plan(SessionPlanRequest(session="old", request=PlanRequest(query=QUERY)))
+    old_options = {"context_length": 9_000, "rag_budget": 150, "focus": {"path": "shop/billing/invoice.py", "line": 3}}
+    record = core.open_session("old")
+    core.store.save_plan("old", record.branch, record.turn, QUERY, first.inputs, first.result.plan, {}, old_options)
+    again = core.replan_latest("old")
+    assert again is not None
+    p = again.result.plan
+    assert p.context_length == 9_000 and next(s for s in p.sections if s.name == "rag").budget == 150
+    assert any(i.kind == "focus_hint" and i.path == "shop/billing/invoice.py" for i in p.included)
