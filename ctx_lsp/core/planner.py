@@ -2,6 +2,9 @@
 
 Selection order: required → pins → conversation → retrieval. No I/O, no clocks, no globals:
 identical inputs give an identical plan, byte for byte, with the same plan id.
+
+One module on purpose (~570 lines): it reads top to bottom in the order the rules apply, and
+every step shares the ledger of what was chosen and why; split, the order would be scattered.
 """
 
 from __future__ import annotations
