@@ -38,7 +38,7 @@ from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
 from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
-from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace import cards, retrieval
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
@@ -130,7 +130,7 @@ def text_item(section: Section, kind: str, title: str, text: str, counter: Token
         kind=kind,
         title=title,
         text=text,
-        tokens=scaled(counter.count(text) + retrieval.SEPARATOR_TOKENS, cal),
+        tokens=scaled(counter.count(text) + cards.SEPARATOR_TOKENS, cal),
     )
 
 
@@ -393,7 +393,7 @@ class Engine:
             hints = [h.symbol.qualname for h in self.index.search(name, limit=3)]
             hint = f"; did you mean {', '.join(hints)}?" if hints else ""
             raise UserError(f"cannot pin {name!r}: no such symbol in the workspace index{hint}")
-        item = retrieval.body_item(sym, cal, section="system")
+        item = cards.body_item(sym, cal, section="system")
         return PinnedItem(PinSpec(pin_id=f"cli-{seq}", kind="sticky", seq=seq), item)
 
     def _scaffold(self, counter: TokenCounter, cal: float) -> Item:
@@ -412,7 +412,7 @@ class Engine:
         else:
             entries = per_module
         central = self.index.central_symbols(5)
-        item = retrieval.scaffold_item(entries, central, self.root.name, counter.count)
+        item = cards.scaffold_item(entries, central, self.root.name, counter.count)
         item = msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))
         self._scaffold_cache = (key, item)
         return item

@@ -18,7 +18,7 @@ import pytest
 from ctx_lsp.config import validate
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import Engine, PlanRequest
-from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace import cards
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.parse import split_lines
 from ctx_lsp.workspace.secrets import (
@@ -269,11 +269,11 @@ def test_index_masks_before_parsing_counting_and_storing(tmp_path, processes):
         assert by_name["app.settings"].secrets == 6
         assert by_name["app.settings.connect"].secrets == 0
         assert all(s.secrets == 0 for s in by_name.values() if s.path == "app/plain.py")
-        card = retrieval.card_item(key, 1.0)
+        card = cards.card_item(key, 1.0)
         assert card.detail == "masked 1 secret: AWS Access Key"
-        pem = retrieval.body_item(by_name["app.settings.PRIVATE_KEY"], 1.0)
+        pem = cards.body_item(by_name["app.settings.PRIVATE_KEY"], 1.0)
         assert pem.detail == "masked 1 secret: Private Key" and "[secret masked: Private Key]" in pem.text
-        assert retrieval.body_item(by_name["app.settings.connect"], 1.0).detail is None
+        assert cards.body_item(by_name["app.settings.connect"], 1.0).detail is None
         # search still finds the masked symbols by name, not by secret
         assert idx.search("GITHUB_TOKEN")[0].symbol.qualname == "app.settings.GITHUB_TOKEN"
     # nothing of the secrets is on disk in the index (the cache the README says can be shared

@@ -10,8 +10,8 @@ import pytest
 
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
-from ctx_lsp.workspace import retrieval
-from ctx_lsp.workspace.index import WorkspaceIndex
+from ctx_lsp.workspace import cards, retrieval
+from ctx_lsp.workspace.index import WorkspaceIndex, code_words
 from tests.workspaces import copy_sample
 
 # A long function (the card shows its top only) that uses calculate_invoice_total far down.
@@ -98,12 +98,12 @@ def test_touchpoints_show_where_the_query_touches_a_long_body(index: WorkspaceIn
     query = "where is calculate_invoice_total used in the monthly report?"
     ranked = ranked_for(index, query)
     count = counter_for("cl100k_base").count
-    points = retrieval.touchpoints(ranked, query, count, 1.0)
+    points = cards.touchpoints(ranked, query, count, 1.0)
     point = next(p for p in points if p.detail == "excerpt of shop.reports.monthly_report")
-    assert point.kind == retrieval.TOUCHPOINT and point.section == "rag" and point.path == "shop/reports.py"
+    assert point.kind == cards.TOUCHPOINT and point.section == "rag" and point.path == "shop/reports.py"
     lines = point.text.splitlines()
     assert lines[0].startswith("# shop/reports.py:") and "calculate_invoice_total" in lines[0]
-    assert len(lines) - 1 <= retrieval.TOUCHPOINT_LINES
+    assert len(lines) - 1 <= cards.TOUCHPOINT_LINES
     assert any("totals = [calculate_invoice_total(" in line for line in lines)
     assert point.range is not None and point.range.end.line - point.range.start.line + 1 == len(lines) - 1
     assert "touchpoint: mentions calculate_invoice_total" in (point.why or "")
@@ -122,8 +122,8 @@ def test_modes_change_what_is_retrieved(ws: Path) -> None:
             outcome = engine.plan(PlanRequest(query=query, mode=mode, budget=BudgetOverrides(rag_budget=20_000)))
             kinds[mode] = {c.kind for c in outcome.inputs.candidates}
         assert kinds["off"] == set()
-        assert kinds["light"] == {"symbol_card", retrieval.TOUCHPOINT}
-        assert "symbol_body" in kinds["heavy"] and retrieval.TOUCHPOINT not in kinds["heavy"]
+        assert kinds["light"] == {"symbol_card", cards.TOUCHPOINT}
+        assert "symbol_body" in kinds["heavy"] and cards.TOUCHPOINT not in kinds["heavy"]
     finally:
         engine.close()
 
@@ -172,20 +172,20 @@ def test_scaffold_names_central_symbols_and_how_to_navigate(ws: Path) -> None:
 
 def test_layout_note_finds_tests_folders() -> None:
     modules = [("src/app/", 40), ("src/app/tests/", 12), ("tools.py", 3)]
-    note = retrieval.layout_note(modules, ["app.core.Thing"])
+    note = cards.layout_note(modules, ["app.core.Thing"])
     assert note.startswith("Most code is under src/, tools.py.")
     assert "Tests live in tests/ folders next to the code they test." in note
     assert "app.core.Thing is Thing in app/core.py" in note
-    assert "Tests live under tests/." in retrieval.layout_note([("pkg/", 5), ("tests/", 4)], [])
+    assert "Tests live under tests/." in cards.layout_note([("pkg/", 5), ("tests/", 4)], [])
 
 
 def test_plain_words_are_weaker_names_than_code(index: WorkspaceIndex) -> None:
-    assert retrieval.code_words("why does `total` differ from calculate_invoice_total() and Invoice.add?") == {
+    assert code_words("why does `total` differ from calculate_invoice_total() and Invoice.add?") == {
         "total",
         "calculate_invoice_total",
         "invoice.add",
     }
-    assert retrieval.code_words("fetchRemoteStockLevels is slow") == {"fetchremotestocklevels"}
+    assert code_words("fetchRemoteStockLevels is slow") == {"fetchremotestocklevels"}
     plain = {s.qualname: why for s, _, why in ranked_for(index, "what is the total of an invoice?")}
     assert "named in the query (×1.3)" in plain["shop.billing.invoice.Invoice.total"]
     code = {s.qualname: why for s, _, why in ranked_for(index, "what is `total` of an invoice?")}

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import ChunkIndex
 
 from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
-from ctx_lsp.workspace import retrieval
+from ctx_lsp.workspace import cards, retrieval
 
 # Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
 DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parents[1] / ".data")
@@ -167,7 +167,7 @@ def run(
                             found_symbols = len(gold_symbols & symbols) / len(gold_symbols)
                             if budget == budgets[0]:
                                 ranked = sorted(outcome.inputs.candidates, key=lambda c: -(c.score or 0.0))
-                                ranked = [c for c in ranked if c.kind != retrieval.TOUCHPOINT]
+                                ranked = [c for c in ranked if c.kind != cards.TOUCHPOINT]
                                 rank = next((i for i, c in enumerate(ranked, 1) if c.symbol in gold_symbols), None)
                                 reciprocal[(name, system)] += 1 / rank if rank else 0.0
                                 if system == "ctx_lsp light":

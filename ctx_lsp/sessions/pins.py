@@ -15,7 +15,7 @@ from ctx_lsp.engine import UserError
 from ctx_lsp.memory.store import PinRecord, SessionRecord
 from ctx_lsp.sessions.shared import NotFound, Shared, found
 from ctx_lsp.sessions.values import PinIntent, PinState
-from ctx_lsp.workspace import resolve, retrieval
+from ctx_lsp.workspace import cards, resolve
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class Pins:
 
     def state(self, pin: PinRecord) -> PinState:
         sym = self.shared.engine.index.get(pin.symbol) if pin.symbol else None
-        return PinState(pin, None if sym is None else sym.body_tokens + retrieval.HEADER_TOKENS)
+        return PinState(pin, None if sym is None else sym.body_tokens + cards.HEADER_TOKENS)
 
     def pinned_items(
         self, record: SessionRecord, what_if: list[PinIntent], calibration: float, notes: list[str]
@@ -155,5 +155,5 @@ def _pinned(p: PinRecord, sym: IndexedSymbol, calibration: float) -> PinnedItem:
     spec = PinSpec(
         pin_id=p.id, kind=p.kind, policy=p.policy, ttl_remaining=p.ttl_remaining, priority=p.priority, seq=p.seq
     )
-    item: Item = retrieval.body_item(sym, calibration, section="system")
+    item: Item = cards.body_item(sym, calibration, section="system")
     return PinnedItem(spec, item)

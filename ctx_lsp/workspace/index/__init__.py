@@ -22,7 +22,15 @@ from ctx_lsp.workspace.index.db import SCHEMA_VERSION, IndexedSymbol, masking_ke
 from ctx_lsp.workspace.index.facade import WorkspaceIndex
 from ctx_lsp.workspace.index.lookups import IndexSummary
 from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit
-from ctx_lsp.workspace.index.terms import FTS_COLUMNS, MAX_QUERY_TERMS, query_terms, search_terms, split_identifier
+from ctx_lsp.workspace.index.terms import (
+    FTS_COLUMNS,
+    MAX_QUERY_TERMS,
+    code_words,
+    query_names,
+    query_terms,
+    search_terms,
+    split_identifier,
+)
 from ctx_lsp.workspace.index.updates import COUNT_CACHE_TEXTS
 
 __all__ = [
@@ -39,7 +47,9 @@ __all__ = [
     "IndexedSymbol",
     "SearchHit",
     "WorkspaceIndex",
+    "code_words",
     "masking_key",
+    "query_names",
     "query_terms",
     "search_terms",
     "split_identifier",

@@ -105,3 +105,26 @@ def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
             )
         )
     return out
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_BACKTICKED = re.compile(r"`+([A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`+")
+_INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+
+
+def query_names(query: str) -> set[str]:
+    """Identifiers and dotted names the query mentions, lower-cased."""
+    return {w.lower().strip(".") for w in _WORD.findall(query) if len(w) > 2}
+
+
+def code_words(query: str) -> set[str]:
+    """The query's words that can only be code, lower-cased: ``snake_case``, ``camelCase``,
+    ``dotted.names``, ``code in backticks``, ``call()``. A plain word (``matches``, ``down``)
+    may be a name too, but only counts as one when few symbols share it (see ``rank``)."""
+    out = {w.lower() for w in _BACKTICKED.findall(query)}
+    for m in _WORD.finditer(query):
+        w = m.group(0).strip(".")
+        called = query[m.end() : m.end() + 1] == "("
+        if len(w) > 2 and ("_" in w.strip("_") or "." in w or _INNER_CAPS.search(w) or called):
+            out.add(w.lower())
+    return out
