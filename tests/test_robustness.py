@@ -14,6 +14,7 @@ import pytest
 
 from ctx_lsp.engine import MAX_INSTRUCTIONS_BYTES, Engine, PlanRequest
 from tests.workspaces import copy_sample
+from tests.workspaces import damage as damage_file
 
 QUERY = "how is the invoice total calculated with tax?"
 
@@ -66,12 +67,10 @@ def test_a_corrupt_index_is_moved_aside_and_rebuilt(ws: Path, damage: str):
     assert ctx("index", str(ws), "--quiet").returncode == 0
     index = ws / ".ctx" / "index.sqlite3"
     if damage == "garbage":
-        index.write_bytes(b"not a database at all " * 5000)
+        damage_file(index, b"not a database at all " * 5000)
     else:
         data = index.read_bytes()
-        index.write_bytes(data[:100] + b"\xff" * 4000 + data[4100 : len(data) // 2])
-    for side in ("-wal", "-shm"):
-        index.with_name(index.name + side).unlink(missing_ok=True)
+        damage_file(index, data[:100] + b"\xff" * 4000 + data[4100 : len(data) // 2])
     out = ctx("plan", str(ws), "--query", QUERY)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
@@ -86,7 +85,7 @@ def test_a_corrupt_index_is_moved_aside_and_rebuilt(ws: Path, damage: str):
 def test_a_corrupt_memory_store_is_named_left_alone_and_planning_goes_on(ws: Path):
     assert ctx("plan", str(ws), "--query", QUERY).returncode == 0
     memory = ws / ".ctx" / "memory.sqlite3"
-    memory.write_bytes(b"\x00garbage" * 10_000)
+    damage_file(memory, b"\x00garbage" * 10_000)
     before = digest(memory)
     out = ctx("plan", str(ws), "--query", QUERY)
     assert out.returncode == 0, out.stderr

@@ -17,3 +17,11 @@ def copy_sample(dest: Path) -> Path:
     """A fresh copy of the sample workspace at ``dest``; returns ``dest``."""
     shutil.copytree(SAMPLE, dest, ignore=_LEFT_BEHIND)
     return dest
+
+
+def damage(db: Path, content: bytes) -> None:
+    """Replace an SQLite file's bytes with ``content`` and drop its WAL and shared-memory files,
+    so that what SQLite reads next is exactly the damage."""
+    db.write_bytes(content)
+    for side in ("-wal", "-shm"):
+        db.with_name(db.name + side).unlink(missing_ok=True)

@@ -12,7 +12,7 @@ import pytest
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.lsp.conftest import server_command, start
-from tests.workspaces import copy_sample
+from tests.workspaces import copy_sample, damage
 
 
 @pytest.fixture
@@ -42,9 +42,7 @@ async def test_corrupt_memory_store_is_named_and_planning_goes_on(ws: Path):
     await first.protocol.send_request_async("ctx/pinSymbol", {"symbol": "shop.inventory.Product"})
     await first.shutdown_session()
     memory = ws / ".ctx" / "memory.sqlite3"
-    for side in ("-wal", "-shm"):
-        memory.with_name(memory.name + side).unlink(missing_ok=True)
-    memory.write_bytes(b"this is not SQLite " * 4096)
+    damage(memory, b"this is not SQLite " * 4096)
     before = hashlib.sha256(memory.read_bytes()).hexdigest()
 
     client = await _serve(ws)
@@ -68,9 +66,7 @@ async def test_corrupt_index_is_rebuilt_with_a_message(ws: Path):
     await first.protocol.send_request_async("ctx/planContext", {"query": "invoice"})
     await first.shutdown_session()
     index = ws / ".ctx" / "index.sqlite3"
-    for side in ("-wal", "-shm"):
-        index.with_name(index.name + side).unlink(missing_ok=True)
-    index.write_bytes(b"\x13garbage" * 50_000)
+    damage(index, b"\x13garbage" * 50_000)
 
     client = await _serve(ws)
     try:
