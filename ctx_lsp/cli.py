@@ -6,6 +6,7 @@
     ctx-lsp report [WORKSPACE]               estimator accuracy and plan statistics
     ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
     ctx-lsp serve                            the language server, for editors (stdio)
+    ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
 """
@@ -24,7 +25,7 @@ from ctx_lsp import __version__
 from ctx_lsp.core.conversation import ConversationError, parse_messages
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.planner import InvalidBudget
-from ctx_lsp.engine import UserError
+from ctx_lsp.engine import Engine, UserError
 from ctx_lsp.memory.store import MemoryUnavailable
 
 EXIT_USER_ERROR = 2
@@ -115,6 +116,28 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("plan_id", metavar="PLAN_ID")
     rp.add_argument("--workspace", type=Path, default=Path("."))
     rp.add_argument("--format", choices=["tree", "json"], default="tree")
+
+    g = sub.add_parser(
+        "gateway",
+        help="an OpenAI- and Anthropic-compatible proxy that puts the plan in your assistant's requests",
+        description="Listen for an assistant's model requests (OpenAI Chat Completions and Responses, Anthropic "
+        "Messages), plan each under the model's window over WORKSPACE, and forward it to the provider. Point "
+        "the assistant at it: ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude; "
+        "OPENAI_BASE_URL=http://127.0.0.1:8787/v1 for OpenAI clients. Settings: the [gateway] table of ctx.toml.",
+    )
+    g.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
+    g.add_argument("--listen", metavar="HOST:PORT", help="address to listen on (default 127.0.0.1:8787)")
+    g.add_argument(
+        "--openai-upstream", metavar="URL", help="as OPENAI_BASE_URL takes it (default https://api.openai.com/v1)"
+    )
+    g.add_argument(
+        "--anthropic-upstream",
+        metavar="URL",
+        help="as ANTHROPIC_BASE_URL takes it (default https://api.anthropic.com)",
+    )
+    g.add_argument("--mode", choices=["off", "light", "heavy"], help="retrieval mode (default: the workspace's)")
+    g.add_argument("--token", help="a token clients must send as X-Ctx-Token (required off loopback)")
+    g.add_argument("--json-log", action="store_true", help="one JSON object per request on stderr")
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
@@ -330,6 +353,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve(tcp=args.tcp, max_message_bytes=args.max_message_bytes)
 
 
+def _cmd_gateway(args: argparse.Namespace) -> int:
+    from ctx_lsp.gateway.options import resolve
+    from ctx_lsp.gateway.run import serve_gateway
+
+    engine = Engine(args.workspace)
+    options = resolve(
+        engine.config.gateway,
+        listen=args.listen,
+        openai_upstream=args.openai_upstream,
+        anthropic_upstream=args.anthropic_upstream,
+        mode=args.mode,
+        token=args.token,
+        json_log=args.json_log,
+    )
+    return serve_gateway(args.workspace, options, engine)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -343,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         "report": _cmd_report,
         "replay": _cmd_replay,
         "serve": _cmd_serve,
+        "gateway": _cmd_gateway,
     }[args.command]
     try:
         return handler(args)

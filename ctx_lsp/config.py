@@ -57,6 +57,16 @@ class LlmEndpoint(_Model):
     context_length: int = Field(16_000, gt=512)
 
 
+class GatewayConfig(_Model):
+    """The gateway (docs/gateway.md). With ``listen`` set, the editor's ``ctx-lsp serve`` runs it too."""
+
+    listen: str | None = None  # HOST:PORT
+    openai_upstream: str = "https://api.openai.com/v1"  # as OPENAI_BASE_URL takes it
+    anthropic_upstream: str = "https://api.anthropic.com"  # as ANTHROPIC_BASE_URL takes it
+    mode: Literal["off", "light", "heavy"] | None = None  # None: the workspace's mode
+    token: str | None = None  # required to listen on anything but loopback (clients send X-Ctx-Token)
+
+
 class CtxConfig(_Model):
     model: str = "gpt-4o"
     mode: Literal["off", "light", "heavy"] = "light"
@@ -74,6 +84,7 @@ class CtxConfig(_Model):
     compaction_threshold: float = Field(0.85, ge=0.1, le=1.0)  # of the conversation budget
     include_stale_capsules: bool = False  # include them flagged instead of excluding them
     llm: LlmEndpoint = LlmEndpoint()
+    gateway: GatewayConfig = GatewayConfig()
     # Secrets (keys, tokens, private keys, passwords) in workspace text are masked before
     # anything derived from it reaches a prompt (ctx_lsp/workspace/secrets.py).
     mask_secrets: bool = True

@@ -75,7 +75,10 @@ class BudgetOverrides(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     context_length: int | None = None
     max_completion_tokens: int | None = None
     safety_buffer: int | None = None
-    rag_budget: int | None = None  # fixes the rag section's budget (benchmarks)
+    rag_budget: int | None = None  # fixes the rag section's budget (benchmarks, the gateway)
+    # (system, conversation, rag) shares of the prompt budget instead of the configured ones: the
+    # gateway's conversation gets what the client's own system prompt and retrieval leave
+    shares: tuple[float, float, float] | None = None
 
 
 @dataclass(slots=True)
@@ -101,6 +104,10 @@ class PlanRequest:
     history: list[list[Message]] = field(default_factory=list)  # archived turns, retrievable
     activation: dict[str, tuple[float, str]] = field(default_factory=dict)  # qualname → (score, detail)
     cluster_id: str | None = None
+    # the conversation already ends with what is asked (the gateway: a request's own messages,
+    # maybe ending in tool results): the query is not appended as a new user message
+    query_in_conversation: bool = False
+    instructions: bool = True  # the workspace's agent instruction files (a client may bring its own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,12 +242,13 @@ class Engine:
             max_completion = config.max_completion_tokens or min(
                 model.spec.max_output, config.default_max_completion_tokens
             )
-        shares = config.shares
+        c = config.shares
+        shares = Shares(c.system, c.conversation, c.rag) if o.shares is None else Shares(*o.shares)
         return BudgetSpec(
             context_length=model.spec.context_length if o.context_length is None else o.context_length,
             max_completion_tokens=max_completion,
             safety_buffer=config.safety_buffer if o.safety_buffer is None else o.safety_buffer,
-            shares=Shares(shares.system, shares.conversation, shares.rag),
+            shares=shares,
             rag_budget=o.rag_budget,
         )
 
@@ -269,17 +277,20 @@ class Engine:
         mode: Mode = req.mode or self.config.mode
 
         counter = model.counter
-        system_text = req.system_prompt or self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
+        system_text = req.system_prompt  # a client's own, even empty (the gateway), is the system prompt
+        if system_text is None:
+            system_text = self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
         system_text = system_text.replace("{workspace}", self.root.name)
         required = [text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
-        for rel, text in self.agent_instructions():
+        for rel, text in self.agent_instructions() if req.instructions else ():
             item = text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
             required.append(msgspec.structs.replace(item, path=rel, detail=masked_detail(text)))
-        notes.extend(self.instruction_problems.values())
+        if req.instructions:
+            notes.extend(self.instruction_problems.values())
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
 
-        messages = with_query(req.conversation, req.query)
+        messages = list(req.conversation) if req.query_in_conversation else with_query(req.conversation, req.query)
         query = req.query.strip()
         if not any(m.role == "user" for m in messages):
             raise UserError("nothing to plan for: give a query (--query or --query-file) or a conversation")

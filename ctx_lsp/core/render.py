@@ -96,6 +96,54 @@ def _ordered_messages(result: PlanResult) -> tuple[str, list[Message]]:
     return SEPARATOR.join(system_parts), messages
 
 
+STABLE_HEADER = "Workspace context kept by ctx_lsp (pinned code, the project's layout, earlier conversation):"
+
+
+class Placement(msgspec.Struct, frozen=True, kw_only=True):
+    """A plan laid over a conversation the client already holds (the gateway): what to add and
+    where, for prompt caches — ``stable`` (sticky pins, scaffold, capsules, the compaction
+    summary: they change rarely) right after the client's system prompt, ``per_turn`` (focus,
+    other pins, retrieval: new every turn) at the head of the latest user message — and how each
+    conversation message is shown (``shown``: id → the message, or its stub when masked). A
+    message not in ``shown`` is not sent."""
+
+    stable: str = ""
+    per_turn: str = ""
+    shown: dict[str, Message] = {}
+    latest_user_id: str | None = None  # the id of the latest user message itself
+
+
+def place(result: PlanResult) -> Placement:
+    """The client's own system prompt is a required item of the plan: it is counted, not added."""
+    stable: list[str] = []
+    summary: list[str] = []
+    per_turn: list[str] = []
+    shown: dict[str, Message] = {}
+    latest = None
+    for c in result.chosen:
+        item = c.item
+        if item.messages:
+            for m in _messages_of(c):
+                shown[m.id] = m
+            if item.id == result.latest_user_id:
+                latest = item.messages[0].id
+        elif item.kind == SYSTEM_PROMPT:
+            continue
+        elif item.kind == INSTRUCTIONS or (c.pin is not None and c.pin.kind == "sticky") or c.reason == "scaffold":
+            stable.append(item.text)
+        elif item.kind == COMPACTION_SUMMARY:
+            summary.append(item.text)
+        else:
+            per_turn.append(item.text)
+    blocks = stable + summary
+    return Placement(
+        stable=STABLE_HEADER + SEPARATOR + SEPARATOR.join(blocks) if blocks else "",
+        per_turn=CONTEXT_HEADER + SEPARATOR + SEPARATOR.join(per_turn) if per_turn else "",
+        shown=shown,
+        latest_user_id=latest,
+    )
+
+
 def count_openai(counter: TokenCounter, messages: list[dict[str, Any]], calibration: float = 1.0) -> int:
     """Tokens of OpenAI-style messages: per-message framing, content, tool calls, reply priming."""
     total = REPLY_PRIMING

@@ -101,6 +101,7 @@ class Conversation:
         query: str,
         model: ResolvedModel,
         budget: BudgetSpec,
+        query_in_conversation: bool = False,
     ) -> tuple[list[Message], dict[str, Sized], int]:
         """The conversation a plan gets: only the part of the active path it can use, with the
         texts it may show whole (``conversation_window``); the rest stays unread in the store.
@@ -108,12 +109,13 @@ class Conversation:
         store = self.shared.store
         counter, cal = model.counter, model.estimator.calibration
         messages = [m.to_message() for m in active]
-        if messages and messages[-1].role == "user":  # is the latest message the question itself?
+        if messages and messages[-1].role == "user" and not query_in_conversation:  # the question itself?
             last = messages[-1]
             if sizes[last.id].bytes <= utf8_size(query) + QUESTION_SLACK_BYTES:
                 text = store.contents(session, [last.id]).get(last.id, "")
                 messages[-1] = msgspec.structs.replace(last, content=text)
-        messages = with_query(messages, query)
+        if not query_in_conversation:
+            messages = with_query(messages, query)
         available = budget.prompt_budget - FRAMING_TOKENS
         window = conversation_window(messages, sizes, counter, cal, available, mask_limit(budget))
         messages = messages[window.start :]

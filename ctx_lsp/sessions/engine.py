@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ctx_lsp.core.items import Mode, PlanItem
+from ctx_lsp.core.items import Message, Mode, PlanItem
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.engine import Engine, PlanOutcome
 from ctx_lsp.memory.compaction import Compaction
@@ -15,6 +15,7 @@ from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.compaction import Compactions
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Event
+from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan, Exchanges
 from ctx_lsp.sessions.pins import Pins
 from ctx_lsp.sessions.planning import Planning
 from ctx_lsp.sessions.plans import LEDGER_TURNS, Plans
@@ -55,6 +56,7 @@ class SessionEngine:
             self._plans,
         )
         self._usage = UsageAndMeter(shared, calibration, self._plans, self._pins, self._reflections)
+        self._exchanges = Exchanges(shared, calibration, self._conversation, self._planning, self._usage)
 
     def close(self) -> None:
         self.store.close()
@@ -133,6 +135,17 @@ class SessionEngine:
 
     def meter(self, session: str) -> Meter:
         return self._usage.meter(session)
+
+    # ---- the gateway ------------------------------------------------------------------------
+
+    def plan_exchange(self, exchange: Exchange) -> ExchangePlan:
+        """A request through the gateway: its conversation synced into the session, then planned."""
+        return self._exchanges.plan(exchange)
+
+    def record_reply(
+        self, session: str, plan_id: str, parent: str | None, reply: Message | None, usage: Usage | None
+    ) -> UsageReport | None:
+        return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
 
     # ---- compaction, capsules, reflection ----------------------------------------------------
 

@@ -53,7 +53,9 @@ class Planning:
             meta = store.path_meta(req.session, record.branch)
         cluster_id = self.reflections.cluster_for(record, ask.query, persist=not req.dry_run)
         active = [m for m in meta if m.archived_by is None]
-        conversation, sizes, skipped = self.conversation.window(req.session, active, sizes, ask.query, model, budget)
+        conversation, sizes, skipped = self.conversation.window(
+            req.session, active, sizes, ask.query, model, budget, ask.query_in_conversation
+        )
         if skipped:
             notes.append(
                 f"{skipped} older messages are outside any window this budget allows: not read for this plan "

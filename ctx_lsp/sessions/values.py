@@ -51,10 +51,19 @@ class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     budget: BudgetOverrides = BudgetOverrides()
     focus: Focus | None = None
     open_files: list[str] = []
+    query_in_conversation: bool = False
+    instructions: bool = True
 
     @classmethod
     def of(cls, req: PlanRequest) -> PlanOptions:
-        return cls(model=req.model, budget=req.budget, focus=req.focus, open_files=req.open_files)
+        return cls(
+            model=req.model,
+            budget=req.budget,
+            focus=req.focus,
+            open_files=req.open_files,
+            query_in_conversation=req.query_in_conversation,
+            instructions=req.instructions,
+        )
 
     @classmethod
     def read(cls, stored: dict[str, Any]) -> PlanOptions:
@@ -68,7 +77,13 @@ class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
 
     def request(self, query: str) -> PlanRequest:
         return PlanRequest(
-            query=query, model=self.model, budget=self.budget, focus=self.focus, open_files=list(self.open_files)
+            query=query,
+            model=self.model,
+            budget=self.budget,
+            focus=self.focus,
+            open_files=list(self.open_files),
+            query_in_conversation=self.query_in_conversation,
+            instructions=self.instructions,
         )
 
 

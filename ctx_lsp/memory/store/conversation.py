@@ -167,6 +167,43 @@ class Conversation(Database):
             conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
         return {"name": name, "head": from_message, "forkedFrom": from_message, "active": True}
 
+    def follow(self, session: str, chain: list[str]) -> tuple[int, str]:
+        """Make the active branch end where the id chain ``chain`` (a conversation as a client
+        resent it, ids derived from the ids before them) leaves the store: the current branch when
+        its head is there, else a branch whose head is, else a new branch forked there (the client
+        edited or rewound its history). Returns how many of ``chain`` are stored, and the branch."""
+        with self.write() as conn:
+            known = 0
+            for start in range(0, len(chain), 500):
+                part = chain[start : start + 500]
+                rows = conn.execute(
+                    f"SELECT id FROM messages WHERE session = ? AND id IN ({', '.join('?' * len(part))})",
+                    (session, *part),
+                ).fetchall()
+                found = {r[0] for r in rows}
+                # a chain id exists only when every id before it does: the last one found is the fork point
+                known = max([start + n + 1 for n, mid in enumerate(part) if mid in found], default=known)
+            target = chain[known - 1] if known else None
+            current, _ = session_row(conn, session)
+            if _head(conn, session, current) == target:
+                return known, current
+            row = conn.execute(
+                "SELECT name FROM branches WHERE session = ? AND head IS ? ORDER BY created DESC LIMIT 1",
+                (session, target),
+            ).fetchone()
+            if row is None:
+                names = {r[0] for r in conn.execute("SELECT name FROM branches WHERE session = ?", (session,))}
+                name = next(f"branch-{n}" for n in range(len(names), len(names) * 2 + 2) if f"branch-{n}" not in names)
+                BRANCHES.insert(
+                    conn,
+                    {"session": session, "name": name, "head": target, "forked_from": target, "created": time.time()},
+                )
+                pins.copy_to_branch(conn, session, current, name)
+            else:
+                name = row[0]
+            conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
+        return known, name
+
     def advance_turn(self, session: str) -> tuple[int, list[PinRecord], list[PinRecord]]:
         """A turn ended: count it, and tick the TTLs of the active branch's pins. Returns the new
         turn number, the pins that entered their `ask` grace turn (the user is asked) and those

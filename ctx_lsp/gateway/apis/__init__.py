@@ -1,0 +1,49 @@
+"""One module per provider API the gateway speaks. Each turns a request body into ``Parsed`` (the
+engine's messages for each conversation item, the client's own system prompt as text) and puts
+a placement back into the body, changing only the values it must (``gateway.body``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ctx_lsp.core.items import Message
+from ctx_lsp.gateway.body import Raw
+from ctx_lsp.gateway.replies import Reader
+
+
+@dataclass(slots=True)
+class Parsed:
+    fields: dict[str, Raw]  # the body's top level, each value as sent
+    model: str
+    stream: bool
+    max_output: int | None
+    system: str  # the client's system prompt, as text (counted, never changed)
+    items: list[Raw]  # the conversation items, as sent
+    messages: list[list[Message]]  # the engine's messages of each item (an item may have none)
+    tools: str = ""  # the client's tool definitions as sent (counted, never changed)
+    head: list[Raw] = field(default_factory=list)  # leading system items of ``items``' array, kept as sent
+    client_session: str | None = None  # an id the client sends for its conversation
+    opaque: str | None = None  # why this body is forwarded as it is (e.g. history kept by the provider)
+
+
+class Api(Protocol):
+    name: str  # "anthropic", "chat", "responses"
+
+    def parse(self, fields: dict[str, Raw]) -> Parsed: ...
+
+    def mask(self, item: Raw, stubs: dict[int, str]) -> Raw:
+        """The item with its n-th engine message's text replaced by ``stubs[n]``."""
+        ...
+
+    def prepend(self, item: Raw, text: str) -> Raw:
+        """The (user) item with ``text`` ahead of its own."""
+        ...
+
+    def assemble(self, parsed: Parsed, items: list[Raw], stable: str) -> dict[str, Raw]:
+        """The top level with ``items`` as the conversation and ``stable`` after the system prompt."""
+        ...
+
+    def error(self, status: int, message: str) -> bytes: ...
+
+    def reader(self, stream: bool) -> Reader: ...

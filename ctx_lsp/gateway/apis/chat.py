@@ -1,0 +1,148 @@
+"""OpenAI Chat Completions (``POST /v1/chat/completions``; aider, Continue, the openai SDK, any
+OpenAI-compatible server). The leading system / developer messages are the client's system
+prompt; the rest is the conversation, one engine message per chat message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ctx_lsp.core.items import Message, ToolCall
+from ctx_lsp.gateway import body as b
+from ctx_lsp.gateway.apis import Parsed
+from ctx_lsp.gateway.replies import Reader
+from ctx_lsp.sessions.values import Usage
+
+SYSTEM_ROLES = ("system", "developer")
+
+
+def _message(n: int, m: Any) -> Message:
+    if not isinstance(m, dict):
+        raise b.BodyError(f"messages.{n}: expected an object")
+    role = m.get("role")
+    content = m.get("content")
+    text = content if isinstance(content, str) else "\n".join(t for p in content or [] if (t := b.part_text(p)))
+    if role in ("tool", "function"):
+        return Message(id="", role="tool", content=text, tool_call_id=str(m.get("tool_call_id") or m.get("name")))
+    if role == "assistant":
+        calls = tuple(
+            ToolCall(id=str(c.get("id", "")), name=str(fn.get("name", "")), arguments=str(fn.get("arguments", "")))
+            for c in m.get("tool_calls") or []
+            if isinstance(c, dict) and isinstance(fn := c.get("function") or {}, dict)
+        )
+        return Message(id="", role="assistant", content=text, tool_calls=calls)
+    if role in SYSTEM_ROLES:
+        return Message(id="", role="system", content=text)
+    if role == "user":
+        return Message(id="", role="user", content=text)
+    raise b.BodyError(f"messages.{n}.role: unknown role {role!r}")
+
+
+class Chat:
+    name = "chat"
+
+    def parse(self, fields: dict[str, b.Raw]) -> Parsed:
+        model = b.value(fields.get("model"))
+        if not isinstance(model, str) or "messages" not in fields:
+            raise b.BodyError("a chat completions request needs 'model' and 'messages'")
+        raws = b.arr(fields["messages"])
+        decoded = [b.value(r) for r in raws]
+        lead = 0
+        while lead < len(decoded) and isinstance(decoded[lead], dict) and decoded[lead].get("role") in SYSTEM_ROLES:
+            lead += 1
+        system = "\n".join(_message(n, m).content for n, m in enumerate(decoded[:lead]))
+        tools = bytes(fields["tools"]).decode() if "tools" in fields else ""
+        limit = b.value(fields.get("max_completion_tokens"), b.value(fields.get("max_tokens")))
+        return Parsed(
+            fields=fields,
+            model=model,
+            stream=b.value(fields.get("stream"), False) is True,
+            max_output=limit if isinstance(limit, int) and limit > 0 else None,
+            system=system,
+            tools=tools,
+            head=raws[:lead],
+            items=raws[lead:],
+            messages=[[_message(lead + n, m)] for n, m in enumerate(decoded[lead:])],
+            client_session=b.value(fields.get("user")) if isinstance(b.value(fields.get("user")), str) else None,
+        )
+
+    def mask(self, item: b.Raw, stubs: dict[int, str]) -> b.Raw:
+        fields = b.obj(item)
+        fields["content"] = b.raw(stubs[0])
+        return b.join_object(fields)
+
+    def prepend(self, item: b.Raw, text: str) -> b.Raw:
+        fields = b.obj(item)
+        content = fields.get("content")
+        if b.is_array(content):
+            part = b.join_object({"type": b.raw("text"), "text": b.raw(text)})
+            fields["content"] = b.join_array([part, *b.arr(content)])
+        else:
+            fields["content"] = b.raw(text + "\n\n" + (b.value(content) or ""))
+        return b.join_object(fields)
+
+    def assemble(self, parsed: Parsed, items: list[b.Raw], stable: str) -> dict[str, b.Raw]:
+        fields = dict(parsed.fields)
+        extra = [b.join_object({"role": b.raw("system"), "content": b.raw(stable)})] if stable else []
+        fields["messages"] = b.join_array([*parsed.head, *extra, *items])
+        return fields
+
+    def error(self, status: int, message: str) -> bytes:
+        kind = {400: "invalid_request_error", 401: "authentication_error"}.get(status, "api_error")
+        return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}).encode()
+
+    def reader(self, stream: bool) -> Reader:
+        return ChatReader(stream)
+
+
+class ChatReader(Reader):
+    def on_event(self, name: str | None, data: Any) -> None:
+        if data.get("usage"):
+            self._usage(data["usage"])
+        for choice in data.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.reply.text.append(delta["content"])
+            for call in delta.get("tool_calls") or []:
+                slot = self.reply.calls.setdefault(call.get("index", 0), {"id": "", "name": "", "arguments": ""})
+                fn = call.get("function") or {}
+                slot["id"] = call.get("id") or slot["id"]
+                slot["name"] += fn.get("name") or ""
+                slot["arguments"] += fn.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.reply.complete = True
+
+    def on_body(self, body: Any) -> None:
+        choices = body.get("choices") or []
+        message = choices[0].get("message") or {} if choices else {}
+        if message.get("content"):
+            self.reply.text.append(message["content"])
+        for n, call in enumerate(message.get("tool_calls") or []):
+            fn = call.get("function") or {}
+            self.reply.calls[n] = {
+                "id": call.get("id", ""),
+                "name": fn.get("name", ""),
+                "arguments": fn.get("arguments", ""),
+            }
+        if body.get("usage"):
+            self._usage(body["usage"])
+        self.reply.complete = bool(choices)
+
+    def _usage(self, u: dict[str, Any]) -> None:
+        cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        self.reply.usage = Usage(
+            input_tokens=u.get("prompt_tokens") or 0,
+            output_tokens=u.get("completion_tokens") or 0,
+            cached_input_tokens=cached,
+        )
+
+
+def is_usage_only(data: str) -> bool:
+    """The extra chunk ``stream_options.include_usage`` adds: no choices, only usage."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(chunk, dict) and chunk.get("choices") == [] and "usage" in chunk

@@ -1,0 +1,80 @@
+"""Where the gateway listens and where it forwards: the `[gateway]` table of the workspace
+configuration, with the command line's options over it."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ctx_lsp.config import GatewayConfig
+from ctx_lsp.core.items import Mode
+from ctx_lsp.engine import UserError
+
+DEFAULT_LISTEN = "127.0.0.1:8787"
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayOptions:
+    host: str
+    port: int
+    openai_upstream: str  # as OPENAI_BASE_URL takes it: …/v1
+    anthropic_upstream: str  # as ANTHROPIC_BASE_URL takes it: no /v1
+    mode: Mode | None = None  # None: the session's, else the workspace's
+    token: str | None = None
+    json_log: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UserError(f"listen address {text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _upstream(url: str, what: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError(f"{what} {url!r}: expected an http:// or https:// URL")
+    return url.rstrip("/")
+
+
+def resolve(
+    config: GatewayConfig,
+    *,
+    listen: str | None = None,
+    openai_upstream: str | None = None,
+    anthropic_upstream: str | None = None,
+    mode: Mode | None = None,
+    token: str | None = None,
+    json_log: bool = False,
+) -> GatewayOptions:
+    host, port = parse_listen(listen or config.listen or DEFAULT_LISTEN)
+    token = token or config.token
+    if not is_loopback(host) and not token:
+        raise UserError(
+            f"the gateway would listen on {host}, which is not a loopback address: give a --token that "
+            "clients must send as the X-Ctx-Token header (or listen on 127.0.0.1)"
+        )
+    return GatewayOptions(
+        host=host,
+        port=port,
+        openai_upstream=_upstream(openai_upstream or config.openai_upstream, "the OpenAI upstream"),
+        anthropic_upstream=_upstream(anthropic_upstream or config.anthropic_upstream, "the Anthropic upstream"),
+        mode=mode or config.mode,
+        token=token,
+        json_log=json_log,
+    )

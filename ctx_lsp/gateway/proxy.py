@@ -1,0 +1,337 @@
+"""The gateway's HTTP side (aiohttp, server and upstream client, one event loop): each API
+request is planned on the engine's worker, forwarded with the client's own headers, and the
+reply streamed back as it arrives while a copy is read (``replies``).
+
+Fail open: when ctx_lsp cannot handle a request, the client's bytes go upstream unchanged.
+Upstream statuses and bodies reach the client unchanged. Keys and auth headers are forwarded
+and never stored, logged or echoed."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import aiohttp
+from aiohttp import web
+
+from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.gateway import body as b
+from ctx_lsp.gateway.apis import Api, Parsed
+from ctx_lsp.gateway.apis.anthropic import Anthropic
+from ctx_lsp.gateway.apis.chat import Chat, is_usage_only
+from ctx_lsp.gateway.apis.responses import Responses
+from ctx_lsp.gateway.options import GatewayOptions
+from ctx_lsp.gateway.replies import SseSplitter
+from ctx_lsp.gateway.status import GatewayRecord, Status
+from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of
+from ctx_lsp.sessions.engine import SessionEngine
+from ctx_lsp.sessions.exchanges import ExchangePlan
+
+log = logging.getLogger("ctx_lsp.gateway")
+T = TypeVar("T")
+# Queues an engine call on the engine's one worker thread when called (not when awaited): calls
+# run in the order they were made, whatever the event loop does in between.
+Runner = Callable[..., Awaitable[Any]]
+
+MAX_BODY_BYTES = 512 * 1024 * 1024  # requests with images and PDFs reach many MB
+TOKEN_HEADER = "X-Ctx-Token"
+HOP_BY_HOP = frozenset(
+    h.lower()
+    for h in (
+        "Connection",
+        "Keep-Alive",
+        "Proxy-Authenticate",
+        "Proxy-Authorization",
+        "TE",
+        "Trailer",
+        "Transfer-Encoding",
+        "Upgrade",
+        "Host",
+        "Content-Length",
+    )
+)
+NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding", SESSION_HEADER.lower(), TOKEN_HEADER.lower()}
+ANTHROPIC, CHAT, RESPONSES = Anthropic(), Chat(), Responses()
+
+
+@dataclass(slots=True)
+class Planned:
+    """A request as it goes upstream, with what is needed to read its reply back."""
+
+    body: bytes
+    parsed: Parsed | None = None
+    session: str | None = None
+    plan: ExchangePlan | None = None
+    strip_usage: bool = False  # we asked for a usage chunk the client did not: it is not relayed
+    note: str | None = None  # why the client's body went as it was
+
+
+class Gateway:
+    def __init__(
+        self,
+        sessions: SessionEngine,
+        options: GatewayOptions,
+        run: Runner,
+        on_record: Callable[[GatewayRecord], None] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.options = options
+        self.run = run
+        self.on_record = on_record
+        self.status = Status(options)
+        self.client: aiohttp.ClientSession | None = None
+        self._runner: web.AppRunner | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
+        app.router.add_get("/", self._hello)  # and HEAD /, which Claude Code sends first
+        app.router.add_get("/ctx/status", self._status)
+        for path, api in (
+            ("/v1/messages", ANTHROPIC),
+            ("/v1/chat/completions", CHAT),
+            ("/chat/completions", CHAT),
+            ("/v1/responses", RESPONSES),
+            ("/responses", RESPONSES),
+        ):
+            app.router.add_post(path, self._handler(api))
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        return app
+
+    async def start(self) -> str:
+        """Listen; returns the base URL (the real port when 0 was asked for)."""
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.options.host, self.options.port)
+        await site.start()
+        self.client = aiohttp.ClientSession(
+            auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=None, connect=30, sock_read=600),
+        )
+        server = site._server
+        port = server.sockets[0].getsockname()[1] if server and server.sockets else self.options.port
+        self.status.url = f"http://{self.options.host}:{port}"
+        return self.status.url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.client is not None:
+            await self.client.close()
+
+    def _handler(self, api: Api) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._api(request, api)
+
+        return handle
+
+    # ---- small routes -------------------------------------------------------------------------
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Callable) -> web.StreamResponse:
+        token = self.options.token
+        if token and not hmac.compare_digest(request.headers.get(TOKEN_HEADER, ""), token):
+            api = _api_of(request)
+            return _reply(api, 401, f"ctx_lsp gateway: send the gateway's token as the {TOKEN_HEADER} header")
+        return await handler(request)
+
+    async def _hello(self, request: web.Request) -> web.Response:
+        return web.Response(text="ctx-lsp gateway\n")
+
+    async def _status(self, request: web.Request) -> web.Response:
+        return web.json_response(self.status.snapshot())
+
+    # ---- the APIs -----------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request, api: Api) -> web.StreamResponse:
+        started = time.perf_counter()
+        raw = await request.read()
+        try:
+            fields = b.obj(raw)
+        except b.BodyError as err:
+            self.status.count("bad_request")
+            return _reply(api, 400, f"ctx_lsp gateway: the request body is not a JSON object ({err})")
+        try:
+            planned = await self.run(self._plan, api, fields, raw, request.headers.get(SESSION_HEADER))
+        except ContextOverflow as err:
+            self.status.count("overflow")
+            return _reply(api, 400, f"ctx_lsp gateway: {err}")
+        except b.BodyError as err:
+            if request.headers.get(SESSION_HEADER):
+                return _reply(api, 400, f"ctx_lsp gateway: {err}")
+            planned = Planned(body=raw, note=f"not read ({err})")
+        except Exception as err:  # the assistant must never break because of us
+            log.exception("gateway: planning failed; forwarding the request unchanged")
+            self.status.count("fail_open")
+            planned = Planned(body=raw, note=f"fail-open: {type(err).__name__}: {err}")
+        added = (time.perf_counter() - started) * 1000
+        return await self._send(request, api, planned, added)
+
+    def _plan(self, api: Api, fields: dict[str, b.Raw], raw: bytes, header: str | None) -> Planned:
+        """On the engine's worker: read the body, plan it, rewrite it."""
+        parsed = api.parse(fields)
+        session = session_of(api, parsed, header)
+        if parsed.opaque:
+            return Planned(body=raw, parsed=parsed, session=session, note=parsed.opaque)
+        plan = self.sessions.plan_exchange(exchange(api, parsed, session, self.options.mode))
+        body = rewrite(api, parsed, plan) or raw
+        planned = Planned(body=body, parsed=parsed, session=session, plan=plan)
+        if api is CHAT and parsed.stream:
+            options = b.value(fields.get("stream_options")) or {}
+            if not (isinstance(options, dict) and options.get("include_usage")):
+                top = b.obj(body)
+                top["stream_options"] = b.raw({**(options if isinstance(options, dict) else {}), "include_usage": True})
+                planned.body, planned.strip_usage = bytes(b.join_object(top)), True
+        return planned
+
+    async def _send(self, request: web.Request, api: Api, planned: Planned, added_ms: float) -> web.StreamResponse:
+        parsed = planned.parsed
+        stream = parsed.stream if parsed else False
+        url = self._upstream_url(request, api)
+        reader = api.reader(stream)
+        sent_at = time.perf_counter()
+        first_byte: float | None = None
+        try:
+            async with self._client().request(
+                request.method, url, data=planned.body, headers=_forward_headers(request), allow_redirects=False
+            ) as up:
+                if up.status >= 400:  # the provider's own answer, unchanged
+                    self.status.count("upstream_error")
+                    return web.Response(status=up.status, body=await up.read(), headers=_reply_headers(up))
+                encoding = up.headers.get("Content-Encoding")
+                reader.set_encoding(encoding)
+                strip = planned.strip_usage and (encoding or "identity").lower() == "identity"
+                resp = web.StreamResponse(status=up.status, headers=_reply_headers(up))
+                await resp.prepare(request)
+                splitter = SseSplitter() if strip else None
+                async for chunk in up.content.iter_any():
+                    if first_byte is None:
+                        first_byte = time.perf_counter()
+                    reader.feed(chunk)
+                    out = chunk
+                    if splitter is not None:
+                        out = b"".join(e.raw for e in splitter.feed(chunk) if not is_usage_only(e.data))
+                    try:
+                        if out:
+                            await resp.write(out)
+                    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+                        up.close()  # the client went away: so does the upstream request
+                        self.status.count("client_gone")
+                        return resp
+                if splitter is not None and (rest := splitter.rest()):
+                    await resp.write(rest)
+                # queued on the worker before the client can see the end: its next request finds it
+                upstream_s = (first_byte or time.perf_counter()) - sent_at
+                recorded = self._record(planned, reader.finish(), added_ms, upstream_s)
+                await resp.write_eof()
+        except (aiohttp.ClientConnectorError, aiohttp.ClientOSError) as err:
+            self.status.count("upstream_unreachable")
+            return _reply(
+                api, 502, f"ctx_lsp gateway: the upstream {_origin(url)} is unreachable ({type(err).__name__})"
+            )
+        except TimeoutError:
+            self.status.count("upstream_timeout")
+            return _reply(api, 504, f"ctx_lsp gateway: the upstream {_origin(url)} did not answer in time")
+        if recorded is not None:
+            try:
+                await recorded
+            except Exception:
+                log.exception("gateway: the reply could not be recorded")
+        return resp
+
+    def _record(self, planned: Planned, reply: Any, added_ms: float, upstream_s: float) -> Awaitable[Any] | None:
+        """The reply into the session (appended, its usage reported: queued on the worker, returned
+        to be awaited), the request into the status, the log and the editor."""
+        plan = planned.plan
+        stored = None
+        if plan is not None:
+            stored = self.run(
+                self.sessions.record_reply,
+                plan.session,
+                plan.outcome.result.plan.plan_id,
+                plan.ids[-1] if plan.ids else None,
+                reply.message(),
+                reply.usage,
+            )
+        record = self.status.record(planned, reply.usage, added_ms, upstream_s * 1000)
+        self._log(record)
+        if self.on_record is not None:
+            try:
+                self.on_record(record)
+            except Exception:
+                log.exception("gateway: notifying the editor failed")
+        return stored
+
+    def _log(self, record: GatewayRecord) -> None:
+        line = record.json_line() if self.options.json_log else record.text_line()
+        log.info("%s", line)
+
+    # ---- forwarding ---------------------------------------------------------------------------
+
+    def _client(self) -> aiohttp.ClientSession:
+        assert self.client is not None, "the gateway was not started"
+        return self.client
+
+    def _upstream_url(self, request: web.Request, api: Api | None) -> str:
+        path = request.rel_url.raw_path
+        query = request.rel_url.raw_query_string
+        if api is ANTHROPIC or (api is None and _is_anthropic(request)):
+            url = self.options.anthropic_upstream + path
+        else:  # OpenAI's base URL already ends in /v1
+            url = self.options.openai_upstream + (path[3:] if path.startswith("/v1/") or path == "/v1" else path)
+        return url + (f"?{query}" if query else "")
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        """Any other path: forwarded unchanged to the upstream of its API (models, count_tokens…)."""
+        url = self._upstream_url(request, None)
+        try:
+            async with self._client().request(
+                request.method,
+                url,
+                data=await request.read(),
+                headers=_forward_headers(request),
+                allow_redirects=False,
+            ) as up:
+                resp = web.StreamResponse(status=up.status, headers=_reply_headers(up))
+                await resp.prepare(request)
+                async for chunk in up.content.iter_any():
+                    await resp.write(chunk)
+                await resp.write_eof()
+                return resp
+        except (aiohttp.ClientConnectorError, aiohttp.ClientOSError) as err:
+            return _reply(_api_of(request), 502, f"ctx_lsp gateway: the upstream is unreachable ({type(err).__name__})")
+        except TimeoutError:
+            return _reply(_api_of(request), 504, "ctx_lsp gateway: the upstream did not answer in time")
+
+
+def _is_anthropic(request: web.Request) -> bool:
+    return request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
+
+
+def _api_of(request: web.Request) -> Api:
+    if _is_anthropic(request):
+        return ANTHROPIC
+    return RESPONSES if request.path.endswith("/responses") else CHAT
+
+
+def _reply(api: Api, status: int, message: str) -> web.Response:
+    return web.Response(status=status, body=api.error(status, message), content_type="application/json")
+
+
+def _origin(url: str) -> str:
+    return url.split("/", 3)[2] if "://" in url else url
+
+
+def _forward_headers(request: web.Request) -> dict[str, str]:
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in NOT_FORWARDED}
+    headers["Accept-Encoding"] = "identity"  # the copy must be readable; the client gets what is sent
+    return headers
+
+
+def _reply_headers(up: aiohttp.ClientResponse) -> dict[str, str]:
+    return {k: v for k, v in up.headers.items() if k.lower() not in HOP_BY_HOP}

@@ -1,0 +1,113 @@
+"""What the gateway has done: one record per request (a log line, ``ctx/gatewayRequest`` in the
+editor) and the counts behind ``GET /ctx/status``. Never a header, a key or a body."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ctx_lsp.core.items import SYSTEM_PROMPT
+
+if TYPE_CHECKING:
+    from ctx_lsp.gateway.options import GatewayOptions
+    from ctx_lsp.sessions.values import Usage
+
+
+class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """One request through the gateway, as the log, the status page and the editor see it."""
+
+    time: float
+    session: str | None = None
+    model: str | None = None
+    plan_id: str | None = None
+    estimated_input: int | None = None  # the plan's count of what was sent
+    client_messages: int = 0
+    sent_messages: int = 0  # conversation items forwarded (after shedding)
+    dropped: int = 0  # conversation items the plan left out (archived, outside the window)
+    masked: int = 0
+    injected: int = 0  # context items added (pins, scaffold, retrieval, summary)
+    input_tokens: int | None = None  # what the provider reported
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
+    added_ms: float = 0.0  # time the gateway spent before forwarding
+    upstream_ms: float = 0.0  # time to the upstream's first byte
+    note: str | None = None  # why the client's body went as it was
+
+    def text_line(self) -> str:
+        def k(n: int | None) -> str:
+            return "?" if n is None else f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+        parts = [
+            f"gateway {self.session or '-'} {self.model or '-'}",
+            f"est {k(self.estimated_input)} → in {k(self.input_tokens)} (cached {k(self.cached_input_tokens)})",
+            f"out {k(self.output_tokens)}",
+            f"msgs {self.sent_messages}/{self.client_messages}",
+            f"dropped {self.dropped} masked {self.masked} +ctx {self.injected}",
+            f"+{self.added_ms:.1f} ms",
+        ]
+        if self.plan_id:
+            parts.append(self.plan_id)
+        if self.note:
+            parts.append(f"({self.note})")
+        return " · ".join(parts)
+
+    def json_line(self) -> str:
+        return msgspec.json.encode(self).decode()
+
+
+class Status:
+    def __init__(self, options: GatewayOptions) -> None:
+        self.options = options
+        self.url = options.url
+        self.started = time.time()
+        self.counts: Counter[str] = Counter()
+        self.last: GatewayRecord | None = None
+
+    def count(self, what: str) -> None:
+        self.counts[what] += 1
+
+    def record(self, planned: Any, usage: Usage | None, added_ms: float, upstream_ms: float) -> GatewayRecord:
+        plan, parsed = planned.plan, planned.parsed
+        rec = GatewayRecord(
+            time=time.time(),
+            session=planned.session,
+            model=parsed.model if parsed else None,
+            client_messages=len(parsed.items) if parsed else 0,
+            added_ms=round(added_ms, 2),
+            upstream_ms=round(upstream_ms, 2),
+            note=planned.note,
+        )
+        if plan is not None:
+            p = plan.outcome.result.plan
+            conversation = set(plan.ids)
+            shown = plan.placement.shown
+            rec.plan_id = p.plan_id
+            rec.estimated_input = p.totals.tokens
+            rec.sent_messages = sum(1 for i in conversation if i in shown)
+            rec.dropped = len(conversation) - rec.sent_messages
+            rec.masked = sum(1 for c in plan.outcome.result.chosen if c.masked)
+            chosen = plan.outcome.result.chosen
+            rec.injected = sum(1 for c in chosen if not c.item.messages and c.item.kind != SYSTEM_PROMPT)
+        else:
+            rec.sent_messages = rec.client_messages
+        if usage is not None:
+            rec.input_tokens, rec.cached_input_tokens = usage.input_tokens, usage.cached_input_tokens
+            rec.output_tokens = usage.output_tokens
+        self.counts["requests"] += 1
+        self.counts["planned" if plan is not None else "as_sent"] += 1
+        self.last = rec
+        return rec
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "upstreams": {"openai": self.options.openai_upstream, "anthropic": self.options.anthropic_upstream},
+            "mode": self.options.mode,
+            "since": self.started,
+            "counts": dict(self.counts),
+            "last": json.loads(self.last.json_line()) if self.last else None,
+        }

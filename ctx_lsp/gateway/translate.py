@@ -1,0 +1,86 @@
+"""A provider request ↔ the engine: which session it belongs to, the Exchange the sessions
+engine plans, and the body that carries the plan — the client's own bytes wherever the plan
+changes nothing."""
+
+from __future__ import annotations
+
+import re
+
+from ctx_lsp.core.ids import content_id
+from ctx_lsp.core.items import Mode
+from ctx_lsp.gateway import body as b
+from ctx_lsp.gateway.apis import Api, Parsed
+from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan
+
+SESSION_HEADER = "X-Ctx-Session"
+SESSION_NAME = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+CLIENT_PREFIX = {"anthropic": "claude", "chat": "chat", "responses": "codex"}
+
+
+def session_of(api: Api, parsed: Parsed, header: str | None) -> str:
+    """The conversation a request belongs to: the client's header, else an id the client sends
+    (Claude Code's session id, Codex's prompt_cache_key), else the system prompt and first user
+    message. A sub-agent has its own system prompt, so it gets its own session; tools may change
+    within a conversation, so they do not count."""
+    if header:
+        if not SESSION_NAME.match(header):
+            raise b.BodyError(f"{SESSION_HEADER}: use letters, digits and . _ : @ - (at most 128)")
+        return header
+    system = content_id(parsed.system)[:8]
+    if parsed.client_session:
+        return f"{CLIENT_PREFIX[api.name]}-{content_id(parsed.client_session)[:12]}-{system}"
+    first = next((m.content for ms in parsed.messages for m in ms if m.role == "user"), "")
+    return f"{CLIENT_PREFIX[api.name]}-{content_id(parsed.system, first)[:12]}"
+
+
+def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Exchange:
+    return Exchange(
+        session=session,
+        model=parsed.model,
+        system="\n".join(p for p in (parsed.system, parsed.tools) if p),
+        messages=[m for ms in parsed.messages for m in ms],
+        max_output=parsed.max_output,
+        mode=mode,
+    )
+
+
+def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:
+    """The body that carries ``plan``, or None when it is the client's body unchanged.
+
+    An item is sent when the plan shows any of its messages (an item without messages — a
+    reasoning item, say — goes with the item after it); a masked message's text becomes its stub;
+    the per-turn block goes ahead of the latest user message, the stable block after the system
+    prompt."""
+    placement = plan.placement
+    shown = placement.shown
+    ids_of: list[list[str]] = []
+    start = 0
+    for ms in parsed.messages:
+        ids_of.append(plan.ids[start : start + len(ms)])
+        start += len(ms)
+    keep: list[bool | None] = [any(i in shown for i in ids) if ids else None for ids in ids_of]
+    following = True
+    for n in range(len(keep) - 1, -1, -1):
+        if keep[n] is None:
+            keep[n] = following
+        following = bool(keep[n])
+    changed = bool(placement.stable)
+    items: list[b.Raw] = []
+    for n, item in enumerate(parsed.items):
+        if not keep[n]:
+            changed = True
+            continue
+        ids, originals = ids_of[n], parsed.messages[n]
+        stubs = {
+            k: shown[i].content for k, i in enumerate(ids) if i in shown and shown[i].content != originals[k].content
+        }
+        if stubs:
+            item = api.mask(item, stubs)
+            changed = True
+        if placement.per_turn and placement.latest_user_id in ids:
+            item = api.prepend(item, placement.per_turn)
+            changed = True
+        items.append(item)
+    if not changed:
+        return None
+    return bytes(b.join_object(api.assemble(parsed, items, placement.stable)))

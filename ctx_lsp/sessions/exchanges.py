@@ -1,0 +1,124 @@
+"""Requests through the gateway: an assistant's own conversation, synced into its session, then
+planned under the request's model and output reserve; and the reply read back into the session.
+
+The client's system prompt and tools are its own: counted as required, never changed. The
+conversation gets everything they leave (its compaction threshold is a share of that), and
+retrieval only what the conversation leaves — a request that fits goes out as the client sent it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
+from ctx_lsp.core.items import Message, Mode
+from ctx_lsp.core.render import Placement, place
+from ctx_lsp.core.tokens import scaled
+from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest
+from ctx_lsp.sessions.calibration import Calibration
+from ctx_lsp.sessions.conversation import Conversation
+from ctx_lsp.sessions.planning import Planning
+from ctx_lsp.sessions.shared import Shared
+from ctx_lsp.sessions.usage import UsageAndMeter
+from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One request through the gateway, in the engine's terms."""
+
+    session: str
+    model: str
+    system: str  # the client's system prompt and tool definitions as text: counted, never changed
+    messages: list[Message]  # the conversation as the client sent it; ids are given here
+    max_output: int | None = None
+    mode: Mode | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangePlan:
+    """How to send an Exchange: the ids its messages have in the session (in order), how many
+    were new, the plan, and the plan laid over the client's conversation."""
+
+    session: str
+    branch: str
+    ids: list[str]
+    appended: int
+    outcome: PlanOutcome
+    placement: Placement
+    query: str
+
+
+@dataclass(slots=True)
+class Exchanges:
+    shared: Shared
+    calibration: Calibration
+    conversation: Conversation
+    planning: Planning
+    usage: UsageAndMeter
+
+    def plan(self, ex: Exchange) -> ExchangePlan:
+        shared, store = self.shared, self.shared.store
+        shared.require_memory()
+        shared.open_session(ex.session)
+        ids = chain_ids(ex.messages)
+        known, branch = store.follow(ex.session, ids)
+        new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
+        if new:
+            self.conversation.append(ex.session, None, new)
+        model, _ = self.calibration.model(ex.model)
+        cal = model.estimator.calibration
+        budget = shared.engine.budget(model, BudgetOverrides(max_completion_tokens=ex.max_output))
+        prompt = max(1, budget.prompt_budget)
+        system = scaled(model.counter.count(ex.system), cal)
+        active = [m for m in store.path_meta(ex.session) if m.archived_by is None]
+        sizes = self.conversation.sizes(ex.session, active, model.counter)
+        talk = sum(scaled(s.tokens, cal) for s in sizes.values())
+        mode = ex.mode or store.session(ex.session).mode or shared.engine.config.mode
+        rag = 0 if mode == "off" else max(0, min(int(prompt * budget.shares.rag), prompt - system - talk))
+        system_share = min(1.0, system / prompt)
+        overrides = BudgetOverrides(
+            max_completion_tokens=ex.max_output,
+            rag_budget=rag,
+            shares=(system_share, 1.0 - system_share, 0.0),
+        )
+        query = exchange_query(ex.messages)
+        request = PlanRequest(
+            query=query,
+            model=ex.model,
+            budget=overrides,
+            mode=ex.mode,
+            system_prompt=ex.system,
+            query_in_conversation=True,
+            instructions=False,
+        )
+        outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+        return ExchangePlan(
+            session=ex.session,
+            branch=branch,
+            ids=ids,
+            appended=len(new),
+            outcome=outcome,
+            placement=place(outcome.result),
+            query=query,
+        )
+
+    def record_reply(
+        self, session: str, plan_id: str, parent: str | None, reply: Message | None, usage: Usage | None
+    ) -> UsageReport | None:
+        """The model's reply, read from what streamed back, appended after the request's last
+        message (with the id the client's resend of it will have) — unless the branch moved on
+        meanwhile (a parallel request): then the client's next request brings it. Then the usage."""
+        store = self.shared.store
+        if reply is not None:
+            record = self.shared.open_session(session)
+            heads = store.path_meta(session, record.branch)
+            head = heads[-1].id if heads else None
+            rid = chain_id(parent, reply)
+            if head == parent and not store.contents(session, [rid]):
+                self.conversation.append(session, None, [msgspec.structs.replace(reply, id=rid)])
+        if usage is None:
+            return None
+        return self.usage.report_usage(session, plan_id, usage)

@@ -1,0 +1,427 @@
+"""The gateway with the official SDKs as clients, a fake upstream behind it, real HTTP on
+loopback, the real engine and store (tests/gateway/harness.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from pathlib import Path
+
+import aiohttp
+import anthropic
+import openai
+import pytest
+
+from ctx_lsp.config import GatewayConfig
+from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.engine import UserError
+from ctx_lsp.gateway.options import resolve
+from tests.gateway.fake_upstream import Reply
+from tests.gateway.harness import KEY, TINY_MODEL, running_gateway
+from tests.workspaces import copy_sample
+
+TOOL = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
+READ = {"name": "read_file", "description": "Read a file", "input_schema": {"type": "object"}}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return copy_sample(tmp_path / "ws")
+
+
+def _oai(url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0)
+
+
+def _ant(url: str) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0)
+
+
+async def test_passthrough_is_byte_identical_in_mode_off(ws: Path) -> None:
+    raw = (
+        '{"model": "gpt-4o",  "messages": [{"role": "user", "content": "caf\\u00e9 \u00e9 ok"}],'
+        ' "x_future_field": {"keep": [1, 2.50, "me"]}, "temperature": 0.0}'
+    ).encode()
+    async with running_gateway(ws, mode="off") as gw, aiohttp.ClientSession() as http:
+        async with http.post(
+            gw.openai_url + "/chat/completions",
+            data=raw,
+            headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+        ) as r:
+            assert r.status == 200
+            reply = await r.json()
+        sent = gw.up.model_requests[-1]
+        assert sent.body == raw
+        assert sent.headers["authorization"] == f"Bearer {KEY}"
+        assert reply["choices"][0]["message"]["content"] == gw.up.default.content
+
+
+async def test_chat_stream_tool_round_trip_carries_context_and_records_the_conversation(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        gw.up.queue(Reply.tool_call("read_file", {"path": "shop/billing/invoice.py"}), Reply.text("Rounded half up."))
+        messages: list[dict] = [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "How are invoice totals rounded to cents?"},
+        ]
+        stream = await client.chat.completions.create(model="gpt-4o", messages=messages, tools=[TOOL], stream=True)
+        calls: dict[int, dict] = {}
+        chunks = []
+        async for chunk in stream:
+            chunks.append(chunk)
+            for c in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+                slot = calls.setdefault(c.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = c.id or slot["id"]
+                slot["name"] += c.function.name or ""
+                slot["arguments"] += c.function.arguments or ""
+        assert all(c.choices for c in chunks), "the usage chunk the gateway asked for reached the client"
+        call = calls[0]
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call["id"],
+                        "type": "function",
+                        "function": dict(name=call["name"], arguments=call["arguments"]),
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": call["id"], "content": "def _round_cents(amount): ..."},
+        ]
+        second = await client.chat.completions.create(model="gpt-4o", messages=messages, tools=[TOOL])
+        assert second.choices[0].message.content == "Rounded half up."
+
+        first_sent, second_sent = (r.json for r in gw.up.model_requests)
+        assert first_sent["stream_options"] == {"include_usage": True}
+        assert first_sent["messages"][0] == messages[0]  # the client's system prompt, unchanged
+        assert first_sent["messages"][1]["content"].startswith(STABLE_HEADER)
+        latest = first_sent["messages"][-1]["content"]
+        assert latest.startswith(CONTEXT_HEADER) and latest.endswith(messages[1]["content"])
+        assert "_round_cents" in latest  # retrieval found the code the question is about
+        assert second_sent["tools"] == [TOOL]
+        session = gw.gateway.status.last.session
+        transcript = await gw.call(gw.sessions.messages, session)
+        assert [m.role for m in transcript.messages] == ["user", "assistant", "tool", "assistant"]
+        assert transcript.branch == "main"  # the resent reply matched the one read from the stream
+        assert all(CONTEXT_HEADER not in m.content for m in transcript.messages)  # injected blocks are not stored
+
+
+async def test_anthropic_keeps_thinking_signatures_and_unknown_blocks_byte_for_byte(ws: Path) -> None:
+    assistant = (
+        '{"role":"assistant","content":[{"type":"thinking","thinking":"Let me look.","signature":"EqQBCkYIBx=="},'
+        '{"type":"tool_use","id":"toolu_01","name":"read_file","input":{"path":"shop/inventory.py"}}]}'
+    )
+    results = (
+        '{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"class Inventory: ..."},'
+        '{"type":"future_block","payload":{"z":1,"a":[true,null]}}]}'
+    )
+    raw = (
+        '{"model":"claude-sonnet-4-5","max_tokens":1024,"system":[{"type":"text","text":"You are Claude Code.",'
+        '"cache_control":{"type":"ephemeral"}}],"tools":[' + json.dumps(READ) + '],"messages":['
+        '{"role":"user","content":"Where is stock reserved?"},' + assistant + "," + results + "]}"
+    ).encode()
+    async with running_gateway(ws) as gw, aiohttp.ClientSession() as http:
+        async with http.post(
+            gw.url + "/v1/messages?beta=true",
+            data=raw,
+            headers={"x-api-key": KEY, "anthropic-version": "2023-06-01", "anthropic-beta": "interleaved-thinking"},
+        ) as r:
+            assert r.status == 200, await r.text()
+        sent = gw.up.model_requests[-1]
+        assert sent.path == "/v1/messages?beta=true"
+        assert sent.headers["anthropic-beta"] == "interleaved-thinking" and sent.headers["x-api-key"] == KEY
+        assert assistant.encode() in sent.body
+        assert b'{"type":"future_block","payload":{"z":1,"a":[true,null]}}' in sent.body
+        assert sent.json["system"][0] == {
+            "type": "text",
+            "text": "You are Claude Code.",
+            "cache_control": {"type": "ephemeral"},
+        }
+        assert sent.json["system"][1]["text"].startswith(STABLE_HEADER)
+        assert sent.json["tools"] == [READ]
+
+
+async def test_anthropic_stream_with_tool_call_and_usage_feeds_calibration(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        gw.up.queue(
+            Reply.tool_call("read_file", {"path": "shop/inventory.py"}), Reply.text("Here."), Reply.text("More.")
+        )
+        messages: list[dict] = [{"role": "user", "content": "Where is stock reserved?"}]
+        async with client.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=512, messages=messages, tools=[READ]
+        ) as s:
+            final = await s.get_final_message()
+        use = next(b for b in final.content if b.type == "tool_use")
+        messages += [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in final.content]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "def reserve(): ..."}],
+            },
+        ]
+        async with client.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=512, messages=messages, tools=[READ]
+        ) as s:
+            text = await s.get_final_text()
+        assert text == "Here."
+        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "and releases?"}]
+        await client.messages.create(model="claude-sonnet-4-5", max_tokens=512, messages=messages)
+        session = gw.gateway.status.last.session
+        transcript = await gw.call(gw.sessions.messages, session)
+        assert [m.role for m in transcript.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+        assert transcript.branch == "main"
+        stats = await gw.call(gw.sessions.store.usage_stats, "claude-sonnet-4-5", session)
+        assert stats.reports == 3 and stats.last_actual == gw.gateway.status.last.input_tokens
+        assert gw.gateway.status.last.input_tokens and gw.gateway.status.last.input_tokens > 0
+
+
+async def test_responses_stream_through_the_gateway(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        stream = await client.responses.create(
+            model="gpt-4o",
+            input=[
+                {"type": "message", "role": "developer", "content": "You are Codex."},
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "How is stock reserved?"}],
+                },
+            ],
+            prompt_cache_key="codex-session-1",
+            stream=True,
+        )
+        done = [e async for e in stream if e.type == "response.completed"]
+        assert done and done[0].response.output_text == gw.up.default.content
+        sent = gw.up.model_requests[-1].json
+        assert sent["input"][0] == {"type": "message", "role": "developer", "content": "You are Codex."}
+        assert sent["input"][1]["role"] == "developer" and sent["input"][1]["content"][0]["text"].startswith(
+            STABLE_HEADER
+        )
+        assert sent["input"][2]["content"][0]["text"].startswith(CONTEXT_HEADER)
+        assert gw.gateway.status.last.session.startswith("codex-")
+        assert gw.gateway.status.last.input_tokens
+
+
+def _agent_conversation(turns: int, result_tokens: int) -> list[dict]:
+    filler = " ".join(f"line{n} value={n * 7}" for n in range(result_tokens // 4))
+    messages: list[dict] = []
+    for t in range(turns):
+        messages += [
+            {"role": "user", "content": f"Step {t}: check the inventory module for stock reservation."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{t}", "name": "read_file", "input": {"path": f"f{t}.py"}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{t}", "content": f"output {t}: {filler}"}],
+            },
+            {"role": "assistant", "content": f"Step {t} looked fine."},
+        ]
+    messages.append({"role": "user", "content": "Now, where is stock reserved? Answer briefly."})
+    return messages
+
+
+def _check_tool_pairs(messages: list[dict]) -> None:
+    for n, m in enumerate(messages):
+        if m["role"] != "assistant" or isinstance(m["content"], str):
+            continue
+        uses = {b["id"] for b in m["content"] if b.get("type") == "tool_use"}
+        if uses:
+            nxt = messages[n + 1]["content"]
+            assert {b["tool_use_id"] for b in nxt if b.get("type") == "tool_result"} == uses
+    for n, m in enumerate(messages):
+        if m["role"] == "user" and not isinstance(m["content"], str):
+            for b in m["content"]:
+                if b.get("type") == "tool_result":
+                    prev = messages[n - 1]["content"]
+                    assert any(p.get("id") == b["tool_use_id"] for p in prev if isinstance(p, dict))
+
+
+async def test_over_budget_agent_conversation_is_shed_within_the_window(ws: Path) -> None:
+    (ws / "ctx.toml").write_text(TINY_MODEL.replace("6000", "12000"))
+    messages = _agent_conversation(turns=14, result_tokens=700)
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        reply = await client.messages.create(model="tiny-model", max_tokens=500, messages=messages, system="Agent.")
+        assert reply.content[0].text == gw.up.default.content
+        sent = gw.up.model_requests[-1].json
+        record = gw.gateway.status.last
+        plan = await gw.call(gw.sessions.outcome, record.session, record.plan_id)
+        assert plan.result.plan.totals.tokens <= plan.result.plan.prompt_budget
+        counter = counter_for("cl100k_base")
+        text = json.dumps(sent["messages"]) + json.dumps(sent["system"])
+        assert counter.count(text) <= 12000 - 500
+        assert len(sent["messages"]) < len(messages)
+        _check_tool_pairs(sent["messages"])
+        assert sent["messages"][0]["role"] == "user"
+        latest = sent["messages"][-1]["content"]
+        latest = latest if isinstance(latest, str) else latest[-1]["text"]
+        assert latest == messages[-1]["content"]  # the latest question, kept
+        stable = sent["system"][-1]["text"]
+        assert stable.startswith(STABLE_HEADER) and "Step 0" in stable  # the compaction summary stands in
+        transcript = await gw.call(gw.sessions.messages, record.session)
+        stored = len(transcript.messages)
+        assert stored >= len(messages)  # nothing the client sent is lost: archived, not deleted
+        assert any(m.archived_by for m in transcript.messages)
+
+
+async def test_next_request_repeats_the_previous_one_up_to_the_per_turn_block(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
+        for question in ("How is stock reserved?", "And how are invoices rounded?", "What do discounts do?"):
+            messages.append({"role": "user", "content": question})
+            r = await client.chat.completions.create(model="gpt-4o", messages=messages)
+            messages.append({"role": "assistant", "content": r.choices[0].message.content})
+        bodies = [r.json["messages"] for r in gw.up.model_requests]
+        for before, after in itertools.pairwise(bodies):
+            assert after[: len(before) - 1] == before[:-1]
+            assert before[-1]["content"].startswith(CONTEXT_HEADER)
+
+
+async def test_upstream_errors_reach_the_client_unchanged(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client, _ant(gw.url) as ant:
+        gw.up.queue(Reply.error(429, "slow down, fake"), Reply.error(500, "fake exploded"))
+        with pytest.raises(openai.RateLimitError) as rate:
+            await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert "slow down, fake" in str(rate.value)
+        with pytest.raises(openai.InternalServerError) as boom:
+            await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert "fake exploded" in str(boom.value)
+        gw.up.queue(Reply.error(429, "anthropic says wait"), api="messages")
+        with pytest.raises(anthropic.RateLimitError, match="anthropic says wait"):
+            await ant.messages.create(
+                model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+            )
+
+
+async def test_fail_open_forwards_the_clients_bytes(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+
+        def broken(*_: object) -> None:
+            raise RuntimeError("engine bug")
+
+        monkeypatch.setattr(gw.sessions, "plan_exchange", broken)
+        r = await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi there"}])
+        assert r.choices[0].message.content == gw.up.default.content
+        assert gw.up.model_requests[-1].json["messages"] == [{"role": "user", "content": "hi there"}]
+        assert gw.gateway.status.counts["fail_open"] == 1
+        assert "engine bug" in gw.gateway.status.last.note
+
+
+async def test_bad_input_gets_the_apis_error_shape(ws: Path) -> None:
+    (ws / "ctx.toml").write_text(TINY_MODEL)
+    async with running_gateway(ws) as gw, aiohttp.ClientSession() as http, _ant(gw.url) as ant:
+        async with http.post(gw.url + "/v1/messages", data=b"{not json", headers={"x-api-key": KEY}) as r:
+            assert r.status == 400
+            assert (await r.json())["type"] == "error"
+        async with http.post(gw.openai_url + "/chat/completions", data=b"[1,") as r:
+            assert r.status == 400 and "error" in await r.json()
+        huge = "word " * 9000
+        with pytest.raises(anthropic.BadRequestError, match="context overflow"):
+            await ant.messages.create(model="tiny-model", max_tokens=100, messages=[{"role": "user", "content": huge}])
+        assert not gw.up.model_requests  # nothing over the window was forwarded
+        async with http.head(gw.url + "/") as r:
+            assert r.status == 200
+
+
+async def test_unreachable_upstream_is_a_502(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        await gw.up.stop()
+        with pytest.raises(openai.APIStatusError) as err:
+            await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert err.value.status_code == 502 and "unreachable" in str(err.value)
+
+
+async def test_client_disconnect_mid_stream_stores_no_partial_reply(ws: Path) -> None:
+    async with running_gateway(ws) as gw, aiohttp.ClientSession() as http:
+        gw.up.queue(Reply.text("a long answer " * 40, delay=0.05))
+        body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "tell me a story"}]}
+        async with http.post(gw.openai_url + "/chat/completions", json=body) as r:
+            await r.content.readany()
+        for _ in range(100):
+            if gw.gateway.status.counts["client_gone"]:
+                break
+            await asyncio.sleep(0.05)
+        assert gw.gateway.status.counts["client_gone"] == 1
+        sessions = await gw.call(gw.sessions.store.ensure_session, "x")  # the store still answers
+        assert sessions is not None
+        names = [
+            s for s in await gw.call(lambda: [r[0] for r in gw.sessions.store._read("SELECT id FROM sessions", ())])
+        ]
+        chat = next(n for n in names if n.startswith("chat-"))
+        transcript = await gw.call(gw.sessions.messages, chat)
+        assert [m.role for m in transcript.messages] == ["user"]
+
+
+async def test_two_conversations_at_once_and_a_restart_in_between(ws: Path) -> None:
+    first = [{"role": "system", "content": "Agent A"}, {"role": "user", "content": "How is stock reserved?"}]
+    second = [{"role": "system", "content": "Agent B"}, {"role": "user", "content": "How are invoices rounded?"}]
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        a, b = await asyncio.gather(
+            client.chat.completions.create(model="gpt-4o", messages=first),
+            client.chat.completions.create(model="gpt-4o", messages=second),
+        )
+        assert a.choices[0].message.content and b.choices[0].message.content
+        assert gw.gateway.status.counts["planned"] == 2
+        ids = await gw.call(lambda: [r[0] for r in gw.sessions.store._read("SELECT id FROM sessions", ())])
+        assert len([i for i in ids if i.startswith("chat-")]) == 2
+    first.append({"role": "assistant", "content": a.choices[0].message.content})
+    first.append({"role": "user", "content": "And released?"})
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:  # a restart: a new process, the same store
+        await client.chat.completions.create(model="gpt-4o", messages=first)
+        session = gw.gateway.status.last.session
+        transcript = await gw.call(gw.sessions.messages, session)
+        assert [m.role for m in transcript.messages] == ["user", "assistant", "user", "assistant"]
+        assert transcript.branch == "main"
+
+
+async def test_the_key_is_nowhere_in_the_store_or_the_log(ws: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client, _ant(gw.url) as ant:
+        await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        await ant.messages.create(
+            model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        )
+        gw.up.queue(Reply.error(401, "bad key"))
+        with pytest.raises(openai.AuthenticationError):
+            await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "again"}])
+    leaked = [p for p in (ws / ".ctx").rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaked == []
+    assert KEY not in caplog.text
+    assert "gateway" in caplog.text  # the per-request lines were logged
+
+
+async def test_a_token_guards_the_gateway_and_non_loopback_needs_one(ws: Path) -> None:
+    with pytest.raises(UserError, match="not a loopback address"):
+        resolve(GatewayConfig(), listen="0.0.0.0:8787")
+    assert resolve(GatewayConfig(), listen="0.0.0.0:8787", token="t").token == "t"
+    async with running_gateway(ws, token="gw-token") as gw, aiohttp.ClientSession() as http:
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        async with http.post(gw.openai_url + "/chat/completions", json=body) as r:
+            assert r.status == 401
+        async with http.post(gw.openai_url + "/chat/completions", json=body, headers={"X-Ctx-Token": "gw-token"}) as r:
+            assert r.status == 200
+        assert "x-ctx-token" not in gw.up.model_requests[-1].headers
+
+
+async def test_other_paths_are_forwarded_and_gzip_is_relayed_as_sent(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client, aiohttp.ClientSession() as http:
+        models = await client.models.list()
+        assert [m.id async for m in models]
+        async with http.post(
+            gw.url + "/v1/messages/count_tokens",
+            json={"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"anthropic-version": "2023-06-01"},
+        ) as r:
+            assert (await r.json())["input_tokens"] > 0
+        gw.up.queue(Reply.text("zipped", gzip=True))
+        r = await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert r.choices[0].message.content == "zipped"
+        transcript = await gw.call(gw.sessions.messages, gw.gateway.status.last.session)
+        assert transcript.messages[-1].content == "zipped"  # the copy was read through its encoding
