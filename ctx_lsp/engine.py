@@ -108,6 +108,9 @@ class PlanRequest:
     # maybe ending in tool results): the query is not appended as a new user message
     query_in_conversation: bool = False
     instructions: bool = True  # the workspace's agent instruction files (a client may bring its own)
+    # the scaffold and capsules as an earlier plan had them (the gateway keeps them while a
+    # conversation lasts: they sit early in its prompt, where a change costs the provider's cache)
+    scaffold: list[Item] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +332,7 @@ class Engine:
             if req.history:
                 candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
             retrieval_set_id = "rs-" + content_id(*(f"{c.id}:{c.score}" for c in candidates))
-            scaffold = [self._scaffold(counter, cal), *req.capsules]
+            scaffold = req.scaffold if req.scaffold is not None else [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
 
         inputs = PlanInput(

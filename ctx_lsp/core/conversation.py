@@ -141,7 +141,7 @@ def parse_messages(raw: Any) -> list[Message]:
     return out
 
 
-def _group_atoms(messages: Sequence[Message]) -> list[list[Message]]:
+def group_atoms(messages: Sequence[Message]) -> list[list[Message]]:
     atoms: list[list[Message]] = []
     open_calls: dict[str, list[Message]] = {}
     for m in messages:
@@ -304,7 +304,7 @@ def build_turns(
     latest = latest_user(messages)
     atoms = [
         atom_item(group, counter, calibration, sizes=sizes, mask_over=mask_over, latest_user_id=latest)
-        for group in _group_atoms(messages)
+        for group in group_atoms(messages)
     ]
     if atoms and atoms[-1].kind == TOOL_EPISODE:
         atoms[-1] = msgspec.structs.replace(atoms[-1], pending=True)
@@ -348,7 +348,7 @@ def conversation_window(
     latest = latest_user(messages)
     turns: list[list[tuple[int, list[Message]]]] = []  # each turn's atoms, with their first index
     index = 0
-    for group in _group_atoms(list(messages)):
+    for group in group_atoms(list(messages)):
         if group[0].role == "user" or not turns:
             turns.append([])
         turns[-1].append((index, group))

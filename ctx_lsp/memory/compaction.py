@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
+from ctx_lsp.core.conversation import group_atoms
 from ctx_lsp.core.items import Message
 from ctx_lsp.memory.llm import ChatClient, LlmError
 
@@ -259,14 +260,35 @@ def summarise(
 
 
 def split_for_compaction(
-    turns: Sequence[Sequence[Message]], cost: Callable[[Sequence[Message]], int], keep_tokens: int
+    turns: Sequence[Sequence[Message]],
+    cost: Callable[[Sequence[Message]], int],
+    keep_tokens: int,
+    *,
+    split_current: bool = False,
 ) -> tuple[list[Message], list[Message]]:
-    """(messages to archive, messages to keep): the current turn is always kept, then older turns
-    newest first while they fit in ``keep_tokens``; the rest is archived. Turns stay whole."""
+    """(messages to archive, messages to keep): the current turn is kept, then older turns newest
+    first while they fit in ``keep_tokens``; the rest is archived. Turns stay whole — except, with
+    ``split_current``, a current turn larger than ``keep_tokens`` on its own (a long agent loop):
+    then its oldest tool exchanges are archived too, whole atoms, keeping its user message, its
+    pending exchange and the newest exchanges that fit."""
+    if not turns:
+        return [], []
+    current = list(turns[-1])
+    if split_current and cost(current) > keep_tokens:
+        atoms = group_atoms(current[1:])
+        head = current[:1]
+        room = keep_tokens - cost(head) - (cost(atoms[-1]) if atoms else 0)
+        start = len(atoms) - 1
+        while start > 0 and cost(atoms[start - 1]) <= room:
+            room -= cost(atoms[start - 1])
+            start -= 1
+        if start > 0:
+            archive = [m for t in turns[:-1] for m in t] + [m for a in atoms[:start] for m in a]
+            return archive, head + [m for a in atoms[start:] for m in a]
     if len(turns) <= 1:
-        return [], [m for t in turns for m in t]
-    kept = [list(turns[-1])]
-    room = keep_tokens - cost(turns[-1])
+        return [], current
+    kept = [current]
+    room = keep_tokens - cost(current)
     cut = len(turns) - 1
     for i in range(len(turns) - 2, -1, -1):
         c = cost(turns[i])

@@ -117,7 +117,7 @@ class Compactions:
         if keep_tokens is None:
             room = conversation_budget(shared.engine.budget(model))
             keep_tokens = int(room * COMPACTION_KEEP_SHARE) if auto else 0
-        archive, kept = split_for_compaction(turns, cost, keep_tokens)
+        archive, kept = split_for_compaction(turns, cost, keep_tokens, split_current=auto)
         if not archive:
             if auto:
                 return None

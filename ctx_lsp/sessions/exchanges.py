@@ -8,12 +8,12 @@ retrieval only what the conversation leaves — a request that fits goes out as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import msgspec
 
 from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
-from ctx_lsp.core.items import Message, Mode
+from ctx_lsp.core.items import Item, Message, Mode
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest
@@ -58,6 +58,9 @@ class Exchanges:
     conversation: Conversation
     planning: Planning
     usage: UsageAndMeter
+    # per session: the scaffold its requests carry, kept until a compaction changes the prompt's
+    # start anyway (an agent that edits files would otherwise change it, and miss the cache, each turn)
+    scaffolds: dict[str, tuple[tuple[int, str], list[Item]]] = field(default_factory=dict)
 
     def plan(self, ex: Exchange) -> ExchangePlan:
         shared, store = self.shared, self.shared.store
@@ -85,6 +88,8 @@ class Exchanges:
             shares=(system_share, 1.0 - system_share, 0.0),
         )
         query = exchange_query(ex.messages)
+        key = (len(store.compactions(ex.session)), mode)
+        kept = self.scaffolds.get(ex.session)
         request = PlanRequest(
             query=query,
             model=ex.model,
@@ -93,8 +98,15 @@ class Exchanges:
             system_prompt=ex.system,
             query_in_conversation=True,
             instructions=False,
+            scaffold=kept[1] if kept is not None and kept[0] == key else None,
         )
         outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+        after = (len(store.compactions(ex.session)), mode)
+        if request.scaffold is not None and after != key:  # it compacted: the prompt's start changes now
+            request = replace(request, scaffold=None)
+            outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+        if request.scaffold is None:
+            self.scaffolds[ex.session] = (after, list(outcome.inputs.scaffold))
         return ExchangePlan(
             session=ex.session,
             branch=branch,
