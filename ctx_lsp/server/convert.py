@@ -15,6 +15,7 @@ from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.core.render import RenderedPrompt
 from ctx_lsp.engine import BudgetOverrides, Focus, PlanRequest
+from ctx_lsp.gateway.status import GatewayRecord
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.memory.store import SessionRecord
 from ctx_lsp.server import protocol as P
@@ -184,6 +185,25 @@ def memory_policy(record: SessionRecord) -> P.MemoryPolicyResult:
 def plan_changed(session: str, plan: ContextPlan) -> P.PlanChanged:
     return P.PlanChanged(
         session=session, plan_id=plan.plan_id, tokens=plan.totals.tokens, prompt_budget=plan.prompt_budget
+    )
+
+
+def gateway_request(r: GatewayRecord) -> P.GatewayRequest:
+    return P.GatewayRequest(
+        session=r.session,
+        model=r.model,
+        plan_id=r.plan_id,
+        estimated_input=r.estimated_input,
+        input_tokens=r.input_tokens,
+        cached_input_tokens=r.cached_input_tokens,
+        output_tokens=r.output_tokens,
+        client_messages=r.client_messages,
+        sent_messages=r.sent_messages,
+        dropped=r.dropped,
+        masked=r.masked,
+        injected=r.injected,
+        added_ms=r.added_ms,
+        note=r.note,
     )
 
 

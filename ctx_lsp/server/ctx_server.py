@@ -65,6 +65,7 @@ class CtxServer(LanguageServer):
         self.pending_replan: dict[str, asyncio.TimerHandle] = {}
         self.background: set[asyncio.Task] = set()
         self.watcher: Any = None  # the workspace watcher, once the start-up indexing is done
+        self.gateway: Any = None  # the gateway, when the configuration sets gateway.listen
         self.shut_down = False  # a shutdown request was received
 
     # ---- transport: our reader loop instead of pygls' (see transport.py) -----------------------

@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from ctx_lsp import __version__
 from ctx_lsp.config import load_workspace_config, validate
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.server import documents
+from ctx_lsp.server import documents, gateway
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
 from ctx_lsp.sessions import SessionEngine
@@ -170,10 +170,12 @@ async def _index_with_progress(ls: CtxServer) -> None:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
     if ls.serving:  # from now on, edits made outside the editor reach the index too
         documents.start_watcher(ls)
+        await gateway.start(ls)
 
 
 async def shutdown(ls: CtxServer) -> None:
     ls.shut_down = True
+    await gateway.stop(ls)
     if ls.watcher is not None:
         ls.watcher.stop()
     for task in list(ls.background):

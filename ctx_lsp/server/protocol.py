@@ -368,6 +368,25 @@ class Compacted(_P):
     marker: str  # a one-line marker for the client's history view
 
 
+class GatewayRequest(_P):
+    """One assistant request through the gateway (when ``ctx-lsp serve`` runs it)."""
+
+    session: str | None
+    model: str | None
+    plan_id: str | None
+    estimated_input: int | None  # the plan's count of what was sent
+    input_tokens: int | None  # what the provider reported
+    cached_input_tokens: int | None
+    output_tokens: int | None
+    client_messages: int
+    sent_messages: int
+    dropped: int
+    masked: int
+    injected: int
+    added_ms: float
+    note: str | None  # why the request went as the client sent it
+
+
 REQUESTS: dict[str, tuple[type | None, Any]] = {
     "ctx/planContext": (PlanContextParams, ContextPlan),
     "ctx/renderPrompt": (RenderPromptParams, RenderedPromptResult),
@@ -397,6 +416,7 @@ NOTIFICATIONS: dict[str, Any] = {
     "ctx/askRepin": AskRepin,
     "ctx/capsulesStale": CapsulesStale,
     "ctx/compacted": Compacted,
+    "ctx/gatewayRequest": GatewayRequest,
     "ctx/reflected": Reflected,
 }
 

@@ -1,0 +1,84 @@
+"""`ctx-lsp serve` with `gateway.listen` set runs the gateway in its own process and event loop:
+an SDK request through it shows up in the editor as `ctx/gatewayRequest` and a budget update,
+and a pin made over LSP reaches the model in the next request."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import openai
+from pytest_lsp import ClientServerConfig
+
+from tests.gateway.fake_upstream import FakeUpstream
+from tests.gateway.harness import KEY
+from tests.lsp.conftest import server_command, start
+from tests.workspaces import copy_sample
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _wait(predicate, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> None:
+    root = copy_sample(tmp_path / "ws")
+    port = _free_port()
+    async with FakeUpstream() as up:
+        (root / "ctx.toml").write_text(
+            f'[gateway]\nlisten = "127.0.0.1:{port}"\nopenai_upstream = "{up.openai_url}"\n'
+            f'anthropic_upstream = "{up.anthropic_url}"\n'
+        )
+        client = await ClientServerConfig(server_command=server_command()).start()
+        seen: list = []
+
+        @client.feature("ctx/gatewayRequest")
+        def _gateway(params):
+            seen.append(params)
+
+        try:
+            await start(client, root, session=None)
+            base = f"http://127.0.0.1:{port}/v1"
+            async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=3) as oai:
+                await _wait(lambda: _listening(port))
+                messages = [
+                    {"role": "system", "content": "Agent"},
+                    {"role": "user", "content": "How is stock reserved?"},
+                ]
+                await oai.chat.completions.create(
+                    model="gpt-4o", messages=messages, extra_headers={"X-Ctx-Session": "default"}
+                )
+                await _wait(lambda: bool(seen))
+                note = seen[0]
+                assert note.session == "default" and note.planId and note.inputTokens > 0
+                await _wait(lambda: any(m == "ctx/budgetChanged" for m, _ in client.notifications))
+
+                # a pin made in the editor reaches the model in the session's next request
+                doc = (root / "shop" / "billing" / "discounts.py").as_uri()
+                await client.protocol.send_request_async(
+                    "ctx/pinSymbol", {"textDocument": {"uri": doc}, "symbol": "shop.billing.discounts.DiscountRule"}
+                )
+                messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "thanks"}]
+                await oai.chat.completions.create(
+                    model="gpt-4o", messages=messages, extra_headers={"X-Ctx-Session": "default"}
+                )
+                sent = up.model_requests[-1].json["messages"]
+                assert any("class DiscountRule" in (m.get("content") or "") for m in sent if m["role"] == "system")
+        finally:
+            await client.shutdown_session()
+        assert not _listening(port)  # shutdown stops the gateway
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
