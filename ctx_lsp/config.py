@@ -65,6 +65,8 @@ class GatewayConfig(_Model):
     anthropic_upstream: str = "https://api.anthropic.com"  # as ANTHROPIC_BASE_URL takes it
     mode: Literal["off", "light", "heavy"] | None = None  # None: the workspace's mode
     token: str | None = None  # required to listen on anything but loopback (clients send X-Ctx-Token)
+    # tokens of retrieved context a request carries at most (sent once per user turn, then cached)
+    context_budget: int = Field(8_000, ge=0)
 
 
 class CtxConfig(_Model):

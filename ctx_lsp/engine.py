@@ -111,6 +111,9 @@ class PlanRequest:
     # the scaffold and capsules as an earlier plan had them (the gateway keeps them while a
     # conversation lasts: they sit early in its prompt, where a change costs the provider's cache)
     scaffold: list[Item] | None = None
+    # what retrieval chose for this turn's question in an earlier plan (the gateway: an agent loop
+    # keeps its turn's context as it was, so the provider's cache keeps hitting): no new search
+    candidates: list[Item] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,23 +317,10 @@ class Engine:
         scaffold: list[Item] = []
         retrieval_set_id = None
         if mode != "off":
-            # retrieval reads the head of each recent question: a pasted log is not a search query
-            recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
-            rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
-            hits = self.index.search(rag_query, limit=min(self.config.retrieval_limit * 2, 1000))
-            ranked = retrieval.rank(
-                hits,
-                rag_query,
-                open_files=req.open_files,
-                focus_path=req.focus.path if req.focus else None,
-                # graph seeds: the symbol at the cursor and the pinned symbols
-                seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
-                graph=self.index,
-            )
-            ranked = retrieval.with_activation(ranked, req.activation, self.index.get, reflection.RETRIEVAL_WEIGHT)
-            candidates = retrieval.candidates(ranked, mode, cal, query=rag_query, count=counter.count)
-            if req.history:
-                candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
+            if req.candidates is not None:
+                candidates = list(req.candidates)
+            else:
+                candidates = self._retrieve(req, query, messages, required, pins, mode, counter, cal)
             retrieval_set_id = "rs-" + content_id(*(f"{c.id}:{c.score}" for c in candidates))
             scaffold = req.scaffold if req.scaffold is not None else [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
@@ -354,6 +344,36 @@ class Engine:
             "retrieval": (t_retrieval - t_inputs) * 1000,
         }
         return inputs, counter, timings
+
+    def _retrieve(
+        self,
+        req: PlanRequest,
+        query: str,
+        messages: list[Message],
+        required: list[Item],
+        pins: list[PinnedItem],
+        mode: Mode,
+        counter: TokenCounter,
+        cal: float,
+    ) -> list[Item]:
+        # retrieval reads the head of each recent question: a pasted log is not a search query
+        recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
+        rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
+        hits = self.index.search(rag_query, limit=min(self.config.retrieval_limit * 2, 1000))
+        ranked = retrieval.rank(
+            hits,
+            rag_query,
+            open_files=req.open_files,
+            focus_path=req.focus.path if req.focus else None,
+            # graph seeds: the symbol at the cursor and the pinned symbols
+            seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
+            graph=self.index,
+        )
+        ranked = retrieval.with_activation(ranked, req.activation, self.index.get, reflection.RETRIEVAL_WEIGHT)
+        candidates = retrieval.candidates(ranked, mode, cal, query=rag_query, count=counter.count)
+        if req.history:
+            candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
+        return candidates
 
     def plan(self, req: PlanRequest) -> PlanOutcome:
         inputs, counter, timings = self.build_inputs(req)

@@ -61,6 +61,9 @@ class Exchanges:
     # per session: the scaffold its requests carry, kept until a compaction changes the prompt's
     # start anyway (an agent that edits files would otherwise change it, and miss the cache, each turn)
     scaffolds: dict[str, tuple[tuple[int, str], list[Item]]] = field(default_factory=dict)
+    # per session: what retrieval chose for the current turn's question; the turn's later requests
+    # (an agent loop) carry the same block, so each repeats the one before byte for byte
+    contexts: dict[str, tuple[tuple[str | None, str], list[Item]]] = field(default_factory=dict)
 
     def plan(self, ex: Exchange) -> ExchangePlan:
         shared, store = self.shared, self.shared.store
@@ -80,7 +83,8 @@ class Exchanges:
         sizes = self.conversation.sizes(ex.session, active, model.counter)
         talk = sum(scaled(s.tokens, cal) for s in sizes.values())
         mode = ex.mode or store.session(ex.session).mode or shared.engine.config.mode
-        rag = 0 if mode == "off" else max(0, min(int(prompt * budget.shares.rag), prompt - system - talk))
+        cap = min(int(prompt * budget.shares.rag), shared.engine.config.gateway.context_budget)
+        rag = 0 if mode == "off" else max(0, min(cap, prompt - system - talk))
         system_share = min(1.0, system / prompt)
         overrides = BudgetOverrides(
             max_completion_tokens=ex.max_output,
@@ -90,6 +94,9 @@ class Exchanges:
         query = exchange_query(ex.messages)
         key = (len(store.compactions(ex.session)), mode)
         kept = self.scaffolds.get(ex.session)
+        users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
+        turn = (users[-1] if users else None, mode)
+        context = self.contexts.get(ex.session)
         request = PlanRequest(
             query=query,
             model=ex.model,
@@ -99,6 +106,7 @@ class Exchanges:
             query_in_conversation=True,
             instructions=False,
             scaffold=kept[1] if kept is not None and kept[0] == key else None,
+            candidates=context[1] if context is not None and context[0] == turn else None,
         )
         outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
         after = (len(store.compactions(ex.session)), mode)
@@ -107,6 +115,8 @@ class Exchanges:
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
         if request.scaffold is None:
             self.scaffolds[ex.session] = (after, list(outcome.inputs.scaffold))
+        if request.candidates is None:
+            self.contexts[ex.session] = (turn, [c.item for c in outcome.result.chosen if c.item.section == "rag"])
         return ExchangePlan(
             session=ex.session,
             branch=branch,

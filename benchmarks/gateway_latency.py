@@ -1,0 +1,231 @@
+"""What the gateway costs and what it keeps: added latency per request, streaming overhead, RSS,
+and the provider-cache figure over a long agent session that overflows the window.
+
+    python benchmarks/gateway_latency.py [WORKSPACE] [--turns 200] [--result-chars 9000]
+
+WORKSPACE: a source tree to plan over (default: a generated tree of sympy's size under
+benchmarks/.data, or CTX_BENCH_DATA). The gateway runs as `ctx-lsp gateway` (a separate process,
+as a user runs it) in front of the fake upstream of the tests (in this process). Each request of a
+simulated Claude Code session (Anthropic Messages, streamed; one tool exchange per request, a new
+user message every 10) is sent through the gateway and, with the same body, straight to the
+upstream. Reported:
+
+- added latency: total time through the gateway minus straight, per request (p50 / p95);
+- time to first byte, through vs straight; per-chunk overhead on a 400-chunk streamed reply;
+- the gateway's RSS after the session;
+- cache: the share of each request's input that repeats the previous request's byte for byte in
+  the provider's cache order (tools, system, messages), and what that costs cache-weighted
+  (a cached input token at 0.1 of an uncached one, Anthropic's price) against sending direct —
+  which stops working once the conversation outgrows the window.
+
+Targets (the gateway issue): added p50 ≤ 30 ms, per chunk ≤ 0.2 ms, cache share ≥ 90% on average
+with every request inside the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from index_speed import DATA, generate  # noqa: E402
+
+from tests.gateway.fake_upstream import FakeUpstream, Reply, _common_prefix, cacheable  # noqa: E402
+
+MODEL = "claude-sonnet-4-5"  # 200k window
+WINDOW = 200_000
+CACHED_PRICE = 0.1  # a cache read costs a tenth of an uncached input token
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def start_gateway(workspace: Path, up: FakeUpstream) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ctx_lsp",
+            "gateway",
+            str(workspace),
+            "--listen",
+            "127.0.0.1:0",
+            "--anthropic-upstream",
+            up.url,
+            "--openai-upstream",
+            up.openai_url,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        found = re.search(r"listening on (http://\S+)", line)
+        if found:
+            return proc, found.group(1)
+    raise SystemExit(f"the gateway did not start (exit {proc.wait()})")
+
+
+def sources(workspace: Path, limit: int) -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(workspace.rglob("*.py")):
+        if ".ctx" in path.parts:
+            continue
+        out.append((str(path.relative_to(workspace)), path.read_text(errors="replace")))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def session_requests(workspace: Path, turns: int, result_chars: int) -> list[dict]:
+    """A Claude Code-like session: system, tools, and one tool exchange per request."""
+    files = sources(workspace, turns)
+    tools = [
+        {"name": "Read", "description": "Read a file from the workspace. " * 20, "input_schema": {"type": "object"}},
+        {"name": "Grep", "description": "Search the workspace. " * 20, "input_schema": {"type": "object"}},
+    ]
+    system = [{"type": "text", "text": "You are a coding agent. " * 200, "cache_control": {"type": "ephemeral"}}]
+    messages: list[dict] = []
+    bodies = []
+    for n in range(turns):
+        if n % 10 == 0:
+            path = files[n % len(files)][0]
+            messages.append({"role": "user", "content": f"Task {n // 10}: explain how {path} works and fix its bugs."})
+        else:
+            path, text = files[n % len(files)]
+            prev = f"toolu_{n - 1:04d}"
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": prev, "name": "Read", "input": {"path": path}}],
+                }
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": prev, "content": text[:result_chars]}],
+                }
+            )
+        body = {
+            "model": MODEL,
+            "max_tokens": 8192,
+            "stream": True,
+            "system": system,
+            "tools": tools,
+            "messages": messages,
+        }
+        bodies.append(json.loads(json.dumps(body)))
+    return bodies
+
+
+def timed_stream(url: str, body: bytes) -> tuple[float, float, int]:
+    """(seconds to the first byte, seconds in all, chunks read) of one streamed request."""
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=120)
+    headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/messages", body=body, headers=headers)
+    resp = conn.getresponse()
+    first = None
+    chunks = 0
+    while chunk := resp.read1(65536):
+        first = first or time.perf_counter()
+        chunks += 1
+    end = time.perf_counter()
+    conn.close()
+    if resp.status != 200:
+        raise SystemExit(f"{url}: HTTP {resp.status}")
+    return (first or end) - t0, end - t0, chunks
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workspace", nargs="?", type=Path)
+    ap.add_argument("--turns", type=int, default=200)
+    ap.add_argument("--result-chars", type=int, default=9000, help="size of each tool result (default 9000)")
+    ap.add_argument("--chunks", type=int, default=400, help="chunks of the streamed reply timed per chunk")
+    args = ap.parse_args(argv)
+    workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
+    bodies = session_requests(workspace, args.turns, args.result_chars)
+    with FakeUpstream(reply="ok") as up:
+        proc, url = start_gateway(workspace, up)
+        try:
+            added, ttfb_gw, ttfb_up, shares, costs_gw, costs_direct, over = [], [], [], [], [], [], 0
+            previous = None
+            for body in bodies:
+                raw = json.dumps(body).encode()
+                f_gw, t_gw, _ = timed_stream(url, raw)
+                sent = up.model_requests[-1].json
+                f_up, t_up, _ = timed_stream(up.url, raw)
+                added.append((t_gw - t_up) * 1000)
+                ttfb_gw.append(f_gw * 1000)
+                ttfb_up.append(f_up * 1000)
+                key = cacheable("messages", sent)
+                if previous is not None:
+                    shares.append(_common_prefix(key, previous) / len(key))
+                    cached = _common_prefix(key, previous) // 4
+                    costs_gw.append(len(key) // 4 - cached + CACHED_PRICE * cached)
+                    direct = cacheable("messages", body)
+                    # sent direct, the whole history each time; the prefix repeats the previous body
+                    d_cached = _common_prefix(direct, cacheable("messages", prev_body)) // 4
+                    costs_direct.append(len(direct) // 4 - d_cached + CACHED_PRICE * d_cached)
+                    over += len(direct) // 4 > WINDOW
+                previous, _prev_body = key, body
+            sizes = [len(cacheable("messages", r.json)) // 4 for r in up.model_requests[::2]]
+            rss = rss_mb(proc.pid)
+            # streaming: one long reply, through vs straight
+            words = " ".join(f"w{n}" for n in range(args.chunks))
+            small = json.dumps({**bodies[0], "messages": bodies[0]["messages"][:1]}).encode()
+            up.queue(Reply.text(words), Reply.text(words))
+            _, t1, _c1 = timed_stream(url, small)
+            _, t2, _c2 = timed_stream(up.url, small)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    print(f"gateway benchmark · {workspace} · {len(bodies)} requests · {os.cpu_count()} cores")
+    print(f"{'measure':<58} {'p50':>10} {'p95':>10}")
+    print(
+        f"{'added latency per request (through − straight), ms':<58} {pct(added, 0.5):>10.1f} {pct(added, 0.95):>10.1f}"
+    )
+    print(f"{'time to first byte through the gateway, ms':<58} {pct(ttfb_gw, 0.5):>10.1f} {pct(ttfb_gw, 0.95):>10.1f}")
+    print(
+        f"{'time to first byte straight to the upstream, ms':<58} {pct(ttfb_up, 0.5):>10.1f} {pct(ttfb_up, 0.95):>10.1f}"
+    )
+    per_chunk = (t1 - t2) * 1000 / max(1, args.chunks)
+    print(f"{f'per-chunk overhead on a {args.chunks}-chunk reply, ms':<58} {per_chunk:>10.3f}")
+    print(f"{'gateway RSS after the session, MB':<58} {rss:>10.0f}")
+    print(f"{'largest request forwarded (fake tokens) / window':<58} {max(sizes):>10} {WINDOW:>10}")
+    mean_share = statistics.mean(shares) if shares else 1.0
+    print(
+        f"{'input repeating the previous request (cacheable), mean / min':<58} {mean_share:>10.1%} {min(shares or [1]):>10.1%}"
+    )
+    print(f"{'requests over the window if sent direct':<58} {over:>10}")
+    if costs_direct:
+        ratio = sum(costs_gw) / sum(costs_direct)
+        print(f"{'cache-weighted input cost through / direct (all requests)':<58} {ratio:>10.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
