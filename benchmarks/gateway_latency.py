@@ -142,7 +142,7 @@ def timed_stream(url: str, body: bytes) -> tuple[float, float, int]:
     resp = conn.getresponse()
     first = None
     chunks = 0
-    while chunk := resp.read1(65536):
+    while resp.read1(65536):
         first = first or time.perf_counter()
         chunks += 1
     end = time.perf_counter()
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         proc, url = start_gateway(workspace, up)
         try:
             added, ttfb_gw, ttfb_up, shares, costs_gw, costs_direct, over = [], [], [], [], [], [], 0
-            previous = None
+            previous, prev_body = None, bodies[0]
             for body in bodies:
                 raw = json.dumps(body).encode()
                 f_gw, t_gw, _ = timed_stream(url, raw)
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                     d_cached = _common_prefix(direct, cacheable("messages", prev_body)) // 4
                     costs_direct.append(len(direct) // 4 - d_cached + CACHED_PRICE * d_cached)
                     over += len(direct) // 4 > WINDOW
-                previous, _prev_body = key, body
+                previous, prev_body = key, body
             sizes = [len(cacheable("messages", r.json)) // 4 for r in up.model_requests[::2]]
             rss = rss_mb(proc.pid)
             # streaming: one long reply, through vs straight
@@ -204,26 +204,26 @@ def main(argv: list[str] | None = None) -> int:
             proc.terminate()
             proc.wait(10)
     print(f"gateway benchmark · {workspace} · {len(bodies)} requests · {os.cpu_count()} cores")
-    print(f"{'measure':<58} {'p50':>10} {'p95':>10}")
-    print(
-        f"{'added latency per request (through − straight), ms':<58} {pct(added, 0.5):>10.1f} {pct(added, 0.95):>10.1f}"
-    )
-    print(f"{'time to first byte through the gateway, ms':<58} {pct(ttfb_gw, 0.5):>10.1f} {pct(ttfb_gw, 0.95):>10.1f}")
-    print(
-        f"{'time to first byte straight to the upstream, ms':<58} {pct(ttfb_up, 0.5):>10.1f} {pct(ttfb_up, 0.95):>10.1f}"
-    )
-    per_chunk = (t1 - t2) * 1000 / max(1, args.chunks)
-    print(f"{f'per-chunk overhead on a {args.chunks}-chunk reply, ms':<58} {per_chunk:>10.3f}")
-    print(f"{'gateway RSS after the session, MB':<58} {rss:>10.0f}")
-    print(f"{'largest request forwarded (fake tokens) / window':<58} {max(sizes):>10} {WINDOW:>10}")
-    mean_share = statistics.mean(shares) if shares else 1.0
-    print(
-        f"{'input repeating the previous request (cacheable), mean / min':<58} {mean_share:>10.1%} {min(shares or [1]):>10.1%}"
-    )
-    print(f"{'requests over the window if sent direct':<58} {over:>10}")
+
+    def row(label: str, *values: str) -> None:
+        print(f"{label:<62}" + "".join(f"{v:>11}" for v in values))
+
+    row("measure", "p50", "p95")
+    row("added latency per request (through − straight), ms", f"{pct(added, 0.5):.1f}", f"{pct(added, 0.95):.1f}")
+    row("time to first byte through the gateway, ms", f"{pct(ttfb_gw, 0.5):.1f}", f"{pct(ttfb_gw, 0.95):.1f}")
+    row("time to first byte straight to the upstream, ms", f"{pct(ttfb_up, 0.5):.1f}", f"{pct(ttfb_up, 0.95):.1f}")
+    row(f"per-chunk overhead on a {args.chunks}-chunk reply, ms", f"{(t1 - t2) * 1000 / max(1, args.chunks):.3f}")
+    row("gateway RSS after the session, MB", f"{rss:.0f}")
+    row("largest request forwarded / the window (tokens)", str(max(sizes)), str(WINDOW))
+    row("requests whose body was over the window if sent direct", str(over))
+    if shares:
+        row(
+            "input repeating the previous request (cacheable), mean / min",
+            f"{statistics.mean(shares):.1%}",
+            f"{min(shares):.1%}",
+        )
     if costs_direct:
-        ratio = sum(costs_gw) / sum(costs_direct)
-        print(f"{'cache-weighted input cost through / direct (all requests)':<58} {ratio:>10.2f}")
+        row("cache-weighted input cost, through / direct", f"{sum(costs_gw) / sum(costs_direct):.2f}")
     return 0
 
 
