@@ -9,6 +9,7 @@ turns a missing install into a failure; run alone without .tools/, these tests s
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -79,6 +80,37 @@ def test_assistant_against_fake_upstream(netns: None, name: str, tmp_path: Path)
     assert _reply(name) in r.stdout, r.summary()
     # the switches in assistants.py leave nothing to look up: no host name was even resolved
     assert r.dns == [], r.summary()
+
+
+# a tool the assistant runs without asking, and where its result comes back in the next request
+TOOL_CALLS = {
+    "claude": ("Read", lambda ws: {"file_path": str(ws / "README.md")}),
+    "codex": ("exec_command", lambda ws: {"cmd": "cat README.md"}),
+}
+
+
+def _tool_result(name: str, body: dict) -> str:
+    if name == "claude":
+        (block,) = [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
+        return json.dumps(block["content"])
+    (item,) = [i for i in body["input"] if i["type"] == "function_call_output"]
+    return json.dumps(item["output"])
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_CALLS))
+def test_assistant_tool_call_round_trip(netns: None, name: str, tmp_path: Path) -> None:
+    """The fake's streamed tool calls are ones the real clients run; the result comes back."""
+    _require(name)
+    ws = copy_sample(tmp_path / "ws")
+    tool, args = TOOL_CALLS[name]
+    queue = [{"kind": "tool_call", "tool_name": tool, "tool_arguments": args(ws)}, {"text": _reply(name)}]
+    inv = assistants.invocation(name, ws, "Read README.md and summarise it.", target_urls(), tmp_path / "home")
+    r = run_offline(inv.argv, tmp_path / "run", env=inv.env, cwd=inv.cwd, timeout=TIMEOUT, queue=queue)
+    assert r.rc == 0, r.summary()
+    posts = [req for req in r.requests if req["method"] == "POST"]
+    assert len(posts) == 2, r.summary()
+    assert "A tiny inventory/billing app" in _tool_result(name, json.loads(posts[1]["body"])), r.summary()
+    assert _reply(name) in r.stdout, r.summary()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ctx_lsp.gateway") is None, reason="the gateway has not landed yet")
