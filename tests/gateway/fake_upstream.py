@@ -19,10 +19,10 @@ As a script (prints ``listening http://127.0.0.1:N`` on stdout once it accepts c
 Usage numbers are deterministic: a request's prompt is ``len(body bytes) // 4`` tokens; a reply's
 output is ``max(1, len(text bytes) // 4)``. A provider prefix cache is simulated per API: the cached
 part is the common byte prefix of this request's cacheable fields (serialised compactly, in the
-provider's cache order: Anthropic tools, system, messages; OpenAI Chat messages, tools; Responses
-instructions, input, tools) with the previous request's to the same API, in tokens (bytes // 4),
-rounded down to a multiple of 128 for OpenAI. Key order inside the JSON counts (as it does for a
-real provider's tokens); whitespace between JSON tokens does not.
+provider's cache order: Anthropic tools, system, messages, without cache_control markers; OpenAI
+Chat tools, messages; Responses tools, instructions, input) with the previous request's to the
+same API, in tokens (bytes // 4), rounded down to a multiple of 128 for OpenAI. Key order inside
+the JSON counts (as it does for a real provider's tokens); whitespace between JSON tokens does not.
 """
 
 from __future__ import annotations
@@ -172,14 +172,28 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return lo
 
 
+def _without_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(v) for v in value]
+    return value
+
+
 def cacheable(api: str, body: dict[str, Any]) -> bytes:
-    """The parts of a request a provider caches, in its order, serialised compactly."""
+    """The parts of a request a provider caches, in its order, serialised compactly.
+
+    Tools come first everywhere (OpenAI renders function definitions ahead of the conversation).
+    Anthropic's ``cache_control`` markers are not content: Claude Code moves its last one to the
+    newest user block every turn, and that must not count as a change of the prefix."""
     keys = {
         "messages": ("tools", "system", "messages"),
-        "chat": ("messages", "tools"),
-        "responses": ("instructions", "input", "tools"),
+        "chat": ("tools", "messages"),
+        "responses": ("tools", "instructions", "input"),
     }[api]
     parts = [body.get(k) for k in keys]
+    if api == "messages":
+        parts = _without_cache_control(parts)
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
 
 

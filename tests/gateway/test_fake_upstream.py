@@ -382,3 +382,19 @@ async def test_big_body_accepted(up: FakeUpstream, ant: anthropic.AsyncAnthropic
     r = await ant.messages.create(model="c", max_tokens=5, messages=[{"role": "user", "content": big}])
     assert r.content[0].text == DEFAULT_REPLY
     assert len(up.requests[-1].body) > 3 * 1024 * 1024
+
+
+async def test_a_moved_cache_control_marker_keeps_the_cache(up: FakeUpstream) -> None:
+    # Claude Code moves its last cache_control marker to the newest user block each turn
+    mark = {"type": "ephemeral"}
+    first = [{"role": "user", "content": [{"type": "text", "text": "q" * 4000, "cache_control": mark}]}]
+    second = [
+        {"role": "user", "content": [{"type": "text", "text": "q" * 4000}]},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": [{"type": "text", "text": "next", "cache_control": mark}]},
+    ]
+    async with aiohttp.ClientSession() as s:
+        for messages in (first, second):
+            async with s.post(up.url + "/v1/messages", json={"model": "c", "max_tokens": 5, "messages": messages}) as r:
+                usage = (await r.json())["usage"]
+    assert usage["cache_read_input_tokens"] >= 1000

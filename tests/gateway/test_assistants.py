@@ -1,0 +1,132 @@
+"""The real assistants (aider, Claude Code, Codex), offline, against the fake upstream.
+
+Each run is a fresh network namespace with only loopback (tests/gateway/netns.py): the fake
+upstream and the assistant start inside it, so nothing can leave the machine. `make test`
+installs the assistants first (`make assistants`, into .tools/) and sets CTX_ASSISTANTS=1, which
+turns a missing install into a failure; run alone without .tools/, these tests skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.gateway import assistants
+from tests.gateway.netns import netns_unavailable, run_in_netns, run_offline, target_urls
+from tests.workspaces import copy_sample
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "Say hello in one short sentence. Do not edit any file."
+TIMEOUT = 180
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CTX_ASSISTANTS"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def netns() -> None:
+    reason = netns_unavailable()
+    if reason:
+        _unavailable(f"no network namespace: {reason}")
+
+
+def _require(name: str) -> None:
+    if not assistants.installed(name):
+        _unavailable(f"{name} is not installed in .tools/: run `make assistants`")
+
+
+def _reply(name: str) -> str:
+    return f"OFFLINE-REPLY-{name.upper()}: hello from the fake upstream."
+
+
+def _run(name: str, tmp_path: Path, *, gateway: bool = False):
+    ws = copy_sample(tmp_path / "ws")
+    inv = assistants.invocation(name, ws, PROMPT, target_urls(gateway), tmp_path / "home")
+    return run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        reply=_reply(name),
+        gateway=gateway,
+        gateway_workspace=ws,
+    )
+
+
+def test_namespace_has_only_loopback(netns: None) -> None:
+    routes = run_in_netns(["sh", "-c", "ip route; ip -6 route"], timeout=30)
+    assert routes.returncode == 0, routes.stderr
+    assert routes.stdout.strip() == ""
+    links = run_in_netns(["ip", "-o", "link"], timeout=30)
+    assert [line.split(":")[1].strip() for line in links.stdout.splitlines()] == ["lo"]
+
+
+@pytest.mark.parametrize("name", assistants.NAMES)
+def test_assistant_against_fake_upstream(netns: None, name: str, tmp_path: Path) -> None:
+    _require(name)
+    r = _run(name, tmp_path)
+    assert r.rc == 0, r.summary()
+    routes = [req["path"].split("?")[0] for req in r.requests if req["method"] == "POST"]
+    assert assistants.ROUTES[name] in routes, r.summary()
+    assert _reply(name) in r.stdout, r.summary()
+    # the switches in assistants.py leave nothing to look up: no host name was even resolved
+    assert r.dns == [], r.summary()
+
+
+# a tool the assistant runs without asking, and where its result comes back in the next request
+TOOL_CALLS = {
+    "claude": ("Read", lambda ws: {"file_path": str(ws / "README.md")}),
+    "codex": ("exec_command", lambda ws: {"cmd": "cat README.md"}),
+}
+
+
+def _tool_result(name: str, body: dict) -> str:
+    if name == "claude":
+        (block,) = [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
+        return json.dumps(block["content"])
+    (item,) = [i for i in body["input"] if i["type"] == "function_call_output"]
+    return json.dumps(item["output"])
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_CALLS))
+def test_assistant_tool_call_round_trip(netns: None, name: str, tmp_path: Path) -> None:
+    """The fake's streamed tool calls are ones the real clients run; the result comes back."""
+    _require(name)
+    ws = copy_sample(tmp_path / "ws")
+    tool, args = TOOL_CALLS[name]
+    queue = [{"kind": "tool_call", "tool_name": tool, "tool_arguments": args(ws)}, {"text": _reply(name)}]
+    inv = assistants.invocation(name, ws, "Read README.md and summarise it.", target_urls(), tmp_path / "home")
+    r = run_offline(inv.argv, tmp_path / "run", env=inv.env, cwd=inv.cwd, timeout=TIMEOUT, queue=queue)
+    assert r.rc == 0, r.summary()
+    posts = [req for req in r.requests if req["method"] == "POST"]
+    assert len(posts) == 2, r.summary()
+    assert "A tiny inventory/billing app" in _tool_result(name, json.loads(posts[1]["body"])), r.summary()
+    assert _reply(name) in r.stdout, r.summary()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ctx_lsp.gateway") is None, reason="the gateway has not landed yet")
+@pytest.mark.parametrize("name", assistants.NAMES)
+def test_assistant_through_gateway(netns: None, name: str, tmp_path: Path) -> None:
+    _require(name)
+    r = _run(name, tmp_path, gateway=True)
+    assert r.rc == 0, r.summary()
+    routes = [req["path"].split("?")[0] for req in r.requests if req["method"] == "POST"]
+    assert assistants.ROUTES[name] in routes, r.summary()
+    assert _reply(name) in r.stdout, r.summary()
+
+
+def test_a_gateway_that_does_not_start_is_reported(netns: None, tmp_path: Path) -> None:
+    # an argument no gateway accepts: it exits at once, whether or not it has landed
+    r = run_offline(["true"], tmp_path, gateway=True, gateway_args=["--no-such-flag"], timeout=30)
+    assert r.rc is None and "did not say 'listening'" in r.error
+    assert r.gateway_log  # its complaint, for the assertion message
+    assert r.requests == []
