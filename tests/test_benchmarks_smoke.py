@@ -93,3 +93,26 @@ def test_large_messages_prints_its_table() -> None:
         assert f"| {row}" in out, out
     answered = [line for line in out.splitlines() if "plans answered" in line]
     assert len(answered) == 2 and all(line.rstrip().endswith("| ok |") for line in answered), out
+
+
+def test_gateway_latency_prints_its_table() -> None:
+    out = run(
+        str(BENCH / "gateway_latency.py"),
+        str(ROOT / "tests" / "fixtures" / "sample_ws"),
+        "--turns",
+        "6",
+        "--result-chars",
+        "800",
+        "--chunks",
+        "20",
+        timeout=120,
+    )
+    for row in (
+        "added latency per request",
+        "time to first byte through the gateway",
+        "per-chunk overhead",
+        "gateway RSS",
+        "input repeating the previous request",
+        "cache-weighted input cost",
+    ):
+        assert row in out, out

@@ -1,0 +1,65 @@
+"""`ctx-lsp gateway` as a user runs it: a process that says where it listens, serves, logs one line
+per request without the key, refuses a taken port or a non-loopback address without a token, and
+stops on SIGTERM."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+
+from tests.gateway.fake_upstream import FakeUpstream
+from tests.gateway.harness import KEY
+from tests.workspaces import copy_sample
+
+
+def _gateway(ws: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "ctx_lsp", "gateway", str(ws), *args],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _url(proc: subprocess.Popen) -> str:
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        found = re.search(r"listening on (http://\S+)", line)
+        if found:
+            return found.group(1)
+    raise AssertionError(f"no listening line; exit {proc.wait()}")
+
+
+def test_the_gateway_command_serves_logs_and_stops(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    with FakeUpstream() as up:
+        proc = _gateway(ws, "--listen", "127.0.0.1:0", "--openai-upstream", up.openai_url, "--json-log")
+        try:
+            url = _url(proc)
+            client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+            reply = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+            assert reply.choices[0].message.content == up.default.content
+            port = int(url.rsplit(":", 1)[1])
+            taken = _gateway(ws, "--listen", f"127.0.0.1:{port}")
+            _, err = taken.communicate(timeout=60)
+            assert taken.returncode == 2 and "cannot listen" in err
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, log = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert '"planId":"plan-' in log and KEY not in log
+
+
+def test_a_public_address_needs_a_token(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    done = subprocess.run(
+        [sys.executable, "-m", "ctx_lsp", "gateway", str(ws), "--listen", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "X-Ctx-Token" in done.stderr and "Traceback" not in done.stderr
