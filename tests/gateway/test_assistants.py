@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
+from ctx_lsp.engine import Engine
+from ctx_lsp.sessions import SessionEngine
 from tests.gateway import assistants
 from tests.gateway.netns import netns_unavailable, run_in_netns, run_offline, target_urls
 from tests.workspaces import copy_sample
@@ -78,6 +81,11 @@ def test_assistant_against_fake_upstream(netns: None, name: str, tmp_path: Path)
     routes = [req["path"].split("?")[0] for req in r.requests if req["method"] == "POST"]
     assert assistants.ROUTES[name] in routes, r.summary()
     assert _reply(name) in r.stdout, r.summary()
+    # the model got the plan: the workspace's layout after the system prompt, code for the question
+    (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES[name]]
+    assert STABLE_HEADER in body and CONTEXT_HEADER in body, r.summary()
+    assert "shop/inventory.py" in body, r.summary()
+    assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
     # the switches in assistants.py leave nothing to look up: no host name was even resolved
     assert r.dns == [], r.summary()
 
@@ -122,6 +130,11 @@ def test_assistant_through_gateway(netns: None, name: str, tmp_path: Path) -> No
     routes = [req["path"].split("?")[0] for req in r.requests if req["method"] == "POST"]
     assert assistants.ROUTES[name] in routes, r.summary()
     assert _reply(name) in r.stdout, r.summary()
+    # the model got the plan: the workspace's layout after the system prompt, code for the question
+    (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES[name]]
+    assert STABLE_HEADER in body and CONTEXT_HEADER in body, r.summary()
+    assert "shop/inventory.py" in body, r.summary()
+    assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
 
 
 def test_a_gateway_that_does_not_start_is_reported(netns: None, tmp_path: Path) -> None:
@@ -130,3 +143,36 @@ def test_a_gateway_that_does_not_start_is_reported(netns: None, tmp_path: Path) 
     assert r.rc is None and "did not say 'listening'" in r.error
     assert r.gateway_log  # its complaint, for the assertion message
     assert r.requests == []
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_CALLS))
+def test_assistant_tool_round_trip_through_gateway_is_one_conversation(netns: None, name: str, tmp_path: Path) -> None:
+    """The reply read from the stream and the client's resend of it are the same message: the
+    second request continues the session's branch instead of forking one."""
+    _require(name)
+    ws = copy_sample(tmp_path / "ws")
+    tool, args = TOOL_CALLS[name]
+    queue = [{"kind": "tool_call", "tool_name": tool, "tool_arguments": args(ws)}, {"text": _reply(name)}]
+    inv = assistants.invocation(name, ws, "Read README.md and summarise it.", target_urls(True), tmp_path / "home")
+    r = run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        queue=queue,
+        gateway=True,
+        gateway_workspace=ws,
+    )
+    assert r.rc == 0, r.summary()
+    assert _reply(name) in r.stdout, r.summary()
+    store = SessionEngine(Engine(ws))
+    try:
+        rows = store.store._read("SELECT session, name FROM branches", ())
+        sessions = {s for s, _ in rows}
+        assert rows and all(b == "main" for _, b in rows), rows
+        (session,) = [s for s in sessions if s != "default"]
+        roles = [m.role for m in store.messages(session).messages]
+        assert roles[-3:] == ["assistant", "tool", "assistant"], roles  # call, its result, the answer
+    finally:
+        store.close()
