@@ -39,6 +39,7 @@ Runner = Callable[..., Awaitable[Any]]
 
 MAX_BODY_BYTES = 512 * 1024 * 1024  # requests with images and PDFs reach many MB
 TOKEN_HEADER = "X-Ctx-Token"
+COUNT_TOKENS = "/v1/messages/count_tokens"
 HOP_BY_HOP = frozenset(
     h.lower()
     for h in (
@@ -209,7 +210,20 @@ class Gateway:
                 resp = web.StreamResponse(status=up.status, headers=_reply_headers(up))
                 await resp.prepare(request)
                 splitter = SseSplitter() if strip else None
-                async for chunk in up.content.iter_any():
+                chunks = up.content.iter_any()
+                while True:
+                    try:
+                        chunk = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, TimeoutError) as err:
+                        # the upstream broke off: so do we, so the client sees a failed request,
+                        # never a clean end of a reply that is not whole
+                        log.warning("gateway: the upstream stopped mid-reply (%s)", type(err).__name__)
+                        self.status.count("upstream_cut")
+                        if request.transport is not None:
+                            request.transport.close()
+                        return resp
                     if first_byte is None:
                         first_byte = time.perf_counter()
                     reader.feed(chunk)
@@ -289,24 +303,38 @@ class Gateway:
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         """Any other path: forwarded unchanged to the upstream of its API (models, count_tokens…)."""
         url = self._upstream_url(request, None)
+        data = await request.read()
+        counting = request.method == "POST" and request.path == COUNT_TOKENS
         try:
             async with self._client().request(
-                request.method,
-                url,
-                data=await request.read(),
-                headers=_forward_headers(request),
-                allow_redirects=False,
+                request.method, url, data=data, headers=_forward_headers(request), allow_redirects=False
             ) as up:
                 resp = web.StreamResponse(status=up.status, headers=_reply_headers(up))
                 await resp.prepare(request)
+                answer = []
                 async for chunk in up.content.iter_any():
                     await resp.write(chunk)
+                    if counting:
+                        answer.append(chunk)
                 await resp.write_eof()
-                return resp
         except (aiohttp.ClientConnectorError, aiohttp.ClientOSError) as err:
             return _reply(_api_of(request), 502, f"ctx_lsp gateway: the upstream is unreachable ({type(err).__name__})")
         except TimeoutError:
             return _reply(_api_of(request), 504, "ctx_lsp gateway: the upstream did not answer in time")
+        if counting and up.status == 200 and not up.headers.get("Content-Encoding"):
+            await self._count_sample(data, b"".join(answer))
+        return resp
+
+    async def _count_sample(self, request: bytes, answer: bytes) -> None:
+        """Anthropic's exact count of a request calibrates our estimate for that model."""
+        try:
+            parsed = ANTHROPIC.parse(b.obj(request))
+            actual = b.value(b.obj(answer).get("input_tokens"))
+            texts = [parsed.system, parsed.tools, *(m.content for ms in parsed.messages for m in ms)]
+            if isinstance(actual, int):
+                await self.run(self.sessions.count_sample, parsed.model, "\n".join(t for t in texts if t), actual)
+        except Exception:  # a measurement lost, nothing more
+            log.debug("gateway: count_tokens not used for calibration", exc_info=True)
 
 
 def _is_anthropic(request: web.Request) -> bool:

@@ -147,6 +147,9 @@ class SessionEngine:
     ) -> UsageReport | None:
         return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
 
+    def count_sample(self, model: str, text: str, actual: int) -> None:
+        self._exchanges.count_sample(model, text, actual)
+
     # ---- compaction, capsules, reflection ----------------------------------------------------
 
     def compact(

@@ -127,6 +127,17 @@ class Exchanges:
             query=query,
         )
 
+    def count_sample(self, model_name: str, text: str, actual: int) -> None:
+        """A provider's exact count of a request (Anthropic's count_tokens) against ours of the same
+        text: one more measurement for the model's calibration, as a usage report is."""
+        if actual <= 0 or not text:
+            return
+        self.shared.require_memory()
+        model, _ = self.calibration.model(model_name)
+        raw = model.counter.count(text)
+        estimate = scaled(raw, model.estimator.calibration)
+        self.shared.store.record_usage("count_tokens", "", model.spec.name, estimate, raw, actual, 0, 0)
+
     def record_reply(
         self, session: str, plan_id: str, parent: str | None, reply: Message | None, usage: Usage | None
     ) -> UsageReport | None:

@@ -425,3 +425,47 @@ async def test_other_paths_are_forwarded_and_gzip_is_relayed_as_sent(ws: Path) -
         assert r.choices[0].message.content == "zipped"
         transcript = await gw.call(gw.sessions.messages, gw.gateway.status.last.session)
         assert transcript.messages[-1].content == "zipped"  # the copy was read through its encoding
+
+
+async def test_an_upstream_that_breaks_off_mid_stream_fails_the_request(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        gw.up.queue(Reply.text("half of an answer " * 20, cut_after=4, cut="drop"))
+        with pytest.raises(Exception, match="incomplete|peer closed|onnection"):
+            async with client.messages.stream(
+                model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "go"}]
+            ) as s:
+                await s.get_final_message()
+        assert gw.gateway.status.counts["upstream_cut"] == 1
+        reply = await client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "again"}]
+        )
+        assert reply.content[0].text == gw.up.default.content  # and it keeps serving
+
+
+async def test_a_body_of_many_megabytes_passes_with_its_image_byte_for_byte(ws: Path) -> None:
+    image = (
+        '{"type":"image","source":{"type":"base64","media_type":"image/png","data":"'
+        + "iVBORw0KGgo" * 1_500_000
+        + '"}}'
+    )
+    raw = (
+        '{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[' + image + ","
+        '{"type":"text","text":"What does this diagram of the inventory show?"}]}]}'
+    ).encode()
+    assert len(raw) > 16_000_000
+    async with running_gateway(ws) as gw, aiohttp.ClientSession() as http:
+        async with http.post(gw.url + "/v1/messages", data=raw, headers={"x-api-key": KEY}) as r:
+            assert r.status == 200, await r.text()
+        sent = gw.up.model_requests[-1].body
+        assert image.encode() in sent and CONTEXT_HEADER.encode() in sent
+
+
+async def test_anthropic_count_tokens_calibrates_the_model(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        for n in range(3):
+            counted = await client.messages.count_tokens(
+                model="claude-sonnet-4-5", messages=[{"role": "user", "content": f"how is stock reserved? {n}" * 40}]
+            )
+            assert counted.input_tokens > 0
+        stats = await gw.call(gw.sessions.store.usage_stats, "claude-sonnet-4-5")
+        assert stats.reports == 3 and stats.factor is not None
