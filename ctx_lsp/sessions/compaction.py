@@ -58,11 +58,14 @@ class Compactions:
         budget: BudgetSpec,
         meta: list[MessageMeta],
         sizes: dict[str, Sized],
+        live_turn: bool = False,
     ) -> bool:
         """Threshold compaction before a plan with ``budget``: when the active conversation
         reaches the threshold share of the conversation budget — measured from the last actual
         usage when there is one (scaled by how far off the estimate was), from stored counts
-        otherwise — summarise older turns. Returns whether it compacted."""
+        otherwise — summarise older turns. ``live_turn``: the path ends in the turn being asked
+        (the gateway), which may then give up its own oldest tool exchanges. Returns whether it
+        compacted."""
         active = [m.to_message() for m in meta if m.archived_by is None]
         if len(active) < 2:
             return False
@@ -76,7 +79,7 @@ class Compactions:
         if estimate < threshold * room:
             return False
         keep = int(room * COMPACTION_KEEP_SHARE)
-        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=keep, path=meta)
+        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=keep, path=meta, split_current=live_turn)
         if compaction is None:
             return False
         self.shared.events.append(Compacted(record.id, compaction))
@@ -92,6 +95,7 @@ class Compactions:
         auto: bool = False,
         keep_tokens: int | None = None,
         path: list[MessageMeta] | None = None,
+        split_current: bool = False,
     ) -> Compaction | None:
         """Summarise (or, with ``trim``, just archive) the older turns of the active branch: all
         but the current turn when asked for, and when automatic all but the newest turns that
@@ -117,7 +121,7 @@ class Compactions:
         if keep_tokens is None:
             room = conversation_budget(shared.engine.budget(model))
             keep_tokens = int(room * COMPACTION_KEEP_SHARE) if auto else 0
-        archive, kept = split_for_compaction(turns, cost, keep_tokens, split_current=auto)
+        archive, kept = split_for_compaction(turns, cost, keep_tokens, split_current=split_current)
         if not archive:
             if auto:
                 return None

@@ -47,7 +47,7 @@ class Planning:
         compacted = (
             not req.dry_run
             and not record.rolling
-            and self.compactions.maybe_compact(record, model, budget, meta, sizes)
+            and self.compactions.maybe_compact(record, model, budget, meta, sizes, ask.query_in_conversation)
         )
         if compacted:
             meta = store.path_meta(req.session, record.branch)

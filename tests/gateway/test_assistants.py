@@ -81,11 +81,6 @@ def test_assistant_against_fake_upstream(netns: None, name: str, tmp_path: Path)
     routes = [req["path"].split("?")[0] for req in r.requests if req["method"] == "POST"]
     assert assistants.ROUTES[name] in routes, r.summary()
     assert _reply(name) in r.stdout, r.summary()
-    # the model got the plan: the workspace's layout after the system prompt, code for the question
-    (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES[name]]
-    assert STABLE_HEADER in body and CONTEXT_HEADER in body, r.summary()
-    assert "shop/inventory.py" in body, r.summary()
-    assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
     # the switches in assistants.py leave nothing to look up: no host name was even resolved
     assert r.dns == [], r.summary()
 

@@ -4,10 +4,12 @@ stops on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import openai
@@ -43,6 +45,16 @@ def test_the_gateway_command_serves_logs_and_stops(tmp_path: Path) -> None:
             client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
             reply = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
             assert reply.choices[0].message.content == up.default.content
+            with urllib.request.urlopen(url + "/ctx/status", timeout=10) as r:
+                status = json.load(r)
+            assert status["counts"]["planned"] == 1 and status["last"]["planId"].startswith("plan-")
+            replay = subprocess.run(
+                [sys.executable, "-m", "ctx_lsp", "replay", status["last"]["planId"], "--workspace", str(ws)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert replay.returncode == 0, replay.stdout + replay.stderr  # a gateway plan replays identical
             port = int(url.rsplit(":", 1)[1])
             taken = _gateway(ws, "--listen", f"127.0.0.1:{port}")
             _, err = taken.communicate(timeout=60)

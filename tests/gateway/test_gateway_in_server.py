@@ -11,9 +11,11 @@ from pathlib import Path
 import openai
 from pytest_lsp import ClientServerConfig
 
+from ctx_lsp.server import protocol as P
 from tests.gateway.fake_upstream import FakeUpstream
 from tests.gateway.harness import KEY
 from tests.lsp.conftest import server_command, start
+from tests.lsp.test_replies import exactly
 from tests.workspaces import copy_sample
 
 
@@ -60,6 +62,7 @@ async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> No
                 )
                 await _wait(lambda: bool(seen))
                 note = seen[0]
+                exactly(P.GatewayRequest, note)  # exactly its declared type (docs/protocol.schema.json)
                 assert note.session == "default" and note.planId and note.inputTokens > 0
                 await _wait(lambda: any(m == "ctx/budgetChanged" for m, _ in client.notifications))
 

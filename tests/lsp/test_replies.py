@@ -73,10 +73,11 @@ async def test_every_reply_and_notification_is_its_declared_type(client: Languag
     path = workspace / REL
     path.write_text(path.read_text().replace("def tax_for(", "def tax_for_changed("))
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(path.as_uri())))
+    expected = set(P.NOTIFICATIONS) - {"ctx/gatewayRequest"}  # needs a gateway: tests/gateway/test_gateway_in_server.py
     for _ in range(200):
-        if {m for m, _ in client.notifications} >= set(P.NOTIFICATIONS):
+        if {m for m, _ in client.notifications} >= expected:
             break
         await asyncio.sleep(0.05)
-    assert {m for m, _ in client.notifications} == set(P.NOTIFICATIONS)
+    assert {m for m, _ in client.notifications} == expected
     for method, params in client.notifications:
         exactly(P.NOTIFICATIONS[method], params)
