@@ -78,8 +78,9 @@ def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:
             item = api.mask(item, stubs)
             changed = True
         if placement.per_turn and placement.latest_user_id in ids:
-            item = api.prepend(item, placement.per_turn)
+            items.extend(api.prepend(item, placement.per_turn))
             changed = True
+            continue
         items.append(item)
     if not changed:
         return None

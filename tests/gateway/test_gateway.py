@@ -99,9 +99,10 @@ async def test_chat_stream_tool_round_trip_carries_context_and_records_the_conve
         assert first_sent["stream_options"] == {"include_usage": True}
         assert first_sent["messages"][0] == messages[0]  # the client's system prompt, unchanged
         assert first_sent["messages"][1]["content"].startswith(STABLE_HEADER)
-        latest = first_sent["messages"][-1]["content"]
-        assert latest.startswith(CONTEXT_HEADER) and latest.endswith(messages[1]["content"])
-        assert "_round_cents" in latest  # retrieval found the code the question is about
+        context, latest = first_sent["messages"][-2:]
+        assert latest == messages[1]  # the user's message as sent, the context in a message of its own before it
+        assert context["role"] == "user" and context["content"].startswith(CONTEXT_HEADER)
+        assert "_round_cents" in context["content"]  # retrieval found the code the question is about
         assert second_sent["tools"] == [TOOL]
         session = gw.gateway.status.last.session
         transcript = await gw.call(gw.sessions.messages, session)
@@ -202,6 +203,7 @@ async def test_responses_stream_through_the_gateway(ws: Path) -> None:
             STABLE_HEADER
         )
         assert sent["input"][2]["content"][0]["text"].startswith(CONTEXT_HEADER)
+        assert sent["input"][3]["content"] == [{"type": "input_text", "text": "How is stock reserved?"}]
         assert gw.gateway.status.last.session.startswith("codex-")
         assert gw.gateway.status.last.input_tokens
 
@@ -280,8 +282,8 @@ async def test_next_request_repeats_the_previous_one_up_to_the_per_turn_block(ws
             messages.append({"role": "assistant", "content": r.choices[0].message.content})
         bodies = [r.json["messages"] for r in gw.up.model_requests]
         for before, after in itertools.pairwise(bodies):
-            assert after[: len(before) - 1] == before[:-1]
-            assert before[-1]["content"].startswith(CONTEXT_HEADER)
+            assert after[: len(before) - 2] == before[:-2]  # all but the context and the question
+            assert before[-2]["content"].startswith(CONTEXT_HEADER)
 
 
 async def test_upstream_errors_reach_the_client_unchanged(ws: Path) -> None:

@@ -36,8 +36,8 @@ class Api(Protocol):
         """The item with its n-th engine message's text replaced by ``stubs[n]``."""
         ...
 
-    def prepend(self, item: Raw, text: str) -> Raw:
-        """The (user) item with ``text`` ahead of its own."""
+    def prepend(self, item: Raw, text: str) -> list[Raw]:
+        """The (user) item with ``text`` ahead of its own: in it, or as a message of its own."""
         ...
 
     def assemble(self, parsed: Parsed, items: list[Raw], stable: str) -> dict[str, Raw]:

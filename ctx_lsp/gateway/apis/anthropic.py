@@ -132,11 +132,11 @@ class Anthropic:
         fields["content"] = b.join_array(out)
         return b.join_object(fields)
 
-    def prepend(self, item: b.Raw, text: str) -> b.Raw:
+    def prepend(self, item: b.Raw, text: str) -> list[b.Raw]:
         fields = b.obj(item)
         block = b.join_object({"type": b.raw("text"), "text": b.raw(text)})
-        fields["content"] = b.join_array([block, *self._blocks(fields)])
-        return b.join_object(fields)
+        fields["content"] = b.join_array([block, *self._blocks(fields)])  # a block of its own, ahead
+        return [b.join_object(fields)]
 
     def assemble(self, parsed: Parsed, items: list[b.Raw], stable: str) -> dict[str, b.Raw]:
         fields = dict(parsed.fields)

@@ -71,15 +71,9 @@ class Chat:
         fields["content"] = b.raw(stubs[0])
         return b.join_object(fields)
 
-    def prepend(self, item: b.Raw, text: str) -> b.Raw:
-        fields = b.obj(item)
-        content = fields.get("content")
-        if b.is_array(content):
-            part = b.join_object({"type": b.raw("text"), "text": b.raw(text)})
-            fields["content"] = b.join_array([part, *b.arr(content)])
-        else:
-            fields["content"] = b.raw(text + "\n\n" + (b.value(content) or ""))
-        return b.join_object(fields)
+    def prepend(self, item: b.Raw, text: str) -> list[b.Raw]:
+        """A user message of its own, right before the user's (which keeps its bytes)."""
+        return [b.join_object({"role": b.raw("user"), "content": b.raw(text)}), item]
 
     def assemble(self, parsed: Parsed, items: list[b.Raw], stable: str) -> dict[str, b.Raw]:
         fields = dict(parsed.fields)

@@ -93,15 +93,10 @@ class Responses:
             fields["content"] = b.join_array([b.join_object({"type": b.raw(kind), "text": b.raw(stubs[0])})])
         return b.join_object(fields)
 
-    def prepend(self, item: b.Raw, text: str) -> b.Raw:
-        fields = b.obj(item)
-        content = fields.get("content")
-        if b.is_array(content):
-            part = b.join_object({"type": b.raw("input_text"), "text": b.raw(text)})
-            fields["content"] = b.join_array([part, *b.arr(content)])
-        else:
-            fields["content"] = b.raw(text + "\n\n" + (b.value(content) or ""))
-        return b.join_object(fields)
+    def prepend(self, item: b.Raw, text: str) -> list[b.Raw]:
+        """A user message of its own, right before the user's (which keeps its bytes)."""
+        part = b.join_object({"type": b.raw("input_text"), "text": b.raw(text)})
+        return [b.join_object({"type": b.raw("message"), "role": b.raw("user"), "content": b.join_array([part])}), item]
 
     def assemble(self, parsed: Parsed, items: list[b.Raw], stable: str) -> dict[str, b.Raw]:
         fields = dict(parsed.fields)
