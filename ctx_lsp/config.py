@@ -67,6 +67,10 @@ class GatewayConfig(_Model):
     token: str | None = None  # required to listen on anything but loopback (clients send X-Ctx-Token)
     # tokens of retrieved context a request carries at most (sent once per user turn, then cached)
     context_budget: int = Field(8_000, ge=0)
+    # review before send (the editor's server only): each request waits for Send, Cancel or a
+    # re-plan in the editor; after the timeout it is sent as planned
+    review: bool = False
+    review_timeout: float = Field(120.0, gt=0, le=3600)
 
 
 class CtxConfig(_Model):

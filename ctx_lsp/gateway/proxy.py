@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -59,11 +60,29 @@ NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding", SESSION_HEADER.lower(), TOKEN_H
 ANTHROPIC, CHAT, RESPONSES = Anthropic(), Chat(), Responses()
 
 
+# Review before send: the editor sees each planned request and answers "send", "cancel" or
+# "replan" (after changing pins); "timeout" when it did not answer in time (sent as planned).
+Reviewer = Callable[[str, "Planned"], Awaitable[str]]
+SENT_KEPT = 32  # conversations whose last sent body is kept for the preview
+
+
+@dataclass(slots=True)
+class Sent:
+    """The last body a conversation sent upstream, as sent: the editor's preview reads it."""
+
+    api: str
+    model: str
+    body: bytes
+    plan_id: str | None
+    time: float
+
+
 @dataclass(slots=True)
 class Planned:
     """A request as it goes upstream, with what is needed to read its reply back."""
 
     body: bytes
+    api: str = ""
     parsed: Parsed | None = None
     session: str | None = None
     plan: ExchangePlan | None = None
@@ -78,11 +97,14 @@ class Gateway:
         options: GatewayOptions,
         run: Runner,
         on_record: Callable[[GatewayRecord], None] | None = None,
+        reviewer: Reviewer | None = None,
     ) -> None:
         self.sessions = sessions
         self.options = options
         self.run = run
         self.on_record = on_record
+        self.reviewer = reviewer
+        self.sent: dict[str, Sent] = {}  # by session, newest last
         self.status = Status(options)
         self.client: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
@@ -171,17 +193,44 @@ class Gateway:
             self.status.count("fail_open")
             planned = Planned(body=raw, note=f"fail-open: {type(err).__name__}: {err}")
         added = (time.perf_counter() - started) * 1000
+        if self.reviewer is not None and planned.plan is not None:
+            review_id = f"review-{uuid.uuid4().hex[:12]}"
+            while (decision := await self._review(review_id, planned)) == "replan":
+                planned = await self.run(self._plan, api, fields, raw, request.headers.get(SESSION_HEADER))
+            if decision == "cancel":
+                self.status.count("cancelled")
+                return _reply(api, 400, "ctx_lsp gateway: the request was cancelled in the editor (review before send)")
+            if decision == "timeout":
+                planned.note = "sent as planned: the review timed out"
+        if planned.session is not None and planned.parsed is not None:
+            self._keep_sent(api, planned)
         return await self._send(request, api, planned, added)
+
+    async def _review(self, review_id: str, planned: Planned) -> str:
+        assert self.reviewer is not None
+        try:
+            return await self.reviewer(review_id, planned)
+        except Exception:  # a review that fails must not hold the assistant
+            log.exception("gateway: the review failed; sending as planned")
+            return "send"
+
+    def _keep_sent(self, api: Api, planned: Planned) -> None:
+        assert planned.session is not None and planned.parsed is not None
+        plan_id = planned.plan.outcome.result.plan.plan_id if planned.plan else None
+        self.sent.pop(planned.session, None)
+        self.sent[planned.session] = Sent(api.name, planned.parsed.model, planned.body, plan_id, time.time())
+        while len(self.sent) > SENT_KEPT:
+            self.sent.pop(next(iter(self.sent)))
 
     def _plan(self, api: Api, fields: dict[str, b.Raw], raw: bytes, header: str | None) -> Planned:
         """On the engine's worker: read the body, plan it, rewrite it."""
         parsed = api.parse(fields)
         session = session_of(api, parsed, header)
         if parsed.opaque:
-            return Planned(body=raw, parsed=parsed, session=session, note=parsed.opaque)
+            return Planned(body=raw, api=api.name, parsed=parsed, session=session, note=parsed.opaque)
         plan = self.sessions.plan_exchange(exchange(api, parsed, session, self.options.mode))
         body = rewrite(api, parsed, plan) or raw
-        planned = Planned(body=body, parsed=parsed, session=session, plan=plan)
+        planned = Planned(body=body, api=api.name, parsed=parsed, session=session, plan=plan)
         if api is CHAT and parsed.stream:
             options = b.value(fields.get("stream_options")) or {}
             if not (isinstance(options, dict) and options.get("include_usage")):
@@ -208,8 +257,11 @@ class Gateway:
                 reader.set_encoding(encoding)
                 strip = planned.strip_usage and (encoding or "identity").lower() == "identity"
                 resp = web.StreamResponse(status=up.status, headers=_reply_headers(up))
-                await resp.prepare(request)
                 splitter = SseSplitter() if strip else None
+                try:
+                    await resp.prepare(request)
+                except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+                    return resp  # the client is gone before the first byte
                 chunks = up.content.iter_any()
                 while True:
                     try:
@@ -237,12 +289,15 @@ class Gateway:
                         up.close()  # the client went away: so does the upstream request
                         self.status.count("client_gone")
                         return resp
-                if splitter is not None and (rest := splitter.rest()):
-                    await resp.write(rest)
                 # queued on the worker before the client can see the end: its next request finds it
                 upstream_s = (first_byte or time.perf_counter()) - sent_at
                 recorded = self._record(planned, reader.finish(), added_ms, upstream_s)
-                await resp.write_eof()
+                try:
+                    if splitter is not None and (rest := splitter.rest()):
+                        await resp.write(rest)
+                    await resp.write_eof()
+                except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+                    self.status.count("client_gone")
         except (aiohttp.ClientConnectorError, aiohttp.ClientOSError) as err:
             self.status.count("upstream_unreachable")
             return _reply(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ctx_lsp.core.items import SYSTEM_PROMPT
+from ctx_lsp.core.meter import format_tokens
 
 if TYPE_CHECKING:
     from ctx_lsp.gateway.options import GatewayOptions
@@ -36,6 +37,18 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     added_ms: float = 0.0  # time the gateway spent before forwarding
     upstream_ms: float = 0.0  # time to the upstream's first byte
     note: str | None = None  # why the client's body went as it was
+    prompt_budget: int | None = None  # of the plan
+    requests: int = 0  # through the gateway so far, this one included
+
+    def label(self) -> str:
+        """For a status bar: requests, input of this request / its budget, the cached share."""
+        used = self.input_tokens if self.input_tokens is not None else self.estimated_input
+        parts = [f"⇄ {self.requests}"]
+        if used is not None and self.prompt_budget:
+            parts.append(f"{format_tokens(used)}/{format_tokens(self.prompt_budget)}")
+        if self.input_tokens and self.cached_input_tokens is not None:
+            parts.append(f"cache {round(100 * self.cached_input_tokens / self.input_tokens)}%")
+        return " · ".join(parts)
 
     def text_line(self) -> str:
         def k(n: int | None) -> str:
@@ -87,6 +100,7 @@ class Status:
             shown = plan.placement.shown
             rec.plan_id = p.plan_id
             rec.estimated_input = p.totals.tokens
+            rec.prompt_budget = p.prompt_budget
             rec.sent_messages = sum(1 for i in conversation if i in shown)
             rec.dropped = len(conversation) - rec.sent_messages
             rec.masked = sum(1 for c in plan.outcome.result.chosen if c.masked)
@@ -99,6 +113,7 @@ class Status:
             rec.output_tokens = usage.output_tokens
         self.counts["requests"] += 1
         self.counts["planned" if plan is not None else "as_sent"] += 1
+        rec.requests = self.counts["requests"]
         self.last = rec
         return rec
 

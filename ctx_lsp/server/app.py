@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from ctx_lsp.engine import UserError
-from ctx_lsp.server import convert, documents, lenses, lifecycle, replan
+from ctx_lsp.server import convert, documents, gateway, lenses, lifecycle, replan
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer, decode
 
@@ -129,6 +129,43 @@ async def cmd_plan(ls: CtxServer, *args: Any) -> Reply:
 
 
 # ---- ctx/ methods: plans and the meter ----------------------------------------------------------
+
+
+# ---- ctx/ methods: the gateway this server runs (gateway.listen) ---------------------------------
+
+
+@server.feature("ctx/gatewayStatus")
+async def gateway_status(ls: CtxServer, params: Any) -> Reply:
+    """Where the gateway listens, its counts, the active conversation, the latest request."""
+    decode(params, P.NoParams)
+    return P.encode(gateway.status(ls))
+
+
+@server.feature("ctx/listConversations")
+async def list_conversations(ls: CtxServer, params: Any) -> Reply:
+    """The conversations that came through the gateway, newest first; one is active."""
+    decode(params, P.NoParams)
+    return P.encode(await gateway.conversations(ls))
+
+
+@server.feature("ctx/setActiveConversation")
+async def set_active_conversation(ls: CtxServer, params: Any) -> Reply:
+    """Pins and plans without a session go to this conversation from now on."""
+    p = decode(params, P.ActiveConversationParams)
+    return P.encode(await gateway.set_active(ls, p.session))
+
+
+@server.feature("ctx/gatewayPreview")
+async def gateway_preview(ls: CtxServer, params: Any) -> Reply:
+    """The body last sent upstream for a conversation, readable."""
+    p = decode(params, P.GatewayPreviewParams)
+    return P.encode(await gateway.last_preview(ls, ls.session_of(p.session)))
+
+
+@server.feature("ctx/reviewDecision")
+async def review_decision(ls: CtxServer, params: Any) -> Reply:
+    """Send, cancel or re-plan a request waiting for review."""
+    return P.encode(gateway.decide(ls, decode(params, P.ReviewDecisionParams)))
 
 
 @server.feature("ctx/planContext")

@@ -15,6 +15,8 @@ from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.core.render import RenderedPrompt
 from ctx_lsp.engine import BudgetOverrides, Focus, PlanRequest
+from ctx_lsp.gateway.preview import Preview
+from ctx_lsp.gateway.proxy import Sent
 from ctx_lsp.gateway.status import GatewayRecord
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.memory.store import SessionRecord
@@ -204,6 +206,22 @@ def gateway_request(r: GatewayRecord) -> P.GatewayRequest:
         injected=r.injected,
         added_ms=r.added_ms,
         note=r.note,
+        prompt_budget=r.prompt_budget,
+        requests=r.requests,
+        label=r.label(),
+    )
+
+
+def gateway_preview(session: str, sent: Sent, preview: Preview) -> P.GatewayPreview:
+    return P.GatewayPreview(
+        session=session,
+        plan_id=sent.plan_id,
+        api=preview.api,
+        model=preview.model,
+        tokens=preview.tokens,
+        time=sent.time,
+        parts=[wire(p, P.PreviewPart) for p in preview.parts],
+        text=preview.text(),
     )
 
 

@@ -1,22 +1,53 @@
 """The gateway inside the language server: with ``gateway.listen`` in the configuration, the
 editor's own ``ctx-lsp serve`` runs it — same process, same engine and worker, same event loop —
-so the meter and the Context tree follow every request an assistant sends
-(``ctx/gatewayRequest``, then the session's ``ctx/budgetChanged``)."""
+so the editor follows every request an assistant sends.
+
+- Each request: ``ctx/gatewayRequest``, then the active conversation's ``ctx/planChanged`` and
+  ``ctx/budgetChanged``. The active conversation is where pins and plans without a session go:
+  the one the user chose (``ctx/setActiveConversation``), else the one that sent last.
+- ``ctx/gatewayPreview``: the body last sent upstream for a conversation, readable.
+- Review before send (``gateway.review``): each planned request waits for ``ctx/reviewDecision``
+  (send, cancel, or re-plan after a pin change) after a ``ctx/reviewRequest``; after
+  ``gateway.review_timeout`` seconds it is sent as planned.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass, field
 from typing import Any
+
+from pygls.exceptions import JsonRpcServerError
 
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway.options import resolve
-from ctx_lsp.gateway.proxy import Gateway
+from ctx_lsp.gateway.preview import preview
+from ctx_lsp.gateway.proxy import Gateway, Planned, Sent
 from ctx_lsp.gateway.status import GatewayRecord
-from ctx_lsp.server import convert
+from ctx_lsp.server import convert, replan
+from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
 
 log = logging.getLogger("ctx_lsp.server")
+
+
+@dataclass(slots=True)
+class Seen:
+    """A conversation the gateway served since this server started."""
+
+    model: str | None
+    requests: int = 0
+    last: float = field(default_factory=time.time)
+
+
+@dataclass(slots=True)
+class EditorGateway:
+    gateway: Gateway
+    chosen: bool = False  # the user picked the active conversation: it no longer follows traffic
+    seen: dict[str, Seen] = field(default_factory=dict)
+    reviews: dict[str, asyncio.Future[str]] = field(default_factory=dict)
 
 
 async def start(ls: CtxServer) -> None:
@@ -33,30 +64,162 @@ async def start(ls: CtxServer) -> None:
     def run(fn: Any, *args: Any) -> asyncio.Future:  # queued on the server's engine worker, in call order
         return loop.run_in_executor(ls.worker, lambda: fn(*args))
 
-    def on_record(record: GatewayRecord) -> None:
-        ls.notify("ctx/gatewayRequest", convert.gateway_request(record))
-        if record.session is not None and record.plan_id is not None:
-            ls.spawn(_meter(ls, record.session))
+    async def reviewer(review_id: str, planned: Planned) -> str:
+        return await _review(ls, review_id, planned)
 
-    gateway = Gateway(ls.sessions, options, run, on_record)
+    gateway = Gateway(ls.sessions, options, run, lambda r: _on_record(ls, r), reviewer if config.review else None)
     try:
         url = await gateway.start()
     except OSError as err:
         ls.warn(f"gateway not started: cannot listen on {config.listen}: {err.strerror or err}")
         await gateway.close()
         return
-    ls.gateway = gateway
-    log.info("gateway listening on %s", url)
-
-
-async def _meter(ls: CtxServer, session: str) -> None:
-    try:
-        ls.notify("ctx/budgetChanged", convert.meter(await ls.run(ls.sessions.meter, session)))
-    except Exception:
-        log.exception("gateway: meter update failed")
+    ls.gateway = EditorGateway(gateway)
+    log.info("gateway listening on %s%s", url, " (review before send)" if config.review else "")
 
 
 async def stop(ls: CtxServer) -> None:
-    gateway, ls.gateway = ls.gateway, None
-    if gateway is not None:
-        await gateway.close()
+    state, ls.gateway = ls.gateway, None
+    if state is not None:
+        for fut in state.reviews.values():
+            if not fut.done():
+                fut.set_result("send")  # nothing waits on an editor that is gone
+        await state.gateway.close()
+
+
+def _on_record(ls: CtxServer, record: GatewayRecord) -> None:
+    state: EditorGateway | None = ls.gateway
+    ls.notify("ctx/gatewayRequest", convert.gateway_request(record))
+    if state is None or record.session is None or record.plan_id is None:
+        return
+    seen = state.seen.setdefault(record.session, Seen(record.model))
+    seen.model, seen.requests, seen.last = record.model, seen.requests + 1, time.time()
+    if not state.chosen:
+        ls.session_id = record.session
+    if record.session == ls.session_id:
+        ls.spawn(_announce(ls, record.session, record.plan_id))
+
+
+async def _announce(ls: CtxServer, session: str, plan_id: str) -> None:
+    try:
+        outcome = await ls.run(ls.sessions.outcome, session, plan_id)
+        await replan.announce(ls, session, outcome.result.plan)
+    except Exception:
+        log.exception("gateway: telling the editor about a request failed")
+
+
+# ---- review before send ---------------------------------------------------------------------
+
+
+async def _review(ls: CtxServer, review_id: str, planned: Planned) -> str:
+    state: EditorGateway | None = ls.gateway
+    if state is None or planned.parsed is None or planned.session is None:
+        return "send"
+    sent = Sent(planned.api, planned.parsed.model, planned.body, _plan_id(planned), time.time())
+    shown = await _preview(ls, planned.session, sent)
+    timeout = ls.sessions.engine.config.gateway.review_timeout
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    state.reviews[review_id] = future
+    ls.notify(
+        "ctx/reviewRequest",
+        P.ReviewRequest(review_id=review_id, session=planned.session, timeout_seconds=timeout, preview=shown),
+    )
+    try:
+        decision = await asyncio.wait_for(asyncio.shield(future), timeout)
+    except TimeoutError:
+        decision = "timeout"
+    finally:
+        state.reviews.pop(review_id, None)
+    if decision != "replan":
+        outcome = {"send": "sent", "cancel": "cancelled"}.get(decision, "timeout")
+        ls.notify("ctx/reviewResolved", P.ReviewResolved(review_id=review_id, outcome=outcome))  # type: ignore[arg-type]
+    return decision
+
+
+def _plan_id(planned: Planned) -> str | None:
+    return planned.plan.outcome.result.plan.plan_id if planned.plan else None
+
+
+def decide(ls: CtxServer, p: P.ReviewDecisionParams) -> P.ReviewDecisionResult:
+    state: EditorGateway | None = ls.gateway
+    future = state.reviews.get(p.review_id) if state else None
+    pending = future is not None and not future.done()
+    if pending:
+        future.set_result(p.decision)  # type: ignore[union-attr]
+    return P.ReviewDecisionResult(review_id=p.review_id, decision=p.decision, pending=pending)
+
+
+# ---- what the editor asks ---------------------------------------------------------------------
+
+
+def status(ls: CtxServer) -> P.GatewayStatus:
+    state: EditorGateway | None = ls.gateway
+    if state is None:
+        return P.GatewayStatus(
+            listening=None,
+            requests=0,
+            planned=0,
+            fail_open=0,
+            review=False,
+            active_session=ls.session_id,
+            label="",
+            latest=None,
+        )
+    st = state.gateway.status
+    latest = convert.gateway_request(st.last) if st.last else None
+    return P.GatewayStatus(
+        listening=st.url,
+        requests=st.counts["requests"],
+        planned=st.counts["planned"],
+        fail_open=st.counts["fail_open"],
+        review=state.gateway.reviewer is not None,
+        active_session=ls.session_id,
+        label=latest.label if latest else f"⇄ {st.counts['requests']}",
+        latest=latest,
+    )
+
+
+async def conversations(ls: CtxServer) -> list[P.GatewayConversation]:
+    state: EditorGateway | None = ls.gateway
+    out = []
+    for session, seen in sorted((state.seen if state else {}).items(), key=lambda kv: -kv[1].last):
+        s = await ls.run(ls.sessions.conversation_summary, session)
+        out.append(
+            P.GatewayConversation(
+                session=session,
+                title=s.title,
+                model=seen.model or s.model,
+                messages=s.messages,
+                requests=seen.requests,
+                last_activity=seen.last,
+                active=session == ls.session_id,
+            )
+        )
+    return out
+
+
+async def set_active(ls: CtxServer, session: str) -> P.GatewayStatus:
+    state: EditorGateway | None = ls.gateway
+    await ls.run(ls.sessions.open_session, session)
+    ls.session_id = session
+    if state is not None:
+        state.chosen = True
+    await replan.announce(ls, session, None)
+    return status(ls)
+
+
+async def last_preview(ls: CtxServer, session: str) -> P.GatewayPreview:
+    state: EditorGateway | None = ls.gateway
+    sent = state.gateway.sent.get(session) if state else None
+    if sent is None:
+        raise JsonRpcServerError(f"no request of conversation {session!r} went through the gateway yet", P.NOT_FOUND)
+    return await _preview(ls, session, sent)
+
+
+async def _preview(ls: CtxServer, session: str, sent: Sent) -> P.GatewayPreview:
+    engine = ls.sessions.engine
+
+    def build() -> Any:
+        return preview(sent.api, sent.body, engine.resolve_model(sent.model).counter.count)
+
+    return convert.gateway_preview(session, sent, await ls.run(build))

@@ -385,9 +385,96 @@ class GatewayRequest(_P):
     injected: int
     added_ms: float
     note: str | None  # why the request went as the client sent it
+    prompt_budget: int | None  # of the plan: what the request had to fit
+    requests: int  # through the gateway so far
+    label: str  # for a status bar: "⇄ 12 · 41.2k/180k · cache 83%"
+
+
+class NoParams(_P):
+    """A method that takes nothing (any params are ignored)."""
+
+
+class GatewayStatus(_P):
+    listening: str | None  # the gateway's base URL, None when this server runs none
+    requests: int
+    planned: int
+    fail_open: int
+    review: bool  # requests wait for the editor (review before send)
+    active_session: str  # where pins and plans without a session go
+    label: str
+    latest: GatewayRequest | None
+
+
+class GatewayConversation(_P):
+    session: str
+    title: str  # the first line the user wrote
+    model: str | None
+    messages: int
+    requests: int
+    last_activity: float
+    active: bool
+
+
+class ActiveConversationParams(_P):
+    session: str
+
+
+class PreviewPart(_P):
+    role: str
+    kind: str  # system | tools | message | context (ctx_lsp's own block)
+    text: str
+    tokens: int
+    injected: bool
+
+
+class GatewayPreview(_P):
+    """The body last sent upstream for a conversation (or about to be sent, under review)."""
+
+    session: str
+    plan_id: str | None
+    api: str
+    model: str
+    tokens: int
+    time: float
+    parts: list[PreviewPart]
+    text: str  # the same as a readable document
+
+
+class GatewayPreviewParams(_P):
+    session: str | None = None
+
+
+class ReviewRequest(_P):
+    """A request waits for the editor: answer with ctx/reviewDecision before the timeout."""
+
+    review_id: str
+    session: str
+    timeout_seconds: float
+    preview: GatewayPreview
+
+
+class ReviewDecisionParams(_P):
+    review_id: str
+    decision: Literal["send", "cancel", "replan"]
+
+
+class ReviewDecisionResult(_P):
+    review_id: str
+    decision: str
+    pending: bool  # False: the request was no longer waiting (sent after a timeout, or answered)
+
+
+class ReviewResolved(_P):
+    review_id: str
+    outcome: Literal["sent", "cancelled", "timeout"]
 
 
 REQUESTS: dict[str, tuple[type | None, Any]] = {
+    "ctx/gatewayStatus": (NoParams, GatewayStatus),
+    "ctx/listConversations": (NoParams, list[GatewayConversation]),
+    "ctx/setActiveConversation": (ActiveConversationParams, GatewayStatus),
+    "ctx/gatewayPreview": (GatewayPreviewParams, GatewayPreview),
+    "ctx/reviewDecision": (ReviewDecisionParams, ReviewDecisionResult),
     "ctx/planContext": (PlanContextParams, ContextPlan),
     "ctx/renderPrompt": (RenderPromptParams, RenderedPromptResult),
     "ctx/showBudget": (SessionParams, BudgetMeter),
@@ -417,6 +504,8 @@ NOTIFICATIONS: dict[str, Any] = {
     "ctx/capsulesStale": CapsulesStale,
     "ctx/compacted": Compacted,
     "ctx/gatewayRequest": GatewayRequest,
+    "ctx/reviewRequest": ReviewRequest,
+    "ctx/reviewResolved": ReviewResolved,
     "ctx/reflected": Reflected,
 }
 

@@ -15,7 +15,7 @@ from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.compaction import Compactions
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Event
-from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan, Exchanges
+from ctx_lsp.sessions.exchanges import ConversationSummary, Exchange, ExchangePlan, Exchanges
 from ctx_lsp.sessions.pins import Pins
 from ctx_lsp.sessions.planning import Planning
 from ctx_lsp.sessions.plans import LEDGER_TURNS, Plans
@@ -56,7 +56,9 @@ class SessionEngine:
             self._plans,
         )
         self._usage = UsageAndMeter(shared, calibration, self._plans, self._pins, self._reflections)
-        self._exchanges = Exchanges(shared, calibration, self._conversation, self._planning, self._usage)
+        self._exchanges = Exchanges(
+            shared, calibration, self._conversation, self._planning, self._usage, self._capsules
+        )
 
     def close(self) -> None:
         self.store.close()
@@ -146,6 +148,9 @@ class SessionEngine:
         self, session: str, plan_id: str, parent: str | None, reply: Message | None, usage: Usage | None
     ) -> UsageReport | None:
         return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
+
+    def conversation_summary(self, session: str) -> ConversationSummary:
+        return self._exchanges.summary(session)
 
     def count_sample(self, model: str, text: str, actual: int) -> None:
         self._exchanges.count_sample(model, text, actual)

@@ -12,17 +12,21 @@ from dataclasses import dataclass, field, replace
 
 import msgspec
 
-from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
+from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
+from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Item, Message, Mode
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest
 from ctx_lsp.sessions.calibration import Calibration
+from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.planning import Planning
 from ctx_lsp.sessions.shared import Shared
 from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
+
+TITLE_CHARS = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,16 @@ class ExchangePlan:
     query: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A gateway conversation as a list shows it."""
+
+    session: str
+    title: str  # the first line the user wrote
+    model: str | None
+    messages: int
+
+
 @dataclass(slots=True)
 class Exchanges:
     shared: Shared
@@ -58,9 +72,10 @@ class Exchanges:
     conversation: Conversation
     planning: Planning
     usage: UsageAndMeter
+    capsules: Capsules
     # per session: the scaffold its requests carry, kept until a compaction changes the prompt's
     # start anyway (an agent that edits files would otherwise change it, and miss the cache, each turn)
-    scaffolds: dict[str, tuple[tuple[int, str], list[Item]]] = field(default_factory=dict)
+    scaffolds: dict[str, tuple[tuple[int, str, str], list[Item]]] = field(default_factory=dict)
     # per session: what retrieval chose for the current turn's question; the turn's later requests
     # (an agent loop) carry the same block, so each repeats the one before byte for byte
     contexts: dict[str, tuple[tuple[str | None, str], list[Item]]] = field(default_factory=dict)
@@ -92,7 +107,9 @@ class Exchanges:
             shares=(system_share, 1.0 - system_share, 0.0),
         )
         query = exchange_query(ex.messages)
-        key = (len(store.compactions(ex.session)), mode)
+        # a capsule that goes stale (its code changed) or is refreshed changes the scaffold now
+        versions = content_id(*(f"{c.path}@{c.code_hash}:{c.stale}" for c in self.capsules.capsules()))
+        key = (len(store.compactions(ex.session)), mode, versions)
         kept = self.scaffolds.get(ex.session)
         users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
         turn = (users[-1] if users else None, mode)
@@ -109,7 +126,7 @@ class Exchanges:
             candidates=context[1] if context is not None and context[0] == turn else None,
         )
         outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
-        after = (len(store.compactions(ex.session)), mode)
+        after = (len(store.compactions(ex.session)), mode, versions)
         if request.scaffold is not None and after != key:  # it compacted: the prompt's start changes now
             request = replace(request, scaffold=None)
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
@@ -126,6 +143,16 @@ class Exchanges:
             placement=place(outcome.result),
             query=query,
         )
+
+    def summary(self, session: str) -> ConversationSummary:
+        store = self.shared.store
+        record = self.shared.open_session(session)
+        meta = store.path_meta(session)
+        first = next((m for m in meta if m.role == "user"), None)
+        text = store.contents(session, [first.id], prefix=True).get(first.id, "") if first else ""
+        lines = [line.strip() for line in REMINDER.sub("", text).splitlines() if line.strip()]
+        title = lines[0][:TITLE_CHARS] if lines else "(no user message yet)"
+        return ConversationSummary(session=session, title=title, model=record.model, messages=len(meta))
 
     def count_sample(self, model_name: str, text: str, actual: int) -> None:
         """A provider's exact count of a request (Anthropic's count_tokens) against ours of the same
