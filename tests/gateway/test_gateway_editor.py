@@ -78,6 +78,7 @@ async def test_conversations_active_one_and_the_exact_body_sent(tmp_path: Path) 
                 await oai.chat.completions.create(model="gpt-4o", messages=messages)
                 await _until(lambda: _notes(client, "ctx/gatewayRequest"))
                 note = _notes(client, "ctx/gatewayRequest")[0]
+                exactly(P.GatewayRequest, note)
                 assert note.label.startswith("⇄ 1 · ") and "/" in note.label
                 status = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
                 assert status.requests == 1 and status.active_session == note.session  # it follows the traffic
@@ -139,7 +140,7 @@ async def test_review_before_send_replan_send_cancel_and_timeout(tmp_path: Path)
                 reply = await call
                 assert reply.choices[0].message.content == up.default.content
                 assert PINNED in str(up.model_requests[-1].json)
-                assert _notes(client, "ctx/reviewResolved")[-1].outcome == "sent"
+                assert exactly(P.ReviewResolved, _notes(client, "ctx/reviewResolved")[-1]).outcome == "sent"
 
                 messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "now cancel me"}]
                 call = asyncio.ensure_future(oai.chat.completions.create(model="gpt-4o", messages=messages))
