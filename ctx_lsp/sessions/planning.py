@@ -89,7 +89,8 @@ class Planning:
         timings["plan"] = (time.perf_counter() - t0) * 1000
         outcome = PlanOutcome(result=result, inputs=inputs, counter=counter, timings_ms=timings)
         if not req.dry_run:
-            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome)
+            loaded = frozenset(i for i, size in sizes.items() if size.loaded)
+            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome, loaded)
             if model_name and model_name != record.model:
                 store.set_model(req.session, model_name)
         return outcome

@@ -33,8 +33,16 @@ class Plans:
         self.shared = shared
         self._outcomes: OrderedDict[str, PlanOutcome] = OrderedDict()
 
-    def keep(self, record: SessionRecord, query: str, options: PlanOptions, outcome: PlanOutcome) -> None:
-        """Store a plan the session made (and keep it in memory, for the requests that follow)."""
+    def keep(
+        self,
+        record: SessionRecord,
+        query: str,
+        options: PlanOptions,
+        outcome: PlanOutcome,
+        stored: frozenset[str] = frozenset(),
+    ) -> None:
+        """Store a plan the session made (and keep it in memory, for the requests that follow).
+        ``stored``: the conversation messages the plan shows with their stored text."""
         self._remember(outcome)
         self.shared.store.save_plan(
             record.id,
@@ -45,6 +53,7 @@ class Plans:
             outcome.result.plan,
             outcome.timings_ms,
             msgspec.to_builtins(options),
+            stored,
         )
 
     def _remember(self, outcome: PlanOutcome) -> None:

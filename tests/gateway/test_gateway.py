@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import json
 import logging
+import zlib
 from pathlib import Path
 
 import aiohttp
@@ -271,6 +272,11 @@ async def test_over_budget_agent_conversation_is_shed_within_the_window(ws: Path
         stored = len(transcript.messages)
         assert stored >= len(messages)  # nothing the client sent is lost: archived, not deleted
         assert any(m.archived_by for m in transcript.messages)
+        identical, _ = await gw.call(gw.sessions.replay, record.plan_id)
+        assert identical  # the plan rebuilds from what is stored
+        row = await gw.call(gw.sessions.store.plan_row, record.plan_id)
+        tool_output = next(b["content"] for b in sent["messages"][-3]["content"] if b["type"] == "tool_result")
+        assert tool_output.encode()[:200] not in zlib.decompress(row["inputs"])  # referenced by message id, not copied
 
 
 async def test_next_request_repeats_the_previous_one_up_to_the_per_turn_block(ws: Path) -> None:

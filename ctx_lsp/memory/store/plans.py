@@ -23,7 +23,9 @@ from ctx_lsp.memory.store.schema import PLANS, USAGE
 
 # A conversation message of a plan's inputs whose text is kept in `bodies`: (turn, atom,
 # 0 = messages / 1 = masked_messages, message, body hash).
-BodyRef = tuple[int, int, int, int, str]
+BodyRef = tuple[int, int, int, int, str]  # (turn, atom, form, message) or (REQUIRED, item, 0, 0), and the key
+REQUIRED = -1
+MESSAGE_REF = "m:"  # a key naming a message of the plan's session, whose stored text it is
 
 
 class UsageStats(msgspec.Struct, kw_only=True):
@@ -57,11 +59,13 @@ class Plans(Database):
         plan: ContextPlan,
         timings: dict[str, float],
         options: dict[str, Any] | None = None,
+        stored: frozenset[str] = frozenset(),
     ) -> None:
         """Keep a plan with the inputs that rebuild it (for replay and telemetry). ``options`` are
         the request's parameters besides the query (model, budgets, focus…), so that a re-plan
-        after a pin or a new message asks the same question the same way."""
-        blob, refs, texts = encode_inputs(inputs)
+        after a pin or a new message asks the same question the same way. ``stored``: ids of the
+        conversation messages whose inputs text is their stored text (referenced, not copied)."""
+        blob, refs, texts = encode_inputs(inputs, stored)
         with self.write() as conn:
             for text in texts.values():
                 bodies.put_body(conn, text)
@@ -96,10 +100,15 @@ class Plans(Database):
         return PLAN_ROW.decode(rows[0])
 
     def plan_inputs(self, row: dict[str, Any]) -> PlanInput:
-        """The inputs of a stored plan (a ``plan_row``), large texts read back from `bodies`."""
+        """The inputs of a stored plan (a ``plan_row``), texts read back from `bodies` and from
+        the session's messages."""
         refs = row["bodies"]
+        keys = {r[4] for r in refs}
+        ids = sorted(k.removeprefix(MESSAGE_REF) for k in keys if k.startswith(MESSAGE_REF))
         with self._lock:
-            texts = bodies.texts(self._conn, sorted({r[4] for r in refs}))
+            texts = bodies.texts(self._conn, sorted(k for k in keys if not k.startswith(MESSAGE_REF)))
+        messages = self.contents(row["session"], ids) if ids else {}  # type: ignore[attr-defined]
+        texts.update({MESSAGE_REF + mid: text for mid, text in messages.items()})
         return decode_inputs(row["inputs"], refs, texts)
 
     def latest_plan_id(self, session: str) -> str | None:
@@ -179,26 +188,42 @@ class Plans(Database):
         return self._read("SELECT model, estimate, input_tokens FROM usage ORDER BY seq")
 
 
-def encode_inputs(inputs: PlanInput) -> tuple[bytes, list[BodyRef], dict[str, str]]:
-    """A plan's inputs as stored for replay, with the conversation texts large enough for
-    `bodies` left out and referenced by hash. Returns (blob, references, bodies to store)."""
+def encode_inputs(
+    inputs: PlanInput, stored: frozenset[str] = frozenset()
+) -> tuple[bytes, list[BodyRef], dict[str, str]]:
+    """A plan's inputs as stored for replay, without the texts kept elsewhere: a conversation
+    message whose text is the one stored for it (its id in ``stored``) is referenced by id
+    (``m:<id>``: messages are never deleted), and other texts large enough for `bodies` —
+    conversation texts, a client's long system prompt and tools — by hash. A session's plans then
+    do not each keep a copy of the whole conversation. Returns (blob, references, bodies to store)."""
     refs: list[BodyRef] = []
     texts: dict[str, str] = {}
+
+    def leave_out(where: tuple[int, int, int, int], text: str, mid: str | None) -> None:
+        if mid is not None and mid in stored and text:
+            refs.append((*where, MESSAGE_REF + mid))
+            return
+        data = bodies.large(text)
+        if data is not None:
+            h = bodies.body_hash(data)
+            texts[h] = text
+            refs.append((*where, h))
+
+    for i, item in enumerate(inputs.required):
+        leave_out((REQUIRED, i, 0, 0), item.text, None)
     for t, turn in enumerate(inputs.conversation.turns):
         for a, atom in enumerate(turn.atoms):
             for f, messages in enumerate((atom.messages, atom.masked_messages)):
                 for k, m in enumerate(messages):
-                    data = bodies.large(m.content)
-                    if data is not None:
-                        h = bodies.body_hash(data)
-                        texts[h] = m.content
-                        refs.append((t, a, f, k, h))
-    stored = _set_contents(inputs, {ref[:4]: "" for ref in refs})
-    return zlib.compress(msgspec.msgpack.encode(stored), 1), refs, texts
+                    shown = atom.messages[k] if f == 1 and k < len(atom.messages) else m
+                    leave_out((t, a, f, k), m.content, m.id if m.content == shown.content else None)
+    stored_inputs = _set_contents(inputs, {r[:4]: "" for r in refs})
+    return zlib.compress(msgspec.msgpack.encode(stored_inputs), 1), refs, texts
 
 
 def decode_inputs(blob: bytes, refs: list[BodyRef] | None = None, bodies: dict[str, str] | None = None) -> PlanInput:
-    """Stored inputs back, with the texts ``refs`` name filled in from ``bodies`` (by hash)."""
+    """Stored inputs back, with the texts ``refs`` name filled in from ``bodies`` (by hash, or by
+    ``m:<id>`` for a message's stored text)."""
     try:
         raw = zlib.decompress(blob)
     except zlib.error:  # stored before inputs were compressed
@@ -215,6 +240,12 @@ def _set_contents(inputs: PlanInput, contents: dict[tuple[int, int, int, int], s
     if not contents:
         return inputs
     replace = msgspec.structs.replace
+    required = list(inputs.required)
+    for (t, a, _, _), text in contents.items():
+        if t == REQUIRED:
+            required[a] = replace(required[a], text=text)
+    inputs = replace(inputs, required=tuple(required))
+    contents = {k: v for k, v in contents.items() if k[0] != REQUIRED}
     turns = list(inputs.conversation.turns)
     by_atom: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
     for (t, a, f, k), text in contents.items():
