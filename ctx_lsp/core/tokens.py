@@ -79,6 +79,7 @@ class TokenCounter:
         assert self._enc is not None  # the offline fallback ships with the package
         self.encoding = encoding if enc is not None else FALLBACK_ENCODING
         self._cache: dict[bytes, int] = {}
+        self._short: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def count(self, text: str) -> int:
@@ -91,8 +92,15 @@ class TokenCounter:
         standing in for text too large to be worth tokenizing."""
         if not text:
             return 0, True
-        if len(text) < 64:  # a digest costs more than re-encoding very short strings
-            return len(self._enc.encode_ordinary(text)), True
+        if len(text) < 64:  # a short string is its own key: no digest (names, ids, tool arguments)
+            n = self._short.get(text)
+            if n is None:
+                n = len(self._enc.encode_ordinary(text))
+                with self._lock:
+                    if len(self._short) > 200_000:
+                        self._short.clear()
+                    self._short[text] = n
+            return n, True
         if len(text) > EXACT_COUNT_LIMIT_BYTES:  # at least one byte per character
             return utf8_size(text), False
         data = text.encode("utf-8", "surrogatepass")
