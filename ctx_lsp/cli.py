@@ -7,6 +7,7 @@
     ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
     ctx-lsp serve                            the language server, for editors (stdio)
     ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
+    ctx-lsp wrap ASSISTANT [ARGS…]           run claude, codex, aider (or -- COMMAND) through the gateway
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
 """
@@ -138,6 +139,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--mode", choices=["off", "light", "heavy"], help="retrieval mode (default: the workspace's)")
     g.add_argument("--token", help="a token clients must send as X-Ctx-Token (required off loopback)")
     g.add_argument("--json-log", action="store_true", help="one JSON object per request on stderr")
+
+    w = sub.add_parser(
+        "wrap",
+        help="run an assistant through the gateway: ctx-lsp wrap claude | codex | aider | -- COMMAND",
+        description="Run an assistant (claude, codex, aider, or -- any command on the openai / anthropic SDKs) "
+        "through the gateway of the current workspace: started on a free loopback port, or joined when "
+        "`[gateway] listen` already serves it. Its arguments, input, terminal and exit status are its own; "
+        "nothing in its configuration files changes. One summary line at exit.",
+    )
+    w.add_argument("--workspace", type=Path, default=Path("."), help="the workspace (default: .)")
+    w.add_argument("--listen", metavar="HOST:PORT", help="where the gateway listens (default: a free loopback port)")
+    w.add_argument("--print-env", action="store_true", help="print the settings instead of running the assistant")
+    w.add_argument("assistant", metavar="ASSISTANT", help="claude, codex, aider, or -- followed by a command")
+    w.add_argument("args", nargs=argparse.REMAINDER, help="the assistant's own arguments")
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
@@ -370,9 +385,21 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
     return serve_gateway(args.workspace, options, engine)
 
 
+def _cmd_wrap(args: argparse.Namespace) -> int:
+    from ctx_lsp.wrap import run
+
+    assistant, rest = args.assistant, list(args.args)
+    raw = args.argv[args.argv.index("wrap") + 1 :] if "wrap" in args.argv else []
+    before = raw[: raw.index(assistant)] if assistant in raw else raw
+    if "--" in before:  # argparse took the "--" that starts the command
+        assistant, rest = "--", [assistant, *rest]
+    return run(assistant, rest, args.workspace, args.print_env, args.listen)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USER_ERROR
@@ -384,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay": _cmd_replay,
         "serve": _cmd_serve,
         "gateway": _cmd_gateway,
+        "wrap": _cmd_wrap,
     }[args.command]
     try:
         return handler(args)

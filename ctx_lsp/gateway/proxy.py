@@ -106,6 +106,7 @@ class Gateway:
         self.reviewer = reviewer
         self.sent: dict[str, Sent] = {}  # by session, newest last
         self.status = Status(options)
+        self.status.workspace = str(sessions.engine.root)
         self.client: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
 

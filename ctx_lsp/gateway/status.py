@@ -26,6 +26,7 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     model: str | None = None
     plan_id: str | None = None
     estimated_input: int | None = None  # the plan's count of what was sent
+    client_input: int | None = None  # the same count of what the client's request held
     client_messages: int = 0
     sent_messages: int = 0  # conversation items forwarded (after shedding)
     dropped: int = 0  # conversation items the plan left out (archived, outside the window)
@@ -76,6 +77,7 @@ class Status:
     def __init__(self, options: GatewayOptions) -> None:
         self.options = options
         self.url = options.url
+        self.workspace: str | None = None  # the root it plans over (wrap joins a gateway of its workspace)
         self.started = time.time()
         self.counts: Counter[str] = Counter()
         self.last: GatewayRecord | None = None
@@ -101,6 +103,9 @@ class Status:
             rec.plan_id = p.plan_id
             rec.estimated_input = p.totals.tokens
             rec.prompt_budget = p.prompt_budget
+            rec.client_input = plan.client_tokens
+            self.counts["client_tokens"] += plan.client_tokens
+            self.counts["forwarded_tokens"] += p.totals.tokens
             rec.sent_messages = sum(1 for i in conversation if i in shown)
             rec.dropped = len(conversation) - rec.sent_messages
             rec.masked = sum(1 for c in plan.outcome.result.chosen if c.masked)
@@ -111,6 +116,8 @@ class Status:
         if usage is not None:
             rec.input_tokens, rec.cached_input_tokens = usage.input_tokens, usage.cached_input_tokens
             rec.output_tokens = usage.output_tokens
+            self.counts["input_tokens"] += usage.input_tokens
+            self.counts["cached_tokens"] += usage.cached_input_tokens
         self.counts["requests"] += 1
         self.counts["planned" if plan is not None else "as_sent"] += 1
         rec.requests = self.counts["requests"]
@@ -120,6 +127,7 @@ class Status:
     def snapshot(self) -> dict[str, Any]:
         return {
             "url": self.url,
+            "workspace": self.workspace,
             "upstreams": {"openai": self.options.openai_upstream, "anthropic": self.options.anthropic_upstream},
             "mode": self.options.mode,
             "since": self.started,

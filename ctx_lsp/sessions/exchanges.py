@@ -53,6 +53,7 @@ class ExchangePlan:
     outcome: PlanOutcome
     placement: Placement
     query: str
+    client_tokens: int  # what the client's request holds (its system prompt, tools, whole conversation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +95,11 @@ class Exchanges:
         budget = shared.engine.budget(model, BudgetOverrides(max_completion_tokens=ex.max_output))
         prompt = max(1, budget.prompt_budget)
         system = scaled(model.counter.count(ex.system), cal)
-        active = [m for m in store.path_meta(ex.session) if m.archived_by is None]
-        sizes = self.conversation.sizes(ex.session, active, model.counter)
-        talk = sum(scaled(s.tokens, cal) for s in sizes.values())
+        path = store.path_meta(ex.session)
+        every = self.conversation.sizes(ex.session, path, model.counter)
+        active = {m.id for m in path if m.archived_by is None}
+        talk = sum(scaled(s.tokens, cal) for i, s in every.items() if i in active)
+        sent = system + sum(scaled(s.tokens, cal) for s in every.values())  # what the client sent, whole
         mode = ex.mode or store.session(ex.session).mode or shared.engine.config.mode
         cap = min(int(prompt * budget.shares.rag), shared.engine.config.gateway.context_budget)
         rag = 0 if mode == "off" else max(0, min(cap, prompt - system - talk))
@@ -142,6 +145,7 @@ class Exchanges:
             outcome=outcome,
             placement=place(outcome.result),
             query=query,
+            client_tokens=sent,
         )
 
     def summary(self, session: str) -> ConversationSummary:
