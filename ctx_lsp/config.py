@@ -71,6 +71,9 @@ class GatewayConfig(_Model):
     # re-plan in the editor; after the timeout it is sent as planned
     review: bool = False
     review_timeout: float = Field(120.0, gt=0, le=3600)
+    # a tool output over this many tokens, of a kind ctx_lsp recognises, is shortened once (0: never)
+    shrink_tokens: int = Field(2_000, ge=0)
+    shrink_off: tuple[str, ...] = ()  # tool names whose outputs are never shortened
 
 
 class CtxConfig(_Model):

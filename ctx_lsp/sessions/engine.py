@@ -149,6 +149,10 @@ class SessionEngine:
     ) -> UsageReport | None:
         return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
 
+    def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
+        """A tool output the gateway shortened, whole: (session, kind, text), or None."""
+        return self._exchanges.original(message_id, session)
+
     def conversation_summary(self, session: str) -> ConversationSummary:
         return self._exchanges.summary(session)
 

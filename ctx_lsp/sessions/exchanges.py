@@ -16,6 +16,7 @@ from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Item, Message, Mode
 from ctx_lsp.core.render import Placement, place
+from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest
 from ctx_lsp.sessions.calibration import Calibration
@@ -88,6 +89,7 @@ class Exchanges:
         ids = chain_ids(ex.messages)
         known, branch = store.follow(ex.session, ids)
         new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
+        new = self._shrink(ex, new)
         if new:
             self.conversation.append(ex.session, None, new)
         model, _ = self.calibration.model(ex.model)
@@ -147,6 +149,38 @@ class Exchanges:
             query=query,
             client_tokens=sent,
         )
+
+    def _shrink(self, ex: Exchange, new: list[Message]) -> list[Message]:
+        """Big tool outputs seen for the first time, shortened (``core.shrink``); the originals are
+        kept for ``expand``. Once stored, the shortened text is what every later request sends."""
+        config = self.shared.engine.config.gateway
+        if not config.shrink_tokens or not any(m.role == "tool" for m in new):
+            return new
+        names = {t.id: t.name for m in ex.messages for t in m.tool_calls}
+        query = exchange_query(ex.messages)
+        counter = self.shared.engine.resolve_model(ex.model).counter
+        out = []
+        for m in new:
+            tool = names.get(m.tool_call_id or "", m.name or "")
+            if m.role == "tool" and tool not in config.shrink_off:
+                done = shrink(
+                    m.content,
+                    tool=tool,
+                    query=query,
+                    count=counter.count,
+                    threshold=config.shrink_tokens,
+                    expand_id=m.id,
+                )
+                if done is not None:
+                    self.shared.store.put_original(
+                        ex.session, m.id, done.kind, done.original_tokens, done.tokens, m.content
+                    )
+                    m = msgspec.structs.replace(m, content=done.text)
+            out.append(m)
+        return out
+
+    def original(self, mid: str, session: str | None = None) -> tuple[str, str, str] | None:
+        return self.shared.store.original(mid, session)
 
     def summary(self, session: str) -> ConversationSummary:
         store = self.shared.store

@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import json
 import logging
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -477,3 +479,50 @@ async def test_anthropic_count_tokens_calibrates_the_model(ws: Path) -> None:
             assert counted.input_tokens > 0
         stats = await gw.call(gw.sessions.store.usage_stats, "claude-sonnet-4-5")
         assert stats.reports == 3 and stats.factor is not None
+
+
+def _pytest_log(tmp_path: Path) -> str:
+    """A real pytest run: 300 passing tests and one planted failure."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    tests = [f"def test_ok_{n}():\n    assert {n} + 1 == {n + 1}\n" for n in range(300)]
+    tests.append(
+        "def test_reserve_stock():\n    stock = {'widget': 1}\n    assert stock['widget'] - 2 >= 0, 'oversold widget'\n"
+    )
+    (proj / "test_stock.py").write_text("\n".join(tests))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_stock.py"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.stdout
+
+
+async def test_a_big_test_log_goes_shrunk_once_with_its_failure_and_the_original_is_kept(
+    ws: Path, tmp_path: Path
+) -> None:
+    log = _pytest_log(tmp_path)
+    assert "oversold widget" in log and len(log) > 20_000
+    use = {"type": "tool_use", "id": "toolu_t", "name": "Bash", "input": {"command": "pytest -v"}}
+    messages: list[dict] = [
+        {"role": "user", "content": "Why does the stock test fail?"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t", "content": log}]},
+    ]
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        await client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=messages)
+        first = gw.up.model_requests[-1].json["messages"][2]["content"][0]["content"]
+        assert first.startswith("[ctx_lsp shortened this test log output") and "expand(" in first
+        assert "oversold widget" in first and "test_reserve_stock" in first
+        assert len(first) < len(log) / 4
+        messages += [{"role": "assistant", "content": "It oversells."}, {"role": "user", "content": "Fix it."}]
+        await client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=messages)
+        again = gw.up.model_requests[-1].json["messages"][2]["content"][0]["content"]
+        assert again == first  # the same bytes in every later request: the provider's cache keeps hitting
+        session = gw.gateway.status.last.session
+        transcript = await gw.call(gw.sessions.messages, session)
+        tool = next(m for m in transcript.messages if m.role == "tool")
+        original = await gw.call(gw.sessions.original, tool.id)
+        assert original is not None and original[2] == log and original[1] == "test_log"

@@ -19,7 +19,7 @@ from ctx_lsp.memory.store import bodies, pins
 from ctx_lsp.memory.store.codec import Codec, json_or_none
 from ctx_lsp.memory.store.db import Database, StoreError
 from ctx_lsp.memory.store.pins import PinRecord
-from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, MESSAGES, SESSIONS
+from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, MESSAGES, ORIGINALS, SESSIONS
 
 BOUND_ENCODING = "utf-8 bytes"  # a token count that is the text's UTF-8 size (valid for any encoding)
 
@@ -203,6 +203,39 @@ class Conversation(Database):
                 name = row[0]
             conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
         return known, name
+
+    def put_original(self, session: str, mid: str, kind: str, tokens: int, shrunk_tokens: int, text: str) -> None:
+        """Keep a tool output as it came, its message holding a shortened form."""
+        with self.write() as conn:
+            ORIGINALS.insert(
+                conn,
+                {
+                    "session": session,
+                    "id": mid,
+                    "kind": kind,
+                    "tokens": tokens,
+                    "shrunk_tokens": shrunk_tokens,
+                    "text": text,
+                    "created": time.time(),
+                },
+                verb="INSERT OR IGNORE",
+            )
+
+    def original(self, mid: str, session: str | None = None) -> tuple[str, str, str] | None:
+        """(session, kind, text) of a shortened tool output, by its message id (ids are content
+        hashes, so one id names one output whichever session it is in)."""
+        sql = "SELECT session, kind, text FROM originals WHERE id = ?"
+        args: tuple[Any, ...] = (mid,)
+        if session is not None:
+            sql, args = sql + " AND session = ?", (mid, session)
+        rows = self._read(sql + " LIMIT 1", args)
+        return rows[0] if rows else None
+
+    def shrink_totals(self, session: str | None = None) -> tuple[int, int, int]:
+        """(outputs shortened, their tokens, their shortened tokens)."""
+        where, args = (" WHERE session = ?", (session,)) if session else ("", ())
+        row = self._read(f"SELECT COUNT(*), SUM(tokens), SUM(shrunk_tokens) FROM originals{where}", args)[0]
+        return row[0] or 0, row[1] or 0, row[2] or 0
 
     def advance_turn(self, session: str) -> tuple[int, list[PinRecord], list[PinRecord]]:
         """A turn ended: count it, and tick the TTLs of the active branch's pins. Returns the new

@@ -230,6 +230,20 @@ SUGGESTIONS = Table(
     ("PRIMARY KEY(session, item)",),
 )
 
+ORIGINALS = Table(
+    "originals",  # a tool output as it came, when the conversation keeps it shortened (expand)
+    (
+        "session TEXT NOT NULL",
+        "id TEXT NOT NULL",  # the message's id
+        "kind TEXT NOT NULL",  # which shrinker shortened it
+        "tokens INTEGER NOT NULL",  # of the original
+        "shrunk_tokens INTEGER NOT NULL",
+        "text TEXT NOT NULL",
+        "created REAL NOT NULL",
+    ),
+    ("PRIMARY KEY(session, id)",),
+)
+
 TABLES = (
     SESSIONS,
     BRANCHES,
@@ -243,6 +257,7 @@ TABLES = (
     REFLECTION_STATE,
     REFLECTIONS,
     SUGGESTIONS,
+    ORIGINALS,
 )
 INDEXES = (
     "CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created)",

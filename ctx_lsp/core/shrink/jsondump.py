@@ -1,0 +1,78 @@
+"""JSON and other structured dumps: the shape (keys, types, lengths), the first items, the items
+that match the request's words or stand out (errors), counts for the rest."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ctx_lsp.core.shrink.fold import words
+
+FIRST = 3
+ITEM_CHARS = 600
+MATCHES = 10
+STANDS_OUT = ("error", "fail", "exception", "invalid", "denied", "conflict")
+
+
+def looks_like(text: str) -> bool:
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def shrink(text: str, query: str) -> tuple[str, str]:
+    data = json.loads(text)
+    wanted = words(query)
+    lines = ["shape: " + _shape(data)]
+    for path, items in _arrays(data, "$"):
+        lines.append(f"{path}: {len(items):,} items; the first {min(FIRST, len(items))}:")
+        lines += ["  " + _short(x) for x in items[:FIRST]]
+        picked = [x for x in items[FIRST:] if _matches(x, wanted)][:MATCHES]
+        if picked:
+            lines.append(f"  items that match the request or stand out ({len(picked)}):")
+            lines += ["  " + _short(x) for x in picked]
+    if len(lines) == 1:  # an object without long arrays: its top level, shortened
+        lines.append(_short(data, 4000))
+    return "\n".join(lines), "the shape, the first items and those that match the request or stand out"
+
+
+def _shape(v: Any, depth: int = 0) -> str:
+    if isinstance(v, dict):
+        if depth > 2:
+            return "{…}"
+        inner = ", ".join(f"{k}: {_shape(x, depth + 1)}" for k, x in list(v.items())[:20])
+        more = f", … {len(v) - 20} more keys" if len(v) > 20 else ""
+        return "{" + inner + more + "}"
+    if isinstance(v, list):
+        return f"[{len(v)} × {_shape(v[0], depth + 1)}]" if v else "[]"
+    return type(v).__name__
+
+
+def _arrays(v: Any, path: str, depth: int = 0) -> list[tuple[str, list[Any]]]:
+    """The long arrays of a value, with their paths (outermost first)."""
+    found: list[tuple[str, list[Any]]] = []
+    if isinstance(v, list):
+        if len(v) > FIRST:
+            found.append((path, v))
+        elif depth < 4:
+            for n, x in enumerate(v):
+                found += _arrays(x, f"{path}[{n}]", depth + 1)
+    elif isinstance(v, dict) and depth < 4:
+        for k, x in v.items():
+            found += _arrays(x, f"{path}.{k}", depth + 1)
+    return found[:10]
+
+
+def _matches(item: Any, wanted: set[str]) -> bool:
+    text = json.dumps(item, ensure_ascii=False).lower()
+    return any(w in text for w in wanted) or any(s in text for s in STANDS_OUT)
+
+
+def _short(v: Any, limit: int = ITEM_CHARS) -> str:
+    text = json.dumps(v, ensure_ascii=False, sort_keys=False)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} chars)"

@@ -1,0 +1,98 @@
+"""The shrinkers of big tool outputs: the needle survives, the output is never longer than the
+input, the same input gives the same bytes; reads of files and short outputs pass unchanged."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctx_lsp.core.shrink import shrink
+from ctx_lsp.core.shrink.fold import fold
+from ctx_lsp.core.tokens import counter_for
+
+COUNT = counter_for("cl100k_base").count
+
+
+def _shrink(text: str, tool: str = "Bash", query: str = "", threshold: int = 500):
+    return shrink(text, tool=tool, query=query, count=COUNT, threshold=threshold, expand_id="m-1")
+
+
+def pytest_log(passing: int, failure: str) -> str:
+    lines = ["============================= test session starts ==============================", "collected"]
+    lines += [f"tests/test_a.py::test_ok_{n} PASSED [ {n}%]" for n in range(passing)]
+    lines += [
+        "=================================== FAILURES ===================================",
+        "________________________________ test_discount _________________________________",
+        "    def test_discount():",
+        ">       assert apply(100) == 90",
+        f"E       AssertionError: {failure}",
+        "tests/test_a.py:12: AssertionError",
+        "=========================== short test summary info ============================",
+        f"FAILED tests/test_a.py::test_discount - AssertionError: {failure}",
+        f"========================= 1 failed, {passing} passed in 1.00s =========================",
+    ]
+    return "\n".join(lines)
+
+
+def test_a_test_log_keeps_its_failure_and_summary() -> None:
+    log = pytest_log(800, "assert 95 == 90")
+    out = _shrink(log)
+    assert out is not None and out.kind == "test_log"
+    assert "tests/test_a.py::test_discount" in out.text and "assert 95 == 90" in out.text
+    assert "1 failed, 800 passed" in out.text
+    assert out.tokens < out.original_tokens * 0.2
+
+
+def test_reads_of_files_and_short_outputs_pass_unchanged() -> None:
+    log = pytest_log(800, "x")
+    assert _shrink(log, tool="Read") is None
+    assert _shrink(log, tool="mcp__files__read_file") is None
+    assert _shrink(pytest_log(3, "x")) is None  # under the threshold
+
+
+def test_unrecognised_output_of_a_non_command_tool_is_left_alone() -> None:
+    prose = "\n".join(f"Paragraph {n}: the quick brown fox jumps over the lazy dog." for n in range(400))
+    assert _shrink(prose, tool="web_fetch") is None
+    out = _shrink(prose + "\nfatal: could not read config", tool="Bash")
+    assert out is not None and out.kind == "command" and "fatal: could not read config" in out.text
+
+
+def test_search_output_ranks_the_files_the_request_names() -> None:
+    hits = [f"pkg/module_{n}.py:{n}:def helper_{n}(x): return x" for n in range(600)]
+    hits.insert(420, "pkg/pricing/rounding.py:33:def round_price(amount): return amount.quantize(CENT)")
+    out = _shrink("\n".join(hits), query="where is round_price in pricing")
+    assert out is not None and out.kind == "search"
+    kept = out.text.splitlines()
+    assert any("round_price" in line for line in kept[:4])  # ranked first
+    assert "more files" in out.text
+
+
+def test_json_keeps_the_shape_and_the_items_that_match() -> None:
+    items = [{"name": f"pkg{n}", "version": "1.0", "status": "ok"} for n in range(500)]
+    items[333] = {"name": "leftpad", "version": "0.0.1", "status": "conflict with requests"}
+    out = _shrink(json.dumps({"packages": items}, indent=2), query="why does leftpad conflict")
+    assert out is not None and out.kind == "json"
+    assert "leftpad" in out.text and "packages" in out.text and "500 items" in out.text
+
+
+def test_folding_keeps_first_last_and_a_count() -> None:
+    lines = [f"Downloading part {n} of 50" for n in range(50)]
+    assert fold(lines) == ["Downloading part 0 of 50", "… 48 similar lines …", "Downloading part 49 of 50"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    passing=st.integers(min_value=0, max_value=900),
+    noise=st.lists(st.text(alphabet="abcdef 0123:/._-", min_size=0, max_size=60), max_size=200),
+    failure=st.text(alphabet="abcdefghij =<>!0123456789", min_size=3, max_size=40).filter(str.strip),
+)
+def test_the_needle_survives_and_nothing_grows(passing: int, noise: list[str], failure: str) -> None:
+    log = pytest_log(passing, failure) + "\n" + "\n".join(noise)
+    out = _shrink(log)
+    if out is None:
+        return
+    assert f"AssertionError: {failure}" in out.text
+    assert out.tokens <= COUNT(log)
+    assert _shrink(log) == out  # deterministic: the same bytes every time
