@@ -8,6 +8,7 @@
     ctx-lsp serve                            the language server, for editors (stdio)
     ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
     ctx-lsp wrap ASSISTANT [ARGS…]           run claude, codex, aider (or -- COMMAND) through the gateway
+    ctx-lsp stats [WORKSPACE]                what the gateway sent, saved and cost vs sending direct
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
 """
@@ -139,6 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--mode", choices=["off", "light", "heavy"], help="retrieval mode (default: the workspace's)")
     g.add_argument("--token", help="a token clients must send as X-Ctx-Token (required off loopback)")
     g.add_argument("--json-log", action="store_true", help="one JSON object per request on stderr")
+
+    st = sub.add_parser(
+        "stats",
+        help="what the gateway sent, saved and cost, per session and in total",
+        description="Requests through the gateway: input the client sent vs forwarded, what each mechanism saved "
+        "(history shed, old tool results masked, tool outputs shrunk) and what ctx_lsp's own context cost, the "
+        "provider's cache share, and the cost through ctx_lsp vs the same requests sent direct (cache-weighted).",
+    )
+    st.add_argument("workspace", type=Path, nargs="?", default=Path("."))
+    st.add_argument("--session", help="only this session")
+    st.add_argument("--json", action="store_true", help="as JSON")
 
     w = sub.add_parser(
         "wrap",
@@ -385,6 +397,12 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
     return serve_gateway(args.workspace, options, engine)
 
 
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from ctx_lsp.cli_stats import stats
+
+    return stats(args.workspace, args.session, args.json)
+
+
 def _cmd_wrap(args: argparse.Namespace) -> int:
     from ctx_lsp.wrap import run
 
@@ -412,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": _cmd_serve,
         "gateway": _cmd_gateway,
         "wrap": _cmd_wrap,
+        "stats": _cmd_stats,
     }[args.command]
     try:
         return handler(args)

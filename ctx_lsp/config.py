@@ -44,6 +44,11 @@ class ModelOverride(_Model):
     calibration: float = Field(1.0, ge=0.5, le=3.0)
     provider: str = "custom"
     aliases: tuple[str, ...] = ()
+    # prices per million tokens (savings are counted in money only for a model with prices)
+    input_price: float | None = Field(None, ge=0)
+    output_price: float | None = Field(None, ge=0)
+    cache_read_price: float | None = Field(None, ge=0)
+    cache_write_price: float | None = Field(None, ge=0)
 
 
 class LlmEndpoint(_Model):

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import msgspec
 
-from ctx_lsp.config import CtxConfig, load_workspace_config
+from ctx_lsp.config import CtxConfig, ModelOverride, load_workspace_config
 from ctx_lsp.core.conversation import Sized, build_turns, mask_limit, with_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import (
@@ -32,7 +32,7 @@ from ctx_lsp.core.items import (
     Section,
     Shares,
 )
-from ctx_lsp.core.models import ModelRegistry, ModelSpec
+from ctx_lsp.core.models import PRICES, ModelRegistry, ModelSpec, Prices
 from ctx_lsp.core.planner import PlanResult, plan
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
@@ -135,6 +135,24 @@ class PlanOutcome:
         return render(self.result, fmt, self.counter, self.inputs.estimator.calibration)
 
 
+def model_spec(m: ModelOverride) -> ModelSpec:
+    """A ``[[models]]`` entry as a registry model; its prices, when it gives the input price, else
+    the built-in model's of that name."""
+    fields = m.model_dump()
+    price = {k: fields.pop(k) for k in ("input_price", "output_price", "cache_read_price", "cache_write_price")}
+    prices = PRICES.get(m.name)
+    if price["input_price"] is not None:
+        i = price["input_price"]
+        prices = Prices(
+            input=i,
+            output=price["output_price"] if price["output_price"] is not None else i,
+            cache_read=price["cache_read_price"] if price["cache_read_price"] is not None else i,
+            cache_write=price["cache_write_price"] if price["cache_write_price"] is not None else i,
+            as_of="ctx.toml",
+        )
+    return ModelSpec(**fields, prices=prices)
+
+
 def text_item(section: Section, kind: str, title: str, text: str, counter: TokenCounter, cal: float) -> Item:
     """An item that shows ``text`` whole, counted with ``counter`` and scaled by ``cal``."""
     return Item(
@@ -171,7 +189,7 @@ class Engine:
         mask secrets differently, the index is rebuilt before this returns: no text masked
         the old way stays in use."""
         self.config = config
-        self.registry = ModelRegistry([ModelSpec(**m.model_dump()) for m in config.models])  # user overrides win
+        self.registry = ModelRegistry([model_spec(m) for m in config.models])  # user overrides win
         self._scaffold_cache = None
         self._instructions_cache = {}  # masked text: masked anew with the new settings
         self._masked: dict[tuple[bool, str], str] = {}

@@ -13,6 +13,25 @@ from __future__ import annotations
 
 import msgspec
 
+PRICES_AS_OF = "2025-10"  # the providers' public list prices, per million tokens, taken then
+
+
+class Prices(msgspec.Struct, frozen=True, kw_only=True):
+    """US dollars per million tokens. ``cache_read``: input the provider served from its prompt
+    cache; ``cache_write``: input it stored in the cache (Anthropic charges a premium; OpenAI
+    none, so it is the input price)."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    as_of: str = PRICES_AS_OF
+
+    def cost(self, fresh: int, cache_read: int, cache_write: int, output: int) -> float:
+        return (
+            fresh * self.input + cache_read * self.cache_read + cache_write * self.cache_write + output * self.output
+        ) / 1e6
+
 
 class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     name: str
@@ -23,6 +42,31 @@ class ModelSpec(msgspec.Struct, frozen=True, kw_only=True):
     native: bool  # True when ``encoding`` *is* the model's tokenizer
     calibration: float = 1.0
     aliases: tuple[str, ...] = ()
+    prices: Prices | None = None
+
+
+def _openai(i: float, o: float, read: float) -> Prices:
+    return Prices(input=i, output=o, cache_read=read, cache_write=i)
+
+
+def _anthropic(i: float, o: float) -> Prices:  # cache reads 0.1×, 5-minute cache writes 1.25×
+    return Prices(input=i, output=o, cache_read=round(i * 0.1, 4), cache_write=round(i * 1.25, 4))
+
+
+PRICES: dict[str, Prices] = {
+    "gpt-4o": _openai(2.50, 10.00, 1.25),
+    "gpt-4o-mini": _openai(0.15, 0.60, 0.075),
+    "gpt-4.1": _openai(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": _openai(0.40, 1.60, 0.10),
+    "gpt-5": _openai(1.25, 10.00, 0.125),
+    "gpt-5-mini": _openai(0.25, 2.00, 0.025),
+    "o3": _openai(2.00, 8.00, 0.50),
+    "o4-mini": _openai(1.10, 4.40, 0.275),
+    "claude-opus-4-1": _anthropic(15.00, 75.00),
+    "claude-sonnet-4-5": _anthropic(3.00, 15.00),
+    "claude-haiku-4-5": _anthropic(1.00, 5.00),
+    "claude-3-5-haiku": _anthropic(0.80, 4.00),
+}
 
 
 def _m(name: str, provider: str, ctx: int, out: int, enc: str, native: bool, cal: float = 1.0, *aliases: str):
@@ -35,6 +79,7 @@ def _m(name: str, provider: str, ctx: int, out: int, enc: str, native: bool, cal
         native=native,
         calibration=cal,
         aliases=tuple(aliases),
+        prices=PRICES.get(name),
     )
 
 

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
+import msgspec
 from aiohttp import web
 
 from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.savings import Totals, totals
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Api, Parsed
 from ctx_lsp.gateway.apis.anthropic import Anthropic
 from ctx_lsp.gateway.apis.chat import Chat, is_usage_only
 from ctx_lsp.gateway.apis.responses import Responses
+from ctx_lsp.gateway.direct import cacheable, shared_prefix
 from ctx_lsp.gateway.options import GatewayOptions
 from ctx_lsp.gateway.replies import SseSplitter
 from ctx_lsp.gateway.status import GatewayRecord, Status
@@ -83,6 +86,7 @@ class Planned:
 
     body: bytes
     api: str = ""
+    client_body: bytes = b""  # the request as the client sent it
     parsed: Parsed | None = None
     session: str | None = None
     plan: ExchangePlan | None = None
@@ -105,6 +109,7 @@ class Gateway:
         self.on_record = on_record
         self.reviewer = reviewer
         self.sent: dict[str, Sent] = {}  # by session, newest last
+        self._previous: dict[str, bytes] = {}  # by session: its client's previous request, cacheable part
         self.status = Status(options)
         self.status.workspace = str(sessions.engine.root)
         self.client: aiohttp.ClientSession | None = None
@@ -168,7 +173,13 @@ class Gateway:
         return web.Response(text="ctx-lsp gateway\n")
 
     async def _status(self, request: web.Request) -> web.Response:
-        return web.json_response(self.status.snapshot())
+        session = request.query.get("session")
+        snapshot = self.status.snapshot()
+        try:
+            snapshot["totals"] = msgspec.to_builtins(await self.run(self.totals, session))
+        except Exception:  # the status page answers even when the store cannot
+            log.exception("gateway: totals for /ctx/status failed")
+        return web.json_response(snapshot)
 
     # ---- the APIs -----------------------------------------------------------------------------
 
@@ -194,10 +205,12 @@ class Gateway:
             self.status.count("fail_open")
             planned = Planned(body=raw, note=f"fail-open: {type(err).__name__}: {err}")
         added = (time.perf_counter() - started) * 1000
+        planned.client_body = raw
         if self.reviewer is not None and planned.plan is not None:
             review_id = f"review-{uuid.uuid4().hex[:12]}"
             while (decision := await self._review(review_id, planned)) == "replan":
                 planned = await self.run(self._plan, api, fields, raw, request.headers.get(SESSION_HEADER))
+                planned.client_body = raw
             if decision == "cancel":
                 self.status.count("cancelled")
                 return _reply(api, 400, "ctx_lsp gateway: the request was cancelled in the editor (review before send)")
@@ -319,16 +332,9 @@ class Gateway:
         to be awaited), the request into the status, the log and the editor."""
         plan = planned.plan
         stored = None
-        if plan is not None:
-            stored = self.run(
-                self.sessions.record_reply,
-                plan.session,
-                plan.outcome.result.plan.plan_id,
-                plan.ids[-1] if plan.ids else None,
-                reply.message(),
-                reply.usage,
-            )
         record = self.status.record(planned, reply.usage, added_ms, upstream_s * 1000)
+        if plan is not None:
+            stored = self.run(self._store, planned, reply, record)
         self._log(record)
         if self.on_record is not None:
             try:
@@ -336,6 +342,48 @@ class Gateway:
             except Exception:
                 log.exception("gateway: notifying the editor failed")
         return stored
+
+    def _store(self, planned: Planned, reply: Any, record: GatewayRecord) -> None:
+        """On the worker: the reply into the session, then what the request sent, saved and cost
+        (with what sending it direct would have repeated of the client's previous request)."""
+        plan = planned.plan
+        assert plan is not None
+        self.sessions.record_reply(
+            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
+        )
+        key = cacheable(planned.api, planned.client_body)
+        previous = self._previous.pop(plan.session, None)
+        self._previous[plan.session] = key
+        while len(self._previous) > SENT_KEPT:
+            self._previous.pop(next(iter(self._previous)))
+        shared = shared_prefix(key, previous) / len(key) if previous and key else 0.0
+        usage = reply.usage
+        s = plan.savings
+        self.sessions.record_gateway_request(
+            {
+                "session": plan.session,
+                "plan_id": record.plan_id,
+                "model": record.model,
+                "client_tokens": plan.client_tokens,
+                "forwarded_tokens": record.estimated_input or 0,
+                "direct_cached": round(plan.client_tokens * shared),
+                "input_tokens": usage.input_tokens if usage else 0,
+                "cached_tokens": usage.cached_input_tokens if usage else 0,
+                "cache_write_tokens": usage.cache_write_tokens if usage else 0,
+                "output_tokens": usage.output_tokens if usage else 0,
+                "shed": s.shed,
+                "masked": s.masked,
+                "shrunk": s.shrunk,
+                "injected": s.injected,
+            }
+        )
+
+    def totals(self, session: str | None = None) -> Totals:
+        """On the worker: the requests' savings and cost, through vs direct (``core.savings``)."""
+        rows = self.sessions.store.gateway_requests(session)
+        engine = self.sessions.engine
+        prices = {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
+        return totals(rows, prices)
 
     def _log(self, record: GatewayRecord) -> None:
         line = record.json_line() if self.options.json_log else record.text_line()

@@ -149,6 +149,9 @@ class SessionEngine:
     ) -> UsageReport | None:
         return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
 
+    def record_gateway_request(self, row: dict[str, int | str | None]) -> None:
+        self._exchanges.record_request(row)
+
     def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
         """A tool output the gateway shortened, whole: (session, kind, text), or None."""
         return self._exchanges.original(message_id, session)

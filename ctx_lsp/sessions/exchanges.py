@@ -14,7 +14,7 @@ import msgspec
 
 from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
-from ctx_lsp.core.items import Item, Message, Mode
+from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.tokens import scaled
@@ -43,6 +43,16 @@ class Exchange:
 
 
 @dataclass(frozen=True, slots=True)
+class Savings:
+    """Tokens each mechanism took out of a request (and what ctx_lsp's own blocks added)."""
+
+    shed: int = 0  # history archived by compaction or outside the window
+    masked: int = 0  # old tool results sent as one-line stubs
+    shrunk: int = 0  # big tool outputs sent shortened
+    injected: int = 0  # pins, layout, retrieved code, the compaction summary
+
+
+@dataclass(frozen=True, slots=True)
 class ExchangePlan:
     """How to send an Exchange: the ids its messages have in the session (in order), how many
     were new, the plan, and the plan laid over the client's conversation."""
@@ -55,6 +65,7 @@ class ExchangePlan:
     placement: Placement
     query: str
     client_tokens: int  # what the client's request holds (its system prompt, tools, whole conversation)
+    savings: Savings
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,15 +150,24 @@ class Exchanges:
             self.scaffolds[ex.session] = (after, list(outcome.inputs.scaffold))
         if request.candidates is None:
             self.contexts[ex.session] = (turn, [c.item for c in outcome.result.chosen if c.item.section == "rag"])
+        placement = place(outcome.result)
+        chosen = outcome.result.chosen
+        savings = Savings(
+            shed=sum(scaled(size.tokens, cal) for i, size in every.items() if i not in placement.shown),
+            masked=sum(c.item.tokens - c.tokens for c in chosen if c.masked),
+            shrunk=store.shrunk_saving(ex.session, ids) if self.shared.engine.config.gateway.shrink_tokens else 0,
+            injected=sum(c.tokens for c in chosen if not c.item.messages and c.item.kind != SYSTEM_PROMPT),
+        )
         return ExchangePlan(
             session=ex.session,
             branch=branch,
             ids=ids,
             appended=len(new),
             outcome=outcome,
-            placement=place(outcome.result),
+            placement=placement,
             query=query,
-            client_tokens=sent,
+            client_tokens=sent + savings.shrunk,  # the client sent the outputs whole
+            savings=savings,
         )
 
     def _shrink(self, ex: Exchange, new: list[Message]) -> list[Message]:
@@ -178,6 +198,11 @@ class Exchanges:
                     m = msgspec.structs.replace(m, content=done.text)
             out.append(m)
         return out
+
+    def record_request(self, row: dict[str, int | str | None]) -> None:
+        """What one request through the gateway sent, saved and cost (``ctx-lsp stats``)."""
+        self.shared.require_memory()
+        self.shared.store.record_gateway_request(row)
 
     def original(self, mid: str, session: str | None = None) -> tuple[str, str, str] | None:
         return self.shared.store.original(mid, session)

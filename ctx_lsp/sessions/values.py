@@ -119,6 +119,7 @@ class Usage:
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int = 0
+    cache_write_tokens: int = 0  # input the provider wrote to its prompt cache (Anthropic charges a premium)
 
 
 @dataclass(frozen=True, slots=True)

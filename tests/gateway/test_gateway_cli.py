@@ -64,6 +64,14 @@ def test_the_gateway_command_serves_logs_and_stops(tmp_path: Path) -> None:
             _, log = proc.communicate(timeout=30)
         assert proc.returncode == 0
         assert '"planId":"plan-' in log and KEY not in log
+        stats = subprocess.run(
+            [sys.executable, "-m", "ctx_lsp", "stats", str(ws), "--json"], capture_output=True, text=True, timeout=60
+        )
+        total = json.loads(stats.stdout)["total"]
+        assert total["requests"] == 1 and total["input_tokens"] > 0
+        assert total["cost"] > 0 and total["direct_cost"] > 0  # gpt-4o has prices: money, cache-weighted
+        table = subprocess.run([sys.executable, "-m", "ctx_lsp", "stats", str(ws)], capture_output=True, text=True)
+        assert "total" in table.stdout and "ratio" in table.stdout
 
 
 def test_a_public_address_needs_a_token(tmp_path: Path) -> None:

@@ -208,4 +208,9 @@ class AnthropicReader(Reader):
         c = self._counts
         read = c.get("cache_read_input_tokens", 0)
         total = c.get("input_tokens", 0) + read + c.get("cache_creation_input_tokens", 0)
-        self.reply.usage = Usage(input_tokens=total, output_tokens=c.get("output_tokens", 0), cached_input_tokens=read)
+        self.reply.usage = Usage(
+            input_tokens=total,
+            output_tokens=c.get("output_tokens", 0),
+            cached_input_tokens=read,
+            cache_write_tokens=c.get("cache_creation_input_tokens", 0),
+        )

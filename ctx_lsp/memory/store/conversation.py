@@ -19,7 +19,7 @@ from ctx_lsp.memory.store import bodies, pins
 from ctx_lsp.memory.store.codec import Codec, json_or_none
 from ctx_lsp.memory.store.db import Database, StoreError
 from ctx_lsp.memory.store.pins import PinRecord
-from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, MESSAGES, ORIGINALS, SESSIONS
+from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, GATEWAY_REQUESTS, MESSAGES, ORIGINALS, SESSIONS
 
 BOUND_ENCODING = "utf-8 bytes"  # a token count that is the text's UTF-8 size (valid for any encoding)
 
@@ -230,6 +230,27 @@ class Conversation(Database):
             sql, args = sql + " AND session = ?", (mid, session)
         rows = self._read(sql + " LIMIT 1", args)
         return rows[0] if rows else None
+
+    def shrunk_saving(self, session: str, ids: list[str]) -> int:
+        """Tokens the shortened tool outputs among ``ids`` save, whole to shortened."""
+        total = 0
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            sql = f"SELECT SUM(tokens - shrunk_tokens) FROM originals WHERE session = ? AND id IN ({marks})"
+            row = self._read(sql, (session, *part))
+            total += row[0][0] or 0
+        return total
+
+    def record_gateway_request(self, row: dict[str, Any]) -> None:
+        with self.write() as conn:
+            GATEWAY_REQUESTS.insert(conn, {**row, "created": time.time()})
+
+    def gateway_requests(self, session: str | None = None) -> list[dict[str, Any]]:
+        names = [n for n in GATEWAY_REQUESTS.names if n != "seq"]
+        where, args = (" WHERE session = ?", (session,)) if session else ("", ())
+        rows = self._read(f"SELECT {', '.join(names)} FROM gateway_requests{where} ORDER BY seq", args)
+        return [dict(zip(names, r, strict=True)) for r in rows]
 
     def shrink_totals(self, session: str | None = None) -> tuple[int, int, int]:
         """(outputs shortened, their tokens, their shortened tokens)."""

@@ -244,6 +244,28 @@ ORIGINALS = Table(
     ("PRIMARY KEY(session, id)",),
 )
 
+GATEWAY_REQUESTS = Table(
+    "gateway_requests",  # one per request through the gateway: what was sent, saved and paid
+    (
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+        "session TEXT NOT NULL",
+        "plan_id TEXT",
+        "created REAL NOT NULL",
+        "model TEXT",
+        "client_tokens INTEGER NOT NULL DEFAULT 0",  # what the client's request held (estimated)
+        "forwarded_tokens INTEGER NOT NULL DEFAULT 0",  # what went upstream (the plan's count)
+        "direct_cached INTEGER NOT NULL DEFAULT 0",  # of client_tokens, what repeats the client's previous request
+        "input_tokens INTEGER NOT NULL DEFAULT 0",  # as the provider reported
+        "cached_tokens INTEGER NOT NULL DEFAULT 0",
+        "cache_write_tokens INTEGER NOT NULL DEFAULT 0",
+        "output_tokens INTEGER NOT NULL DEFAULT 0",
+        "shed INTEGER NOT NULL DEFAULT 0",  # tokens saved by each mechanism
+        "masked INTEGER NOT NULL DEFAULT 0",
+        "shrunk INTEGER NOT NULL DEFAULT 0",
+        "injected INTEGER NOT NULL DEFAULT 0",  # what ctx_lsp's own blocks cost
+    ),
+)
+
 TABLES = (
     SESSIONS,
     BRANCHES,
@@ -258,6 +280,7 @@ TABLES = (
     REFLECTIONS,
     SUGGESTIONS,
     ORIGINALS,
+    GATEWAY_REQUESTS,
 )
 INDEXES = (
     "CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created)",

@@ -1,0 +1,57 @@
+"""``ctx-lsp stats``: what the gateway sent, saved and cost, per session and in total — the
+provider's own counts, cache reads and writes included, against the same requests sent direct."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from ctx_lsp.core.meter import format_tokens
+from ctx_lsp.core.savings import Totals, totals
+from ctx_lsp.engine import Engine
+from ctx_lsp.sessions.engine import SessionEngine
+
+
+def stats(workspace: Path, session: str | None, as_json: bool, out: Callable[[str], None] = print) -> int:
+    sessions = SessionEngine(Engine(workspace))
+    try:
+        rows = sessions.store.gateway_requests(session)
+        prices = {m: sessions.engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
+        by_session: dict[str, list[dict]] = {}
+        for r in rows:
+            by_session.setdefault(r["session"], []).append(r)
+        each = {name: totals(rs, prices) for name, rs in by_session.items()}
+        total = totals(rows, prices)
+    finally:
+        sessions.close()
+    if as_json:
+        out(json.dumps({"sessions": msgspec.to_builtins(each), "total": msgspec.to_builtins(total)}, indent=2))
+        return 0
+    if not rows:
+        out("no requests through the gateway in this workspace yet (ctx-lsp wrap claude, or ctx-lsp gateway)")
+        return 0
+    out(
+        f"{'session':<36} {'req':>5} {'sent → forwarded':>18} {'shed':>7} {'masked':>7} {'shrunk':>7} "
+        f"{'+ctx':>7} {'cache':>6} {'cost':>10} {'direct':>10} {'ratio':>6}"
+    )
+    for name, t in [*each.items(), ("total", total)]:
+        out(_line(name, t))
+    return 0
+
+
+def _money(v: float | None) -> str:
+    return "—" if v is None else f"${v:,.4f}"
+
+
+def _line(name: str, t: Totals) -> str:
+    money = _money
+    ratio = "—" if t.ratio is None else f"{t.ratio:.2f}"
+    moved = f"{format_tokens(t.client_tokens)} → {format_tokens(t.forwarded_tokens)}"
+    return (
+        f"{name[:36]:<36} {t.requests:>5} {moved:>18} {format_tokens(t.shed):>7} {format_tokens(t.masked):>7} "
+        f"{format_tokens(t.shrunk):>7} {format_tokens(t.injected):>7} {t.cache_share:>6.0%} "
+        f"{money(t.cost):>10} {money(t.direct_cost):>10} {ratio:>6}"
+    )
