@@ -116,3 +116,9 @@ def test_gateway_latency_prints_its_table() -> None:
         "cache-weighted input cost",
     ):
         assert row in out, out
+
+
+def test_tool_outputs_prints_its_table() -> None:
+    out = run(str(BENCH / "tool_outputs.py"), "--quick", timeout=300)
+    assert "needle kept in" in out and "pytest -v, 2 planted failures" in out, out
+    assert " NO " not in out, out  # every needle kept

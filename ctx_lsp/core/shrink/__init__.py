@@ -38,9 +38,9 @@ class Shrunk(msgspec.Struct, frozen=True, kw_only=True):
 
 # in order: the first that recognises the text shrinks it
 SHRINKERS: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], tuple[str, str]]], ...] = (
+    ("json", jsondump.looks_like, jsondump.shrink),  # first: one character tells it is not JSON
     ("test_log", testlog.looks_like, testlog.shrink),
     ("search", search.looks_like, search.shrink),
-    ("json", jsondump.looks_like, jsondump.shrink),
 )
 
 

@@ -36,6 +36,87 @@ def head_tail(lines: list[str], head: int, tail: int) -> list[str]:
     return [*lines[:head], f"… {len(lines) - head - tail} lines …", *lines[-tail:]]
 
 
+STOPWORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "what",
+        "why",
+        "how",
+        "does",
+        "did",
+        "not",
+        "are",
+        "was",
+        "were",
+        "where",
+        "when",
+        "which",
+        "who",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "fix",
+        "fails",
+        "fail",
+        "failing",
+        "error",
+        "errors",
+        "there",
+        "their",
+        "them",
+        "then",
+        "than",
+        "have",
+        "has",
+        "had",
+        "into",
+        "out",
+        "about",
+        "your",
+        "you",
+        "our",
+        "its",
+        "it's",
+        "all",
+        "any",
+        "some",
+        "one",
+        "two",
+        "get",
+        "got",
+        "use",
+        "used",
+        "using",
+        "make",
+        "made",
+        "see",
+        "show",
+        "tell",
+        "me",
+    ]
+)
+RARE_SHARE = 0.1  # a word on more than this share of the lines points nowhere
+
+
 def words(text: str) -> set[str]:
-    """The request's words that can point into an output (identifiers, paths, numbers)."""
-    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_./-]{2,}", text)}
+    """The request's words that can point into an output (identifiers, paths, names)."""
+    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_./-]{2,}", text)} - STOPWORDS
+
+
+def pointing(wanted: set[str], lines: list[str]) -> set[str]:
+    """The words of ``wanted`` that pick few lines of ``lines`` (a word on most lines, like
+    "compile" in a compile log, says nothing about which line matters)."""
+    if not wanted or not lines:
+        return set()
+    step = max(1, len(lines) // 2000)  # a sample is enough to tell a common word
+    sample = [line.lower() for line in lines[::step]]
+    limit = max(1, int(len(sample) * RARE_SHARE))
+    return {w for w in wanted if sum(1 for line in sample if w in line) <= limit}

@@ -3,8 +3,9 @@ that match the request's words or stand out (errors), counts for the rest."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+import msgspec
 
 from ctx_lsp.core.shrink.fold import words
 
@@ -19,14 +20,14 @@ def looks_like(text: str) -> bool:
     if head not in ("{", "["):
         return False
     try:
-        json.loads(text)
-    except ValueError:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
         return False
     return True
 
 
 def shrink(text: str, query: str) -> tuple[str, str]:
-    data = json.loads(text)
+    data = msgspec.json.decode(text)
     wanted = words(query)
     lines = ["shape: " + _shape(data)]
     for path, items in _arrays(data, "$"):
@@ -69,10 +70,10 @@ def _arrays(v: Any, path: str, depth: int = 0) -> list[tuple[str, list[Any]]]:
 
 
 def _matches(item: Any, wanted: set[str]) -> bool:
-    text = json.dumps(item, ensure_ascii=False).lower()
+    text = msgspec.json.encode(item).decode().lower()
     return any(w in text for w in wanted) or any(s in text for s in STANDS_OUT)
 
 
 def _short(v: Any, limit: int = ITEM_CHARS) -> str:
-    text = json.dumps(v, ensure_ascii=False, sort_keys=False)
+    text = msgspec.json.encode(v).decode()
     return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} chars)"

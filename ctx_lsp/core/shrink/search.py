@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from ctx_lsp.core.shrink.fold import words
+from ctx_lsp.core.shrink.fold import pointing, words
 
 HIT = re.compile(r"^(?P<path>[^\s:][^:]*?\.[A-Za-z0-9_]+|[^\s:]+/[^\s:]+)(?::(?P<line>\d+))?[:-](?P<text>.*)$")
 PATH_ONLY = re.compile(r"^\.?/?[\w@.+-]+(/[\w@.+-]+)+/?$")
@@ -29,14 +29,17 @@ def shrink(text: str, query: str) -> tuple[str, str]:
         path = m.group("path") if m else line.strip()
         if path:
             files.setdefault(path, []).append(line)
-    wanted = words(query)
+    wanted = pointing(words(query), list(files))
 
     def score(item: tuple[str, list[str]]) -> tuple[int, int]:
+        """Request words in the path first, then distinct request words among its hits."""
         path, hits = item
         in_path = sum(1 for w in wanted if w in path.lower())
-        in_hits = sum(1 for w in wanted for h in hits[:50] if w in h.lower())
-        return (-(3 * in_path + in_hits), list(files).index(path))
+        text = "\n".join(hits[:50]).lower()
+        in_hits = sum(1 for w in wanted if w in text)
+        return (-(10 * in_path + in_hits), order[path])
 
+    order = {path: n for n, path in enumerate(files)}
     ranked = sorted(files.items(), key=score)
     total = sum(len(h) for h in files.values())
     out = [f"{total:,} lines in {len(files):,} files; the files that match the request first:"]

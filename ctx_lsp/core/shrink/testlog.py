@@ -5,6 +5,7 @@ of similar lines folded with a count; passing tests' progress dropped."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from ctx_lsp.core.shrink.fold import fold, head_tail
 
@@ -21,12 +22,17 @@ IMPORTANT = re.compile(
 SUMMARY = re.compile(
     r"^=+ .*(passed|failed|error|skipped|no tests ran).* =+$|^Ran \d+ tests|^(OK|FAILED)\b|^test result:"
 )
+PASSING = re.compile(r"\bPASS(ED)?\b|\bok$")
 HEAD, TAIL = 8, 12
 WHOLE_SECTION_CHARS = 12_000  # failure sections up to this size are kept whole
 
 
+EDGE_CHARS = 30_000  # a run says what it is at its start (the session header) or its end (the summary)
+
+
 def looks_like(text: str) -> bool:
-    return len(SIGNS.findall(text[:200_000])) >= 1 and bool(IMPORTANT.search(text))
+    edges = text if len(text) <= 2 * EDGE_CHARS else text[:EDGE_CHARS] + "\n" + text[-EDGE_CHARS:]
+    return SIGNS.search(edges) is not None and IMPORTANT.search(text) is not None
 
 
 def shrink(text: str, query: str) -> tuple[str, str]:
@@ -72,7 +78,13 @@ def _compact(section: list[str]) -> list[str]:
 
 
 def _important(lines: list[str]) -> list[str]:
-    """Tracebacks whole, error lines with the line before them."""
+    """Tracebacks whole, error lines with the line before them. The patterns run once over the
+    whole text (one pass of the regex engine, not one call per line)."""
+    text = "\n".join(lines)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    hit = {bisect_right(starts, m.start()) - 1 for m in IMPORTANT.finditer(text)}
     out: list[str] = []
     in_traceback = False
     for n, line in enumerate(lines):
@@ -83,7 +95,7 @@ def _important(lines: list[str]) -> list[str]:
             if line and not line[0].isspace() and not line.startswith("Traceback"):
                 in_traceback = False  # the exception line ends it
             continue
-        if IMPORTANT.search(line) and not re.search(r"\bPASS(ED)?\b|\bok$", line):
+        if n in hit and not PASSING.search(line):
             if n and lines[n - 1] not in out[-1:]:
                 out.append(lines[n - 1])
             out.append(line)
