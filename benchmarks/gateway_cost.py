@@ -1,0 +1,349 @@
+"""Never worse than sending direct? The input cost of long agent sessions through the gateway
+against the same sessions sent direct, with the providers' prompt caches simulated.
+
+    python benchmarks/gateway_cost.py [WORKSPACE] [--turns 50 200 500] [--modes off light]
+
+Sessions are shaped like Claude Code's (Anthropic Messages: a system prompt of three blocks and 24
+tools of their real sizes, cache_control on the system and on the newest block, moved each turn)
+and Codex's (OpenAI Responses: developer instructions and 9 tools of their sizes): the assistant
+reads files of WORKSPACE (default: sympy's size, generated), greps it, runs a test suite with a
+planted failure, and a new user message comes every 15 turns. Each request is sent through an
+in-process gateway to a fake upstream; the forwarded bodies and the client's own bodies are then
+priced with a cache simulation:
+
+- Anthropic: a request reads from the cache the longest prefix that an earlier request (within 5
+  minutes; here, the previous ones) wrote at one of its cache_control breakpoints; it writes up to
+  its own last breakpoint (1.25×); reads cost 0.1×.
+- OpenAI: the longest prefix shared with an earlier request, in 128-token blocks from 1,024
+  tokens, at 0.1× (gpt-5's price); no write premium.
+
+Tokens are counted as UTF-8 bytes / 4 on the provider-ordered body (tools, system, messages), the
+same for both sides. Sent direct, a request over the model's window would be refused: it is still
+priced (what the client would pay if the provider took it), and counted.
+
+Targets (issue 20): through ≤ direct in every session and mode; ≤ 50% of direct at 200 and 500
+turns; every forwarded request inside the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from index_speed import DATA, generate  # noqa: E402
+
+from ctx_lsp.config import load_workspace_config  # noqa: E402
+from ctx_lsp.engine import Engine  # noqa: E402
+from ctx_lsp.gateway.options import GatewayOptions  # noqa: E402
+from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
+from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
+from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
+
+SHAPES = {"claude": ("claude-sonnet-4-5", 200_000, 3.00), "codex": ("gpt-5", 400_000, 1.25)}
+READ, WRITE = 0.1, 1.25
+RESULT_CHARS = 9_000
+TOOL_OUTPUT_CHARS = 30_000  # what Claude Code keeps of a command's output
+
+
+def tokens(data: bytes) -> int:
+    return len(data) // 4
+
+
+def provider_order(api: str, body: dict[str, Any]) -> list[Any]:
+    keys = ("tools", "system", "messages") if api == "claude" else ("tools", "instructions", "input")
+    return [body.get(k) for k in keys]
+
+
+def serialise(api: str, body: dict[str, Any]) -> tuple[bytes, list[int]]:
+    """The cacheable bytes, and (Anthropic) the byte offsets right after each cache_control block."""
+    parts = provider_order(api, body)
+    out = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
+    marks = []
+    if api == "claude":
+        start = 0
+        while (i := out.find('"cache_control"', start)) >= 0:
+            end = out.find("}", out.find("}", i) + 1)  # the end of the block holding the marker
+            marks.append(len(out[: end + 1].encode()))
+            start = i + 1
+    clean = out.replace(',"cache_control":{"type":"ephemeral"}', "")  # a marker is not content
+    shift = len(out.encode()) - len(clean.encode())
+    return clean.encode(), [max(0, m - shift) for m in marks] if marks else []
+
+
+def common(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    if a[:n] == b[:n]:
+        return n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
+
+
+class Cache:
+    """The provider's prompt cache over one session's requests."""
+
+    def __init__(self, api: str) -> None:
+        self.api = api
+        self.entries: list[tuple[bytes, int]] = []  # (body, written prefix length in bytes)
+
+    def price(self, body: bytes, marks: list[int], price: float) -> tuple[float, int, int]:
+        """(input cost in dollars, tokens read from the cache, tokens in all)."""
+        total = tokens(body)
+        if self.api == "claude":
+            read_bytes = 0
+            for prev, written in self.entries[-4:]:
+                shared = common(body, prev)
+                read_bytes = max(read_bytes, min(shared, written))
+            last = max(marks) if marks else 0
+            write_bytes = max(0, last - read_bytes)
+            self.entries.append((body, last))
+            read, write = tokens(b"x" * read_bytes), tokens(b"x" * write_bytes)
+            fresh = total - read - write
+            cost = (fresh + READ * read + WRITE * write) * price / 1e6
+        else:
+            shared = max((common(body, prev) for prev, _ in self.entries[-4:]), default=0)
+            read = tokens(b"x" * shared)
+            read = read - read % 128 if read >= 1024 else 0
+            self.entries.append((body, len(body)))
+            cost = (total - read + READ * read) * price / 1e6
+        self.entries = self.entries[-4:]
+        return cost, read, total
+
+
+def corpus(workspace: Path) -> tuple[list[tuple[str, str]], list[str], str]:
+    files = []
+    for path in sorted(workspace.rglob("*.py")):
+        if ".ctx" not in path.parts:
+            files.append((str(path.relative_to(workspace)), path.read_text(errors="replace")[:RESULT_CHARS]))
+        if len(files) >= 600:
+            break
+    greps = []
+    for word in ("def __init__", "import ", "return self", "raise ", "class "):
+        done = subprocess.run(
+            ["grep", "-rn", "--include=*.py", word, "."], cwd=workspace, capture_output=True, text=True
+        )
+        greps.append(done.stdout[:TOOL_OUTPUT_CHARS])
+    proj = DATA / "gateway_cost_tests"
+    proj.mkdir(parents=True, exist_ok=True)
+    tests = [f"def test_ok_{n}():\n    assert {n} >= 0\n" for n in range(600)]
+    tests.append("def test_planted():\n    assert 1 + 1 == 3, 'planted failure'\n")
+    (proj / "test_many.py").write_text("\n".join(tests))
+    log = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_many.py"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+    ).stdout[-TOOL_OUTPUT_CHARS:]
+    return files, greps, log
+
+
+def claude_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
+    tools = [
+        {"name": f"Tool{n}", "description": "Does a thing. " * 190, "input_schema": {"type": "object"}}
+        for n in range(24)
+    ]
+    system = [
+        {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197"},
+        {"type": "text", "text": "You are Claude Code. " * 600, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Environment: linux. " * 50, "cache_control": {"type": "ephemeral"}},
+    ]
+    messages: list[dict[str, Any]] = []
+    bodies = []
+    for n in range(turns):
+        if n % 15 == 0:
+            path = files[n % len(files)][0]
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": f"Task {n // 15}: look at {path} and fix the failing test."}],
+                }
+            )
+        else:
+            kind = n % 5
+            tid = f"toolu_{n:04d}"
+            if kind == 3:
+                use, result = {"name": "Grep", "input": {"pattern": "x"}}, greps[n % len(greps)]
+            elif kind == 4:
+                use, result = {"name": "Bash", "input": {"command": "pytest -v"}}, log
+            else:
+                path, text = files[n % len(files)]
+                use, result = {"name": "Read", "input": {"file_path": path}}, text
+            messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, **use}]})
+            messages.append(
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": result}]}
+            )
+        for m in messages:  # Claude Code marks the newest block only
+            if isinstance(m["content"], list):
+                for b in m["content"]:
+                    b.pop("cache_control", None)
+        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        bodies.append(
+            json.loads(
+                json.dumps(
+                    {
+                        "model": SHAPES["claude"][0],
+                        "max_tokens": 8192,
+                        "system": system,
+                        "tools": tools,
+                        "messages": messages,
+                    }
+                )
+            )
+        )
+    return bodies
+
+
+def codex_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
+    tools = [
+        {
+            "type": "function",
+            "name": f"tool{n}",
+            "description": "Does a thing. " * 110,
+            "parameters": {"type": "object"},
+        }
+        for n in range(9)
+    ]
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex. " * 1200}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context>linux</environment_context>"}],
+        },
+    ]
+    bodies = []
+    for n in range(turns):
+        if n % 15 == 0:
+            path = files[n % len(files)][0]
+            items.append(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"Task {n // 15}: look at {path}."}],
+                }
+            )
+        else:
+            kind = n % 5
+            cid = f"call_{n:04d}"
+            if kind == 3:
+                args, out = {"cmd": "grep -rn x ."}, greps[n % len(greps)]
+            elif kind == 4:
+                args, out = {"cmd": "pytest -v"}, log
+            else:
+                path, text = files[n % len(files)]
+                args, out = {"cmd": f"sed -n 1,200p {path}"}, text
+            items.append(
+                {"type": "function_call", "call_id": cid, "name": "exec_command", "arguments": json.dumps(args)}
+            )
+            items.append({"type": "function_call_output", "call_id": cid, "output": out})
+        bodies.append(
+            json.loads(
+                json.dumps(
+                    {
+                        "model": SHAPES["codex"][0],
+                        "input": items,
+                        "tools": tools,
+                        "prompt_cache_key": "bench",
+                        "store": False,
+                    }
+                )
+            )
+        )
+    return bodies
+
+
+async def through(workspace: Path, shape: str, mode: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    loop = asyncio.get_running_loop()
+    worker = ThreadPoolExecutor(max_workers=1)
+
+    def run(fn, *args):
+        return loop.run_in_executor(worker, lambda: fn(*args))
+
+    config, _ = load_workspace_config(workspace)
+    sessions = await run(lambda: SessionEngine(Engine(workspace, config)))
+    await run(sessions.engine.refresh_index)
+    sent = []
+    async with FakeUpstream(reply="ok") as up:
+        options = GatewayOptions(
+            host="127.0.0.1", port=0, openai_upstream=up.openai_url, anthropic_upstream=up.url, mode=mode
+        )  # type: ignore[arg-type]
+        gateway = Gateway(sessions, options, run)
+        url = await gateway.start()
+        path = "/v1/messages" if shape == "claude" else "/v1/responses"
+        headers = {
+            "x-api-key": "k",
+            "authorization": "Bearer k",
+            "anthropic-version": "2023-06-01",
+            "X-Ctx-Session": f"bench-{shape}-{mode}-{time.time_ns()}",
+        }
+        async with aiohttp.ClientSession() as http:
+            for body in bodies:
+                async with http.post(url + path, json=body, headers=headers) as r:
+                    await r.read()
+                    if r.status != 200:
+                        raise SystemExit(f"HTTP {r.status} through the gateway")
+                sent.append(up.model_requests[-1].json)
+        await gateway.close()
+    await run(sessions.close)
+    worker.shutdown()
+    return sent
+
+
+def price(shape: str, bodies: list[dict[str, Any]]) -> tuple[float, float, int, int]:
+    """(cost, cache share, tokens in all, requests over the window)."""
+    _, window, p = SHAPES[shape]
+    cache = Cache(shape)
+    cost = read = total = over = 0
+    for body in bodies:
+        data, marks = serialise(shape, body)
+        c, r, t = cache.price(data, marks, p)
+        cost, read, total = cost + c, read + r, total + t
+        over += t > window
+    return cost, read / total if total else 0.0, total, over
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workspace", nargs="?", type=Path)
+    ap.add_argument("--turns", type=int, nargs="+", default=[50, 200, 500])
+    ap.add_argument("--modes", nargs="+", default=["off", "light"])
+    ap.add_argument("--shapes", nargs="+", default=list(SHAPES))
+    args = ap.parse_args(argv)
+    workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
+    files, greps, log = corpus(workspace)
+    print(f"gateway cost · {workspace} · {os.cpu_count()} cores · input cost, cache simulated")
+    head = f"{'session':<16} {'mode':<6} {'direct $':>9} {'through $':>10} {'ratio':>6} {'cache d/t':>11}"
+    print(f"{head} {'tokens d → t':>20} {'over window d/t':>16}")
+    for shape in args.shapes:
+        make = claude_session if shape == "claude" else codex_session
+        for turns in args.turns:
+            bodies = make(turns, files, greps, log)
+            d_cost, d_share, d_tokens, d_over = price(shape, bodies)
+            for mode in args.modes:
+                sent = asyncio.run(through(workspace, shape, mode, bodies))
+                t_cost, t_share, t_tokens, t_over = price(shape, sent)
+                money = f"{d_cost:>9.2f} {t_cost:>10.2f} {t_cost / d_cost:>6.2f}"
+                cache = f"{d_share:>5.0%}/{t_share:<5.0%}"
+                moved = f"{d_tokens / 1e6:>8.2f}M → {t_tokens / 1e6:.2f}M"
+                print(f"{shape + ' ' + str(turns):<16} {mode:<6} {money} {cache} {moved} {d_over:>8}/{t_over:<7}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
