@@ -422,11 +422,10 @@ class Engine:
         return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None, detail=detail)
 
     def _pin_by_name(self, name: str, seq: int, cal: float) -> PinnedItem:
-        sym = self.index.resolve_name(name)
+        found = self.index.lookup(name)
+        sym = found.symbol
         if sym is None:
-            hints = [h.symbol.qualname for h in self.index.search(name, limit=3)]
-            hint = f"; did you mean {', '.join(hints)}?" if hints else ""
-            raise UserError(f"cannot pin {name!r}: no such symbol in the workspace index{hint}")
+            raise UserError(f"cannot pin {name!r}: {found.problem()}")
         item = cards.body_item(sym, cal, section="system")
         return PinnedItem(PinSpec(pin_id=f"cli-{seq}", kind="sticky", seq=seq), item)
 

@@ -129,6 +129,8 @@ def test_mode_off_retrieves_nothing(ws):
         (("--context-length", "2000", "--max-completion-tokens", "4000"), "prompt budget is"),
         (("--context-length", "80", "--max-completion-tokens", "10", "--safety-buffer", "0"), "context overflow"),
         (("--pin", "shop.nope.Missing"), "cannot pin 'shop.nope.Missing'"),
+        (("--pin", "apply"), "'apply' is ambiguous: 2 symbols have that name: shop.billing.discounts"),
+        (("--pin", "Inventroy"), "did you mean shop.inventory.Inventory"),
     ],
 )
 def test_bad_options_get_one_clear_line(ws, args, message):
