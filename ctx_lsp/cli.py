@@ -7,6 +7,7 @@
     ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
     ctx-lsp serve                            the language server, for editors (stdio)
     ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
+    ctx-lsp mcp [WORKSPACE]                  the MCP server for agents (stdio): symbols, search, plans, pins
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
 """
@@ -138,6 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--mode", choices=["off", "light", "heavy"], help="retrieval mode (default: the workspace's)")
     g.add_argument("--token", help="a token clients must send as X-Ctx-Token (required off loopback)")
     g.add_argument("--json-log", action="store_true", help="one JSON object per request on stderr")
+
+    m = sub.add_parser(
+        "mcp",
+        help="an MCP server (stdio) giving agents the workspace's symbols, search, plans and pins as tools",
+        description="Serve the Model Context Protocol on stdin/stdout over WORKSPACE: get_symbol, search_code, "
+        "plan_context, pin, unpin, list_pins, show_budget, list_capsules and references. Register it with your "
+        "agent, e.g. `claude mcp add ctx -- ctx-lsp mcp .` (see README). Logs go to stderr.",
+    )
+    m.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
+    m.add_argument(
+        "--session",
+        default=None,
+        metavar="NAME",
+        help="the session whose pins and plans the tools use (default: the editor's, so pins are shared)",
+    )
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
@@ -370,6 +386,15 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
     return serve_gateway(args.workspace, options, engine)
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from ctx_lsp.mcp.run import serve_mcp
+    from ctx_lsp.sessions import DEFAULT_SESSION
+
+    if args.session is not None and not args.session.strip():
+        raise UserError("--session needs a name")
+    return serve_mcp(Engine(args.workspace), args.session or DEFAULT_SESSION)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -384,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay": _cmd_replay,
         "serve": _cmd_serve,
         "gateway": _cmd_gateway,
+        "mcp": _cmd_mcp,
     }[args.command]
     try:
         return handler(args)

@@ -178,3 +178,20 @@ def test_replay_and_report(ws):
     report = ctx("report", str(ws))
     assert report.returncode == 0, report.stderr
     assert "1 plans in 1 sessions" in report.stdout and "no usage reports yet" in report.stdout
+
+
+def test_every_command_is_in_the_help_and_the_module_docstring():
+    from ctx_lsp import cli
+
+    out = ctx("--help")
+    commands = ("plan", "index", "models", "report", "replay", "serve", "gateway", "mcp")
+    for command in commands:
+        assert command in out.stdout
+        assert f"ctx-lsp {command}" in (cli.__doc__ or "")
+    mcp = ctx("mcp", "--help")
+    assert mcp.returncode == 0 and "--session NAME" in mcp.stdout and "claude mcp add ctx" in mcp.stdout
+
+
+def test_mcp_refuses_an_empty_session_name(ws):
+    out = ctx("mcp", str(ws), "--session", " ")
+    assert out.returncode == 2 and out.stderr.strip() == "ctx-lsp: --session needs a name"
