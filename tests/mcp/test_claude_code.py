@@ -62,6 +62,11 @@ def test_claude_code_calls_get_symbol_over_mcp(tmp_path: Path) -> None:
     config = _mcp_config(tmp_path / "mcp.json", ws)
     prompt = "Show me the Inventory class of this workspace."
     inv = assistants.claude(ws, prompt, target_urls(), tmp_path / "home")
+    # With -p, Claude Code (2.1) connects MCP servers without waiting: its first request goes out
+    # without the server's tools when the server takes longer to start than Claude Code to get
+    # there (about a second, most of it importing the MCP SDK; more on a loaded machine). This
+    # makes it wait, as a script that needs the tools must.
+    inv.env.update(MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000")
     argv = [*inv.argv, "--mcp-config", str(config), "--strict-mcp-config", "--allowedTools", TOOL]
     queue = [
         {"kind": "tool_call", "tool_name": TOOL, "tool_arguments": {"name": "shop.inventory.Inventory"}},
