@@ -9,6 +9,7 @@
     ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
     ctx-lsp wrap ASSISTANT [ARGS…]           run claude, codex, aider (or -- COMMAND) through the gateway
     ctx-lsp stats [WORKSPACE]                what the gateway sent, saved and cost vs sending direct
+    ctx-lsp mcp [WORKSPACE]                  the MCP server for agents (stdio): symbols, search, plans, pins
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
 """
@@ -165,6 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--print-env", action="store_true", help="print the settings instead of running the assistant")
     w.add_argument("assistant", metavar="ASSISTANT", help="claude, codex, aider, or -- followed by a command")
     w.add_argument("args", nargs=argparse.REMAINDER, help="the assistant's own arguments")
+
+    m = sub.add_parser(
+        "mcp",
+        help="an MCP server (stdio) giving agents the workspace's symbols, search, plans and pins as tools",
+        description="Serve the Model Context Protocol on stdin/stdout over WORKSPACE: get_symbol, search_code, "
+        "plan_context, pin, unpin, list_pins, show_budget, list_capsules and references. Register it with your "
+        "agent, e.g. `claude mcp add ctx -- ctx-lsp mcp .` (see README). Logs go to stderr.",
+    )
+    m.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
+    m.add_argument(
+        "--session",
+        default=None,
+        metavar="NAME",
+        help="the session whose pins and plans the tools use (default: the editor's, so pins are shared)",
+    )
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
@@ -414,6 +430,15 @@ def _cmd_wrap(args: argparse.Namespace) -> int:
     return run(assistant, rest, args.workspace, args.print_env, args.listen)
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from ctx_lsp.mcp.run import serve_mcp
+    from ctx_lsp.sessions import DEFAULT_SESSION
+
+    if args.session is not None and not args.session.strip():
+        raise UserError("--session needs a name")
+    return serve_mcp(Engine(args.workspace), args.session or DEFAULT_SESSION)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -431,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         "gateway": _cmd_gateway,
         "wrap": _cmd_wrap,
         "stats": _cmd_stats,
+        "mcp": _cmd_mcp,
     }[args.command]
     try:
         return handler(args)

@@ -33,14 +33,14 @@ from ctx_lsp.core.items import (
     Shares,
 )
 from ctx_lsp.core.models import PRICES, ModelRegistry, ModelSpec, Prices
-from ctx_lsp.core.planner import PlanResult, plan
+from ctx_lsp.core.planner import PlanResult, plan, select_retrieved
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
 from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
-from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
+from ctx_lsp.workspace.index import IndexedSymbol, IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -122,6 +122,18 @@ class ResolvedModel:
     known: bool
     estimator: EstimatorInfo
     counter: TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class CodeSearch:
+    """Retrieval on its own within a token budget: the items that fit, best first, whole."""
+
+    query: str
+    budget: int
+    used: int
+    items: list[Item]
+    left_out: int  # ranked items that did not fit the budget
+    ranked: int  # symbols retrieval ranked for the query
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,21 +389,64 @@ class Engine:
         # retrieval reads the head of each recent question: a pasted log is not a search query
         recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
         rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
-        hits = self.index.search(rag_query, limit=min(self.config.retrieval_limit * 2, 1000))
-        ranked = retrieval.rank(
-            hits,
+        ranked = self._ranked(
             rag_query,
             open_files=req.open_files,
             focus_path=req.focus.path if req.focus else None,
             # graph seeds: the symbol at the cursor and the pinned symbols
             seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
-            graph=self.index,
+            activation=req.activation,
         )
-        ranked = retrieval.with_activation(ranked, req.activation, self.index.get, reflection.RETRIEVAL_WEIGHT)
         candidates = retrieval.candidates(ranked, mode, cal, query=rag_query, count=counter.count)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
         return candidates
+
+    def _ranked(
+        self,
+        query: str,
+        *,
+        open_files: list[str] | tuple[str, ...] = (),
+        focus_path: str | None = None,
+        seeds: list[str] | tuple[str, ...] = (),
+        activation: dict[str, tuple[float, str]] | None = None,
+    ) -> list[tuple[IndexedSymbol, float, str]]:
+        hits = self.index.search(query, limit=min(self.config.retrieval_limit * 2, 1000))
+        ranked = retrieval.rank(
+            hits, query, open_files=open_files, focus_path=focus_path, seeds=seeds, graph=self.index
+        )
+        return retrieval.with_activation(ranked, activation or {}, self.index.get, reflection.RETRIEVAL_WEIGHT)
+
+    def search_code(
+        self,
+        query: str,
+        budget: int,
+        *,
+        model: ResolvedModel | None = None,
+        seeds: list[str] | tuple[str, ...] = (),
+        mode: Mode = "heavy",
+    ) -> CodeSearch:
+        """Retrieval for ``query`` on its own, within ``budget`` tokens: ranked like a plan's
+        (``seeds``: pinned symbols), whole items best first (bodies in heavy mode, a long body's
+        card when the body does not fit), each with why it was chosen."""
+        if budget <= 0:
+            raise UserError(f"budget must be greater than 0 tokens, got {budget}")
+        query = query.strip()[:RAG_QUERY_CHARS]
+        if not query:
+            raise UserError("give a query: words or names to search the code for")
+        model = model or self.resolve_model(None)
+        counter, cal = model.counter, model.estimator.calibration
+        ranked = self._ranked(query, seeds=seeds)
+        candidates = retrieval.candidates(ranked, mode, cal, query=query, count=counter.count)
+        included, excluded = select_retrieved(tuple(candidates), budget)
+        return CodeSearch(
+            query=query,
+            budget=budget,
+            used=sum(i.tokens for i in included),
+            items=included,
+            left_out=sum(1 for _, reason in excluded if reason == "budget"),
+            ranked=len(ranked),
+        )
 
     def plan(self, req: PlanRequest) -> PlanOutcome:
         inputs, counter, timings = self.build_inputs(req)
@@ -440,11 +495,10 @@ class Engine:
         return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None, detail=detail)
 
     def _pin_by_name(self, name: str, seq: int, cal: float) -> PinnedItem:
-        sym = self.index.resolve_name(name)
+        found = self.index.lookup(name)
+        sym = found.symbol
         if sym is None:
-            hints = [h.symbol.qualname for h in self.index.search(name, limit=3)]
-            hint = f"; did you mean {', '.join(hints)}?" if hints else ""
-            raise UserError(f"cannot pin {name!r}: no such symbol in the workspace index{hint}")
+            raise UserError(f"cannot pin {name!r}: {found.problem()}")
         item = cards.body_item(sym, cal, section="system")
         return PinnedItem(PinSpec(pin_id=f"cli-{seq}", kind="sticky", seq=seq), item)
 

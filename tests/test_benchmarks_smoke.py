@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.workspaces import copy_sample
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 
@@ -122,3 +124,19 @@ def test_tool_outputs_prints_its_table() -> None:
     out = run(str(BENCH / "tool_outputs.py"), "--quick", timeout=300)
     assert "needle kept in" in out and "pytest -v, 2 planted failures" in out, out
     assert " NO " not in out, out  # every needle kept
+
+
+def test_mcp_latency_prints_its_table(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    out = run(str(BENCH / "mcp_latency.py"), str(ws), "--calls", "3", "--warmup", "1", timeout=120)
+    for row in (
+        "| get_symbol (qualified name), 3 calls, warm |",
+        "| search_code (a question, default budget), 3 calls, warm |",
+        "| get_symbol: text returned, median |",
+        "| start to initialized (a separate process) |",
+        "| first call (waits for the start-up index check) |",
+        "| load average before / after",
+    ):
+        assert row in out, out
+    assert "tool errors" not in out, out
+    assert "≤ 10 ms" in out and "≤ 50 ms" in out

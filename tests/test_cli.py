@@ -129,6 +129,8 @@ def test_mode_off_retrieves_nothing(ws):
         (("--context-length", "2000", "--max-completion-tokens", "4000"), "prompt budget is"),
         (("--context-length", "80", "--max-completion-tokens", "10", "--safety-buffer", "0"), "context overflow"),
         (("--pin", "shop.nope.Missing"), "cannot pin 'shop.nope.Missing'"),
+        (("--pin", "apply"), "'apply' is ambiguous: 2 symbols have that name: shop.billing.discounts"),
+        (("--pin", "Inventroy"), "did you mean shop.inventory.Inventory"),
     ],
 )
 def test_bad_options_get_one_clear_line(ws, args, message):
@@ -176,3 +178,20 @@ def test_replay_and_report(ws):
     report = ctx("report", str(ws))
     assert report.returncode == 0, report.stderr
     assert "1 plans in 1 sessions" in report.stdout and "no usage reports yet" in report.stdout
+
+
+def test_every_command_is_in_the_help_and_the_module_docstring():
+    from ctx_lsp import cli
+
+    out = ctx("--help")
+    commands = ("plan", "index", "models", "report", "replay", "serve", "gateway", "mcp")
+    for command in commands:
+        assert command in out.stdout
+        assert f"ctx-lsp {command}" in (cli.__doc__ or "")
+    mcp = ctx("mcp", "--help")
+    assert mcp.returncode == 0 and "--session NAME" in mcp.stdout and "claude mcp add ctx" in mcp.stdout
+
+
+def test_mcp_refuses_an_empty_session_name(ws):
+    out = ctx("mcp", str(ws), "--session", " ")
+    assert out.returncode == 2 and out.stderr.strip() == "ctx-lsp: --session needs a name"

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from ctx_lsp.core.items import ContextOverflow
-from ctx_lsp.core.planner import FRAMING_TOKENS, InvalidBudget, plan
+from ctx_lsp.core.planner import FRAMING_TOKENS, InvalidBudget, plan, select_retrieved
 from tests.planning import conversation, item, pinned, plan_input, sym
 
 SYSTEM = item("sys", 100, section="system", kind="system_prompt")
@@ -235,3 +235,15 @@ def test_plan_json_is_camel_case_with_every_item_field():
         "reason",
     } <= (rag.keys())
     assert rag["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}}
+
+
+def test_retrieval_alone_under_a_budget_keeps_whole_items_best_first_one_form_each():
+    body = sym("big", 300, score=9.0)
+    card = msgspec.structs.replace(sym("big", 40, score=4.5), id="card:big")  # the same symbol, cheaper
+    small = sym("small", 50, score=5.0, line=40)
+    twice = sym("small", 50, score=5.0, line=40)  # listed twice by retrieval
+    tail = sym("tail", 120, score=1.0, line=80)
+    included, excluded = select_retrieved((tail, card, small, body, twice), 200)
+    assert [i.id for i in included] == [small.id, card.id]  # the body does not fit: its card does
+    assert dict((i.id, r) for i, r in excluded) == {body.id: "budget", tail.id: "budget", twice.id: "duplicate"}
+    assert select_retrieved((body,), 0) == ([], [(body, "budget")])

@@ -9,8 +9,8 @@ import pytest
 
 from ctx_lsp.core.items import ContextPlan
 from ctx_lsp.core.tokens import TokenCounter, scaled
-from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest, ResolvedModel
-from ctx_lsp.sessions import PinIntent, SessionEngine, SessionPlanRequest
+from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest, ResolvedModel, UserError
+from ctx_lsp.sessions import NotFound, PinIntent, SessionEngine, SessionPlanRequest
 from tests.workspaces import copy_sample
 
 QUERY = "how is the invoice total calculated with tax?"
@@ -89,3 +89,63 @@ def test_a_replan_reads_the_options_an_earlier_version_stored(core: SessionEngin
     p = again.result.plan
     assert p.context_length == 9_000 and next(s for s in p.sections if s.name == "rag").budget == 150
     assert any(i.kind == "focus_hint" and i.path == "shop/billing/invoice.py" for i in p.included)
+
+
+# ---- an agent's questions (the MCP face's engine calls) -------------------------------------------
+
+
+def test_symbol_by_name_or_what_the_name_could_mean(core: SessionEngine):
+    assert core.symbol("Inventory.reserve").qualname == "shop.inventory.Inventory.reserve"
+    with pytest.raises(NotFound, match=r"ambiguous.*DiscountRule\.apply.*PercentOff\.apply"):
+        core.symbol("apply")
+    with pytest.raises(NotFound, match=r"did you mean shop\.inventory\.Inventory"):
+        core.symbol("Inventroy")
+    core.pin("agent-pinned", PinIntent(symbol="shop.inventory.Product", created_by="agent"))
+    assert core.pinned("agent-pinned", "shop.inventory.Product") == "pin:shop.inventory.Product"
+    assert core.pinned("agent-pinned", "shop.inventory.Inventory") is None
+
+
+def test_references_are_the_graph_neighbours_both_ways(core: SessionEngine):
+    refs = core.references("calculate_invoice_total")
+    assert refs.symbol.qualname == "shop.billing.invoice.calculate_invoice_total"
+    callees = {r.symbol.qualname for r in refs.callees}
+    assert {"shop.billing.invoice._round_cents", "shop.config.TAX_RATE"} <= callees
+    assert "shop.billing.invoice.Invoice.total" in {r.symbol.qualname for r in refs.callers}
+    assert all(r.weight >= 1 for r in (*refs.callers, *refs.callees))
+
+
+@pytest.mark.parametrize("budget", [120, 600, 4000])
+def test_a_search_returns_whole_items_within_its_budget(core: SessionEngine, budget: int):
+    found = core.search_code("search", QUERY, budget)
+    assert found.items and found.used == sum(i.tokens for i in found.items) <= budget
+    assert [i.score for i in found.items] == sorted((i.score or 0.0 for i in found.items), reverse=True)
+    symbols = [i.symbol for i in found.items]
+    assert len(symbols) == len(set(symbols))  # one form of a symbol
+    for item in found.items:
+        assert item.why
+        sym = core.engine.index.get(item.symbol or "")
+        assert sym is not None and (sym.body.rstrip() in item.text or item.kind != "symbol_body")  # never cut
+    if budget == 120:
+        assert found.left_out > 0
+
+
+def test_a_search_refuses_what_it_cannot_do(core: SessionEngine):
+    with pytest.raises(UserError, match="budget must be greater than 0"):
+        core.search_code("search", QUERY, 0)
+    with pytest.raises(UserError, match="give a query"):
+        core.search_code("search", "   ")
+
+
+def test_an_agent_context_is_the_plan_without_its_system_prompt(core: SessionEngine):
+    core.pin("agent", PinIntent(symbol=SYMBOL, created_by="agent"))
+    ctx = core.agent_context("agent", QUERY, budget=300, mode="heavy")
+    plan = ctx.outcome.result.plan
+    rag = next(s for s in plan.sections if s.name == "rag")
+    assert rag.budget == 300 and 0 < rag.used <= 300
+    assert "def tax_for" in ctx.text  # the pin
+    assert "You are an AI coding assistant" not in ctx.text and QUERY not in ctx.text
+    assert core.meter("agent").plan_id == plan.plan_id  # kept like an editor's plan
+    off = core.agent_context("agent", QUERY, mode="off").outcome.result.plan
+    assert not [i for i in off.included if i.section == "rag"]
+    with pytest.raises(UserError, match="budget must be 0 or more"):
+        core.agent_context("agent", QUERY, budget=-1)

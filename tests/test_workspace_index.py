@@ -375,6 +375,30 @@ def test_resolve_name(index: WorkspaceIndex) -> None:
     assert q("") is None
 
 
+def test_lookup_says_what_a_name_could_mean(index: WorkspaceIndex) -> None:
+    found = index.lookup("Inventory")  # a unique short name is the symbol
+    assert found.symbol is not None and found.symbol.qualname == "shop.inventory.Inventory"
+    assert found.problem() is None
+    found = index.lookup("apply")  # ambiguous: the candidates, with where they are
+    assert found.symbol is None and found.ambiguous
+    assert [s.qualname for s in found.candidates] == [
+        "shop.billing.discounts.DiscountRule.apply",
+        "shop.billing.discounts.PercentOff.apply",
+    ]
+    problem = found.problem() or ""
+    assert "ambiguous" in problem and "shop/billing/discounts.py:" in problem and "qualified name" in problem
+    many = index.lookup("__init__")
+    assert len(many.candidates) == 4 and many.more == 0
+    typo = index.lookup("Inventroy")  # unknown: close names first, then what a search finds
+    assert typo.symbol is None and not typo.ambiguous
+    assert typo.suggestions[0] == "shop.inventory.Inventory"
+    assert "did you mean shop.inventory.Inventory" in (typo.problem() or "")
+    assert index.lookup("INVENTORY").suggestions[0] == "shop.inventory.Inventory"  # case aside
+    assert "shop.billing.invoice.calculate_invoice_total" in index.lookup("invoice total").suggestions
+    nothing = index.lookup("xyzzy")
+    assert nothing.suggestions == () and "nor any similar name" in (nothing.problem() or "")
+
+
 def test_importers_of(index: WorkspaceIndex) -> None:
     assert index.importers_of("shop.inventory") == ["shop", "shop.billing.invoice", "shop.storage"]
     assert index.importers_of("shop.config") == ["shop.billing.invoice", "shop.inventory"]

@@ -386,6 +386,24 @@ def _fill_rag(eligible: list[Item], room: int) -> _Fill:
     return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
+def select_retrieved(candidates: tuple[Item, ...], budget: int) -> tuple[list[Item], list[tuple[Item, str]]]:
+    """Retrieval alone under a token budget (an agent's search): the rag section's rules with no
+    other section — best first, whole items, one form of a symbol — in ``budget`` tokens. Returns
+    the included items in that order, and the excluded ones with their reason (``budget`` or
+    ``duplicate``)."""
+    eligible: list[Item] = []
+    seen: set[str] = set()
+    twice: list[tuple[Item, str]] = []
+    for item in _best_first(candidates):
+        if item.id in seen:
+            twice.append((item, "duplicate"))
+        else:
+            eligible.append(item)
+            seen.add(item.id)
+    chosen, excluded, _ = _fill_rag(eligible, budget)
+    return [c.item for c in chosen], [(e[0], e[1]) for e in excluded] + twice
+
+
 def _suffix_min_tokens(items: list[Item]) -> list[int]:
     """smallest[n] = the fewest tokens of any item from n on (so packing can stop early)."""
     out = [0] * len(items)

@@ -1,8 +1,10 @@
 """The sessions engine: the workspace engine plus memory, in rooms — ``pins``, ``conversation``,
 ``calibration`` (the one model resolver), ``planning`` and ``plans`` (the plan cache, replay,
-the dropped ledger), ``compaction``, ``capsules``, ``reflection``, ``usage`` (and the meter) —
-composed by ``SessionEngine``. Faces pass ``values`` in and get ``values``, ``records`` and
-``events`` back, and turn them into their own wire shapes.
+the dropped ledger), ``compaction``, ``capsules``, ``reflection``, ``usage`` (and the meter),
+``exchanges`` (the gateway's requests), ``code`` (an agent's questions: a symbol by name, its
+references, a search within a budget, the context a plan adds) — composed by ``SessionEngine``.
+Faces pass ``values`` in and get ``values``, ``records`` and ``events`` back, and turn them into
+their own wire shapes.
 """
 
 from ctx_lsp.sessions.engine import SessionEngine

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from ctx_lsp.core.items import Message, Mode, PlanItem
 from ctx_lsp.core.planner import PlanResult
-from ctx_lsp.engine import Engine, PlanOutcome
+from ctx_lsp.engine import CodeSearch, Engine, PlanOutcome
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.memory.store import MemoryStore, SessionRecord, StoredMessage
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
+from ctx_lsp.sessions.code import Code
 from ctx_lsp.sessions.compaction import Compactions
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Event
@@ -23,7 +24,17 @@ from ctx_lsp.sessions.records import Branch, Capsule, LedgerTurn, Reflection, Su
 from ctx_lsp.sessions.reflection import Reflections
 from ctx_lsp.sessions.shared import Shared
 from ctx_lsp.sessions.usage import UsageAndMeter
-from ctx_lsp.sessions.values import Meter, PinIntent, PinState, SessionPlanRequest, Transcript, Usage, UsageReport
+from ctx_lsp.sessions.values import (
+    AgentContext,
+    Meter,
+    PinIntent,
+    PinState,
+    References,
+    SessionPlanRequest,
+    Transcript,
+    Usage,
+    UsageReport,
+)
 
 if TYPE_CHECKING:
     from ctx_lsp.workspace.index import IndexedSymbol
@@ -59,6 +70,7 @@ class SessionEngine:
         self._exchanges = Exchanges(
             shared, calibration, self._conversation, self._planning, self._usage, self._capsules
         )
+        self._code = Code(shared, calibration, self._planning)
 
     def close(self) -> None:
         self.store.close()
@@ -161,6 +173,27 @@ class SessionEngine:
 
     def count_sample(self, model: str, text: str, actual: int) -> None:
         self._exchanges.count_sample(model, text, actual)
+
+    # ---- an agent's questions about the code (the MCP face) ------------------------------
+
+    def symbol(self, name: str) -> IndexedSymbol:
+        """The symbol a qualified or short name gives; NotFound lists the candidates of an
+        ambiguous name, or close names for an unknown one."""
+        return self._code.symbol(name)
+
+    def pinned(self, session: str, qualname: str) -> str | None:
+        return self._code.pinned(session, qualname)
+
+    def references(self, name: str) -> References:
+        return self._code.references(name)
+
+    def search_code(self, session: str, query: str, budget: int | None = None) -> CodeSearch:
+        return self._code.search(session, query, budget)
+
+    def agent_context(
+        self, session: str, query: str, budget: int | None = None, mode: Mode | None = None
+    ) -> AgentContext:
+        return self._code.context(session, query, budget, mode)
 
     # ---- compaction, capsules, reflection ----------------------------------------------------
 

@@ -34,12 +34,10 @@ class Pins:
         name under the cursor if it resolves, else the innermost enclosing definition)."""
         index = self.shared.engine.index
         if intent.symbol:
-            sym = index.resolve_name(intent.symbol, intent.path)
-            if sym is None:
-                hints = [h.symbol.qualname for h in index.search(intent.symbol, limit=3)]
-                hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
-                raise NotFound(f"no symbol {intent.symbol!r} in the workspace index{hint}")
-            return sym
+            found = index.lookup(intent.symbol, intent.path)
+            if found.symbol is None:
+                raise NotFound(found.problem() or f"no symbol {intent.symbol!r}")
+            return found.symbol
         if intent.path is None or intent.line is None:
             raise UserError("a pin needs a symbol name, or a document and a position")
         if intent.text is not None:

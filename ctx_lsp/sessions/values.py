@@ -5,13 +5,16 @@ them into their wire shapes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ctx_lsp.core.items import BudgetSpec, ContextPlan, EstimatorInfo, Mode, PinKind, PinPolicy, SectionUsage
-from ctx_lsp.engine import BudgetOverrides, Focus, PlanRequest
+from ctx_lsp.engine import BudgetOverrides, Focus, PlanOutcome, PlanRequest
 from ctx_lsp.memory.store import PinRecord, SessionRecord, StoredMessage, UsageStats
+
+if TYPE_CHECKING:
+    from ctx_lsp.workspace.index import IndexedSymbol
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +166,30 @@ class Transcript:
     session: str
     branch: str
     messages: list[StoredMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A neighbour in the reference graph, and how many times one names the other."""
+
+    symbol: IndexedSymbol
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class References:
+    """A symbol with the definitions whose code names it (``callers``) and those its code names
+    (``callees``), heaviest first."""
+
+    symbol: IndexedSymbol
+    callers: list[Reference]
+    callees: list[Reference]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentContext:
+    """A session's plan for an agent's question, and the context it adds to the agent's own
+    prompt (``text``: the stable part — pins, layout, capsules —, then this question's)."""
+
+    outcome: PlanOutcome
+    text: str

@@ -14,6 +14,7 @@ from ctx_lsp.workspace.index import build, lookups, names, refgraph, search, upd
 from ctx_lsp.workspace.index.build import IndexStats
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol
 from ctx_lsp.workspace.index.lookups import IndexSummary
+from ctx_lsp.workspace.index.names import NameLookup
 from ctx_lsp.workspace.index.search import SearchHit
 from ctx_lsp.workspace.secrets import DEFAULT_MASKER, SecretMasker
 
@@ -173,6 +174,13 @@ class WorkspaceIndex:
         (following re-exports through packages' ``__init__``); then a unique ``*.name`` suffix.
         """
         return names.resolve_name(self._db, name, from_rel)
+
+    def lookup(self, name: str, from_rel: str | None = None) -> NameLookup:
+        """``resolve_name``, with what to say when it finds nothing: for a short name that
+        several symbols end with (``apply``), those candidates, most central first; for an
+        unknown name, close qualified names (a different case, a typo, the same words).
+        ``NameLookup.problem()`` says it in a sentence a person or an agent can act on."""
+        return names.lookup_name(self._db, name, from_rel)
 
     def imports_of(self, rel: str) -> list[tuple[str, str]]:
         """``(local_name, target_qualname)`` pairs of one file."""

@@ -1,17 +1,22 @@
 """Names: what a (dotted) name refers to, through modules, imports and re-exports.
 
 ``resolve_name`` answers for a person or a tool (a name typed in a query or a pin, maybe
-relative to a file); ``sql_resolver`` gives the reference graph's ``graph.Resolver`` the same
-tables through SQL lookups, so that one file's update does not load them whole.
+relative to a file); ``lookup_name`` adds what to say when it finds nothing — the symbols an
+ambiguous short name could mean, or close names for an unknown one; ``sql_resolver`` gives the
+reference graph's ``graph.Resolver`` the same tables through SQL lookups, so that one file's
+update does not load them whole.
 """
 
 from __future__ import annotations
 
+import difflib
 import sqlite3
 
+import msgspec
+
 from ctx_lsp.workspace import graph
-from ctx_lsp.workspace.index import lookups
-from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel
+from ctx_lsp.workspace.index import lookups, refgraph, search
+from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel, select_in
 from ctx_lsp.workspace.parse import module_name_for
 
 
@@ -30,6 +35,82 @@ def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol 
             if sym is not None:
                 return sym
     return _follow(db, name, 0)  # re-exports (``pkg.Name``), then a unique suffix
+
+
+MAX_CANDIDATES = 12  # of an ambiguous name, listed most central first
+MAX_SUGGESTIONS = 5  # close names offered for an unknown one
+CLOSE_NAME_CUTOFF = 0.6  # difflib's similarity ratio a suggested name must reach
+
+
+class NameLookup(msgspec.Struct, frozen=True, kw_only=True):
+    """What a name typed by a person or an agent refers to: its ``symbol``; else, when it is a
+    short name several symbols end with, those ``candidates`` (most central first, ``more``
+    not listed); else ``suggestions``: qualified names close to it."""
+
+    name: str
+    symbol: IndexedSymbol | None = None
+    candidates: tuple[IndexedSymbol, ...] = ()
+    more: int = 0
+    suggestions: tuple[str, ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.symbol is None and bool(self.candidates)
+
+    def problem(self) -> str | None:
+        """Why the name gives no symbol and what to do instead (None when it gives one)."""
+        if self.symbol is not None:
+            return None
+        if self.candidates:
+            listed = "; ".join(f"{s.qualname} ({s.kind}, {s.path}:{s.start_line + 1})" for s in self.candidates)
+            more = f"; and {self.more} more" if self.more else ""
+            count = len(self.candidates) + self.more
+            return f"{self.name!r} is ambiguous: {count} symbols have that name: {listed}{more}. Use a qualified name"
+        hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else " (nor any similar name)"
+        return f"no symbol {self.name!r} in the workspace index{hint}"
+
+
+def lookup_name(db: IndexDb, name: str, from_rel: str | None) -> NameLookup:
+    """``resolve_name``, and when it finds nothing, the candidates or suggestions (see ``NameLookup``)."""
+    clean = name.strip().strip(".")
+    sym = resolve_name(db, clean, from_rel) if clean else None
+    if sym is not None:
+        return NameLookup(name=name, symbol=sym)
+    if not clean:
+        return NameLookup(name=name)
+    matches = _suffix_matches(db, clean)
+    if len(matches) > 1:
+        pct = refgraph.centrality(db, matches)
+        ordered = sorted(matches, key=lambda q: (-pct.get(q, 0.0), q))
+        shown = lookups.get_many(db, ordered[:MAX_CANDIDATES])
+        candidates = tuple(shown[q] for q in ordered[:MAX_CANDIDATES] if q in shown)
+        return NameLookup(name=name, candidates=candidates, more=max(0, len(matches) - MAX_CANDIDATES))
+    return NameLookup(name=name, suggestions=tuple(_suggestions(db, clean)))
+
+
+def _suffix_matches(db: IndexDb, name: str) -> list[str]:
+    """Qualified names ending with ``.name`` (``reserve``, ``Inventory.reserve``), modules aside."""
+    last = name.rpartition(".")[2]
+    rows = db.reader().execute("SELECT DISTINCT qualname FROM symbols WHERE name = ? AND kind != 'module'", (last,))
+    return sorted(q for (q,) in rows if q.endswith("." + name))
+
+
+def _suggestions(db: IndexDb, name: str) -> list[str]:
+    """Qualified names close to ``name``: symbols whose own name is spelt like its last part
+    (case aside, typos within difflib's ratio), then what a search for its words finds."""
+    last = name.rpartition(".")[2]
+    conn = db.reader()
+    by_lower: dict[str, list[str]] = {}
+    for (n,) in conn.execute("SELECT DISTINCT name FROM symbols WHERE kind != 'module'"):
+        by_lower.setdefault(n.lower(), []).append(n)
+    close = difflib.get_close_matches(last.lower(), by_lower, n=MAX_SUGGESTIONS, cutoff=CLOSE_NAME_CUTOFF)
+    rank = {n: i for i, n in enumerate(close)}
+    names = [n for lower in close for n in by_lower[lower]]
+    sql = "SELECT qualname, name FROM symbols WHERE name IN ({}) AND kind != 'module'"
+    found = sorted(set(select_in(conn, sql, names)), key=lambda r: (rank[r[1].lower()], r[0]))
+    out = list(dict.fromkeys(q for q, _ in found))
+    out += [h.symbol.qualname for h in search.search(db, name, MAX_SUGGESTIONS, {"class", "function", "method"})]
+    return list(dict.fromkeys(out))[:MAX_SUGGESTIONS]
 
 
 def imports_of(db: IndexDb, rel: str) -> list[tuple[str, str]]:
