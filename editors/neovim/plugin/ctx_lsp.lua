@@ -62,8 +62,16 @@ command("CtxUnpin", function()
 end, { desc = "ctx: unpin the symbol under the cursor" })
 
 command("CtxPreview", function(a)
-  ctx().preview(a.args)
-end, { nargs = "?", desc = "ctx: the rendered prompt in a scratch buffer ([planId])" })
+  ctx().preview(a.args, nil, { rendered = a.bang })
+end, {
+  nargs = "?",
+  bang = true,
+  desc = "ctx: the body the gateway last sent upstream; ! or [planId]: the plan's prompt rendered",
+})
+
+command("CtxConversations", function()
+  ctx().conversations()
+end, { desc = "ctx: choose the active conversation among those the gateway served" })
 
 command("CtxMode", function(a)
   ctx().set_mode(a.args)
