@@ -43,8 +43,10 @@ for _, tag in ipairs({
   "hl-CtxTreeSuggested",
   "hl-CtxPinAuto",
   "ctx_lsp-gateway",
+  "ctx_lsp-review",
   "ctx_lsp-conversations",
   ":CtxConversations",
+  ":CtxReview",
   "ctx_lsp.gateway_status()",
   "hl-CtxPreviewInjected",
 }) do

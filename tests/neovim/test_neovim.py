@@ -141,3 +141,10 @@ def test_gateway_statusline_conversations_pin_and_preview(
     bodies = [r.json for r in upstream.model_requests]
     assert len(bodies) == 3
     assert "@abc.abstractmethod" not in str(bodies[0]) and "@abc.abstractmethod" in str(bodies[2])
+
+
+def test_gateway_review_before_send(workspace: Path, tmp_path: Path, upstream: FakeUpstream) -> None:
+    run_lua("test_review.lua", workspace, tmp_path, **gateway_env(upstream))
+    bodies = [r.json for r in upstream.model_requests]
+    assert len(bodies) == 3  # sent, sent after a re-plan, (cancelled,) sent after the timeout
+    assert "@abc.abstractmethod" in str(bodies[1])

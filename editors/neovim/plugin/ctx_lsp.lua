@@ -73,6 +73,14 @@ command("CtxConversations", function()
   ctx().conversations()
 end, { desc = "ctx: choose the active conversation among those the gateway served" })
 
+command("CtxReview", function(a)
+  ctx().review(a.args)
+end, {
+  nargs = "?",
+  desc = "ctx: answer the request waiting for review (send, cancel, replan; none: show it)",
+  complete = starting_with({ "send", "cancel", "replan" }),
+})
+
 command("CtxMode", function(a)
   ctx().set_mode(a.args)
 end, {

@@ -1,7 +1,7 @@
 ---@brief ctx_lsp for Neovim: a thin client of the ctx-lsp language server, which plans what
 --- goes into an AI assistant's prompt under a token budget. The server decides; this renders:
 --- a statusline meter, the include/exclude tree, gutter pins and the prompt preview; with the
---- gateway in the server, an assistant's live requests.
+--- gateway in the server, an assistant's live requests and review before send.
 --- See :help ctx_lsp.
 
 local M = {}
@@ -216,6 +216,17 @@ end
 ---@param done? fun(status?: table)
 function M.conversations(done)
   require("ctx_lsp.gateway").pick(done)
+end
+
+--- :CtxReview {send|cancel|replan}: answer the request that waits for review (no decision:
+--- show it again).
+---@param decision? "send"|"cancel"|"replan"
+---@param done? fun(result: table) {reviewId, decision, pending}
+function M.review(decision, done)
+  if decision == nil or decision == "" then
+    return require("ctx_lsp.review").show()
+  end
+  require("ctx_lsp.review").decide(decision, done)
 end
 
 function M.compact(opts)

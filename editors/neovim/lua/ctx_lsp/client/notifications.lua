@@ -1,7 +1,8 @@
 ---@brief The server's ctx/ notifications: the budget meter (ctx/budgetChanged), the latest plan
 --- (ctx/planChanged), re-pin prompts (ctx/askRepin), stale capsules (ctx/capsulesStale),
---- compactions (ctx/compacted), reflections (ctx/reflected) and the gateway's requests
---- (ctx/gatewayRequest), each handed to the module that shows it.
+--- compactions (ctx/compacted), reflections (ctx/reflected) and the gateway's requests and
+--- reviews (ctx/gatewayRequest, ctx/reviewRequest, ctx/reviewResolved), each handed to the
+--- module that shows it.
 
 local event = require("ctx_lsp.util").event
 
@@ -59,6 +60,14 @@ end
 
 handlers["ctx/gatewayRequest"] = function(_, result)
   require("ctx_lsp.gateway").on_request(result)
+end
+
+handlers["ctx/reviewRequest"] = function(_, result)
+  require("ctx_lsp.review").on_request(result)
+end
+
+handlers["ctx/reviewResolved"] = function(_, result)
+  require("ctx_lsp.review").on_resolved(result)
 end
 
 handlers["ctx/askRepin"] = function(_, result)
