@@ -4,6 +4,7 @@ local H = {}
 H.python = assert(os.getenv("CTX_PYTHON"), "CTX_PYTHON is not set")
 H.ws = assert(os.getenv("CTX_WORKSPACE"), "CTX_WORKSPACE is not set")
 H.t0 = vim.uv.hrtime()
+H.repo = assert(os.getenv("CTX_REPO"), "CTX_REPO is not set")
 
 function H.log(...)
   local parts = {}
@@ -106,6 +107,76 @@ function H.no_errors()
   for _, n in ipairs(H.notes) do
     assert(n.level ~= vim.log.levels.ERROR, "unexpected error notification: " .. n.msg)
   end
+end
+
+-- ---- the gateway tests (test_neovim.py starts the fake upstream and passes these) ------------
+
+H.gateway_port = os.getenv("CTX_GATEWAY_PORT")
+H.openai_upstream = os.getenv("CTX_OPENAI_UPSTREAM")
+H.anthropic_upstream = os.getenv("CTX_ANTHROPIC_UPSTREAM")
+H.upstream_record = os.getenv("CTX_UPSTREAM_RECORD")
+
+--- An assistant's request through the gateway (the openai SDK in a subprocess: openai_ask.py).
+--- Returns at once; the table gets `done`, `code` and `result` ({ok, content} or {ok, status,
+--- message}) when the SDK has its answer.
+---@param messages table[]
+---@param model? string
+---@return table call
+function H.ask(messages, model)
+  local call = { done = false }
+  local base = ("http://127.0.0.1:%s/v1"):format(assert(H.gateway_port, "CTX_GATEWAY_PORT is not set"))
+  vim.system(
+    { H.python, H.repo .. "/tests/neovim/openai_ask.py", base, model or "gpt-4o" },
+    { stdin = vim.json.encode(messages), text = true },
+    function(res)
+      local ok, decoded = pcall(vim.json.decode, vim.trim(res.stdout or ""))
+      call.code, call.stderr, call.result = res.code, res.stderr, ok and decoded or nil
+      call.done = true
+    end
+  )
+  return call
+end
+
+--- Wait for an ask() to finish; its result.
+---@param call table
+---@param what? string
+---@return table result
+function H.answer(call, what)
+  H.wait(what or "the assistant's answer", function()
+    return call.done
+  end, 30000)
+  if not call.result then
+    error(("openai_ask.py: exit %s\n%s"):format(tostring(call.code), tostring(call.stderr)), 2)
+  end
+  return call.result
+end
+
+--- The bodies of the model requests the fake upstream received, in order (decoded JSON).
+---@return table[]
+function H.upstream_bodies()
+  local out = {}
+  local path = assert(H.upstream_record, "CTX_UPSTREAM_RECORD is not set")
+  if vim.fn.filereadable(path) == 0 then
+    return out
+  end
+  for _, line in ipairs(vim.fn.readfile(path)) do
+    local rec = vim.json.decode(line)
+    if type(rec.api) == "string" then
+      table.insert(out, vim.json.decode(rec.body))
+    end
+  end
+  return out
+end
+
+--- The gateway options of the tests: the free port and the fake upstream, plus `extra`.
+---@param extra? table
+---@return table
+function H.gateway_opts(extra)
+  return vim.tbl_extend("force", {
+    listen = "127.0.0.1:" .. assert(H.gateway_port, "CTX_GATEWAY_PORT is not set"),
+    openai_upstream = H.openai_upstream,
+    anthropic_upstream = H.anthropic_upstream,
+  }, extra or {})
 end
 
 function H.finish()

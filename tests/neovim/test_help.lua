@@ -1,6 +1,6 @@
 -- :help ctx_lsp: the help file's tags build (:helptags fails on a duplicate tag), every command
--- the plugin defines and every highlight group it links has a tag, and the reflection topics
--- open. No server needed.
+-- the plugin defines and every highlight group it links has a tag, and the reflection and
+-- gateway topics open. No server needed.
 local repo = assert(os.getenv("CTX_REPO"), "CTX_REPO is not set")
 local function log(msg)
   io.stdout:write(msg, "\n")
@@ -42,6 +42,13 @@ for _, tag in ipairs({
   ":CtxReflections",
   "hl-CtxTreeSuggested",
   "hl-CtxPinAuto",
+  "ctx_lsp-gateway",
+  "ctx_lsp-review",
+  "ctx_lsp-conversations",
+  ":CtxConversations",
+  ":CtxReview",
+  "ctx_lsp.gateway_status()",
+  "hl-CtxPreviewInjected",
 }) do
   assert(tags[tag], "no tag " .. tag)
   vim.cmd("help " .. tag)

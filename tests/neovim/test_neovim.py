@@ -9,6 +9,7 @@ script that finishes writes "OK" to stdout.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.gateway.fake_upstream import FakeUpstream
 from tests.workspaces import copy_sample
 
 HERE = Path(__file__).resolve().parent
@@ -32,6 +34,31 @@ def workspace(tmp_path: Path) -> Path:
     copy_sample(root)
     (root / ".git").mkdir()  # a root marker, as in a real project
     return root
+
+
+@pytest.fixture
+def upstream(tmp_path: Path):
+    """The fake model provider, in a thread of its own; it records each request in a JSONL file
+    the Lua side reads."""
+    up = FakeUpstream(record=tmp_path / "upstream.jsonl")
+    up.start_in_thread()
+    try:
+        yield up
+    finally:
+        up.stop_thread()
+
+
+def gateway_env(up: FakeUpstream) -> dict[str, str]:
+    """What the gateway tests need: a free loopback port for the gateway, the fake upstream."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return {
+        "CTX_GATEWAY_PORT": str(port),
+        "CTX_OPENAI_UPSTREAM": up.openai_url,
+        "CTX_ANTHROPIC_UPSTREAM": up.anthropic_url,
+        "CTX_UPSTREAM_RECORD": str(up.record_path),
+    }
 
 
 def run_lua(script: str, workspace: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -105,3 +132,19 @@ def test_help_tags(workspace: Path, tmp_path: Path) -> None:
 
 def test_default_session_survives_restart(workspace: Path, tmp_path: Path) -> None:
     run_lua("test_session.lua", workspace, tmp_path)
+
+
+def test_gateway_statusline_conversations_pin_and_preview(
+    workspace: Path, tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    run_lua("test_gateway.lua", workspace, tmp_path, **gateway_env(upstream))
+    bodies = [r.json for r in upstream.model_requests]
+    assert len(bodies) == 3
+    assert "@abc.abstractmethod" not in str(bodies[0]) and "@abc.abstractmethod" in str(bodies[2])
+
+
+def test_gateway_review_before_send(workspace: Path, tmp_path: Path, upstream: FakeUpstream) -> None:
+    run_lua("test_review.lua", workspace, tmp_path, **gateway_env(upstream))
+    bodies = [r.json for r in upstream.model_requests]
+    assert len(bodies) == 3  # sent, sent after a re-plan, (cancelled,) sent after the timeout
+    assert "@abc.abstractmethod" in str(bodies[1])

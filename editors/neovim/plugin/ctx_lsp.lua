@@ -62,8 +62,24 @@ command("CtxUnpin", function()
 end, { desc = "ctx: unpin the symbol under the cursor" })
 
 command("CtxPreview", function(a)
-  ctx().preview(a.args)
-end, { nargs = "?", desc = "ctx: the rendered prompt in a scratch buffer ([planId])" })
+  ctx().preview(a.args, nil, { rendered = a.bang })
+end, {
+  nargs = "?",
+  bang = true,
+  desc = "ctx: the body the gateway last sent upstream; ! or [planId]: the plan's prompt rendered",
+})
+
+command("CtxConversations", function()
+  ctx().conversations()
+end, { desc = "ctx: choose the active conversation among those the gateway served" })
+
+command("CtxReview", function(a)
+  ctx().review(a.args)
+end, {
+  nargs = "?",
+  desc = "ctx: answer the request waiting for review (send, cancel, replan; none: show it)",
+  complete = starting_with({ "send", "cancel", "replan" }),
+})
 
 command("CtxMode", function(a)
   ctx().set_mode(a.args)

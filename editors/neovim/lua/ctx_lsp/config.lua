@@ -17,6 +17,17 @@ local M = {}
 ---@field auto_sign_text string   gutter sign of pins the server leased automatically (1-2 cells)
 ---@field reflections { notify: boolean } promotions/demotions as notifications (with :CtxUndo)
 ---@field bar_width integer       cells of the meter's bar
+---@field gateway ctx_lsp.GatewayOptions the gateway in the editor's server (off unless `listen` is set)
+
+---@class ctx_lsp.GatewayOptions sent as settings `gateway.*` (camelCase); unset keys: the server's
+---@field listen? string             "HOST:PORT": the server runs the gateway there
+---@field openai_upstream? string    default https://api.openai.com/v1
+---@field anthropic_upstream? string default https://api.anthropic.com
+---@field mode? "off"|"light"|"heavy" the gateway's retrieval mode (default: the workspace's)
+---@field token? string              X-Ctx-Token the assistants send (required off loopback)
+---@field context_budget? integer    tokens of retrieved code a request carries at most
+---@field review? boolean            review before send: each request waits for :CtxReview
+---@field review_timeout? number     seconds until a request under review is sent as planned
 
 M.defaults = {
   cmd = { "ctx-lsp", "serve" },
@@ -33,6 +44,7 @@ M.defaults = {
   auto_sign_text = "📎",
   reflections = { notify = true },
   bar_width = 5,
+  gateway = {},
 }
 
 local current = vim.deepcopy(M.defaults)
@@ -60,6 +72,10 @@ function M.set(opts)
     )
     merged.mode = nil
   end
+  if type(merged.gateway) ~= "table" then
+    vim.notify("ctx-lsp: gateway must be a table, e.g. { listen = \"127.0.0.1:8787\" }", vim.log.levels.WARN)
+    merged.gateway = {}
+  end
   current = merged
   return current
 end
@@ -67,6 +83,26 @@ end
 ---@return ctx_lsp.Options
 function M.get()
   return current
+end
+
+--- "review_timeout" -> "reviewTimeout" (the server's settings are camelCase).
+---@param key string
+---@return string
+function M.camel(key)
+  return (key:gsub("_(%l)", string.upper))
+end
+
+--- The `gateway` option as the server's `gateway` settings: camelCase keys, only those set.
+---@param opts? table
+---@return table
+function M.gateway_settings(opts)
+  local out = {}
+  for key, value in pairs(type(opts) == "table" and opts or {}) do
+    if type(key) == "string" then
+      out[M.camel(key)] = value
+    end
+  end
+  return out
 end
 
 --- Server settings sent as initializationOptions.settings (camelCase, as the protocol wants).
@@ -79,6 +115,10 @@ function M.server_settings()
   end
   if c.mode then
     s.mode = c.mode
+  end
+  local gateway = M.gateway_settings(c.gateway)
+  if next(gateway) ~= nil then
+    s.gateway = vim.tbl_extend("force", type(s.gateway) == "table" and s.gateway or {}, gateway)
   end
   return s
 end

@@ -1,5 +1,6 @@
 ---@brief :checkhealth ctx_lsp: Neovim version, the server command and its version, the running
---- client, the workspace store (.ctx/), and the token estimator of the last meter.
+--- client, the gateway (whether it listens, and where), the workspace store (.ctx/), and the
+--- token estimator of the last meter.
 
 local M = {}
 
@@ -19,6 +20,50 @@ function M.version_cmd(cmd)
   end
   table.insert(out, "--version")
   return out
+end
+
+--- The gateway: asked of the running server (ctx.toml may start it too), said plainly.
+---@param running? vim.lsp.Client
+function M.check_gateway(running)
+  local client = require("ctx_lsp.client")
+  local listen = require("ctx_lsp.config").get().gateway.listen
+  health.start("ctx_lsp: gateway")
+  local status
+  if running and running.initialized then
+    local resp
+    if vim.fn.has("nvim-0.11") == 1 then
+      resp = running:request_sync("ctx/gatewayStatus", vim.empty_dict(), 3000, 0)
+    else
+      resp = running.request_sync("ctx/gatewayStatus", vim.empty_dict(), 3000, 0)
+    end
+    status = resp and not resp.err and resp.result or nil
+    if status then
+      client.state.gateway = status
+    end
+  end
+  if status and type(status.listening) == "string" then
+    health.ok(
+      ("gateway listening on %s%s · active conversation %s · %s"):format(
+        status.listening,
+        status.review and " (review before send)" or "",
+        tostring(status.activeSession),
+        status.label ~= "" and status.label or "no request yet"
+      )
+    )
+    health.info(("point your assistant at it: OPENAI_BASE_URL=%s/v1, ANTHROPIC_BASE_URL=%s"):format(status.listening, status.listening))
+  elseif listen then
+    local indexed = running and client.state.indexed[running.id]
+    if running and not indexed then
+      health.info(("gateway.listen = %q: it starts once the workspace is indexed"):format(listen))
+    else
+      health.warn(("gateway.listen = %q, but the server's gateway does not listen"):format(listen), {
+        "See the server's warning (:messages, :LspLog): the port may be taken, or the address off loopback without gateway.token",
+        "The server starts its gateway once, at start-up: restart Neovim (or the server) after fixing it",
+      })
+    end
+  else
+    health.info('gateway off: set gateway = { listen = "127.0.0.1:8787" } in setup() to run it in the server')
+  end
 end
 
 function M.check()
@@ -97,6 +142,8 @@ function M.check()
     )
     root = client.root_of(vim.api.nvim_get_current_buf()) or vim.fn.getcwd()
   end
+
+  M.check_gateway(running)
 
   health.start("ctx_lsp: workspace")
   if root then

@@ -1,6 +1,7 @@
 ---@brief ctx_lsp for Neovim: a thin client of the ctx-lsp language server, which plans what
 --- goes into an AI assistant's prompt under a token budget. The server decides; this renders:
---- a statusline meter, the include/exclude tree, gutter pins and the prompt preview.
+--- a statusline meter, the include/exclude tree, gutter pins and the prompt preview; with the
+--- gateway in the server, an assistant's live requests and review before send.
 --- See :help ctx_lsp.
 
 local M = {}
@@ -23,6 +24,7 @@ local KEYMAPS = {
   budget = { "<cmd>CtxBudget<cr>", "ctx: show the budget" },
   compact = { "<cmd>CtxCompact<cr>", "ctx: compact the conversation" },
   undo = { "<cmd>CtxUndo<cr>", "ctx: undo the last automatic pin change" },
+  conversations = { "<cmd>CtxConversations<cr>", "ctx: choose the active conversation of the gateway" },
 }
 
 --- Configure and start the client. Options: see :help ctx_lsp-setup.
@@ -36,7 +38,7 @@ function M.setup(opts)
     if km and type(lhs) == "string" and lhs ~= "" then
       vim.keymap.set("n", lhs, km[1], { desc = km[2], silent = true })
     elseif not km then
-      vim.notify(("ctx-lsp: unknown keymap %q (known: plan, pin, unpin, preview, budget, compact, undo)"):format(name), vim.log.levels.WARN)
+      vim.notify(("ctx-lsp: unknown keymap %q (known: plan, pin, unpin, preview, budget, compact, undo, conversations)"):format(name), vim.log.levels.WARN)
     end
   end
   did_setup = true
@@ -59,6 +61,7 @@ function M.highlights()
     CtxTreePath = "Directory",
     CtxTreeSuggested = "Comment",
     CtxTreeAuto = "DiagnosticInfo",
+    CtxPreviewInjected = "DiagnosticInfo",
   }
   for group, link in pairs(links) do
     vim.api.nvim_set_hl(0, group, { link = link, default = true })
@@ -72,19 +75,24 @@ end
 
 -- ---- statusline -------------------------------------------------------------------------------
 
---- The budget meter for a statusline: "ctx 41.2k/122k ▰▱▱▱▱ 34%" ("" until the server sent one).
---- With { highlight = true } it is wrapped in %#CtxMeter…# … %* for 'statusline'.
----@param opts? { highlight?: boolean }
+--- The budget meter for a statusline: "ctx 41.2k/122k ▰▱▱▱▱ 34%" ("" until the server sent one);
+--- while the server's gateway listens, its label instead: "ctx ⇄ 12 · 41.2k/180k · cache 83%"
+--- ({ gateway = false }: the meter still). With { highlight = true } it is wrapped in
+--- %#CtxMeter…# … %* for 'statusline'.
+---@param opts? { highlight?: boolean, gateway?: boolean }
 ---@return string
 function M.statusline(opts)
   local m = client().state.meter
-  if type(m) ~= "table" then
-    return ""
-  end
   local meter = require("ctx_lsp.meter")
-  local text = meter.text(m, { bar_width = cfg().get().bar_width })
+  local text = not (opts and opts.gateway == false) and M.gateway_status() or ""
+  if text == "" then
+    if type(m) ~= "table" then
+      return ""
+    end
+    text = meter.text(m, { bar_width = cfg().get().bar_width })
+  end
   if opts and opts.highlight then
-    return ("%%#%s#%s%%*"):format(meter.hl_group(m.percent), text:gsub("%%", "%%%%"))
+    return ("%%#%s#%s%%*"):format(M.statusline_hl(), (text:gsub("%%", "%%%%")))
   end
   return text
 end
@@ -94,6 +102,20 @@ end
 function M.statusline_hl()
   local m = client().state.meter
   return require("ctx_lsp.meter").hl_group(type(m) == "table" and m.percent or 0)
+end
+
+--- The gateway for a statusline: "ctx ⇄ 12 · 41.2k/180k · cache 83%" — the server's label of
+--- the latest request (requests so far, its input / prompt budget, the provider's cache share) —
+--- or "" when the server runs no gateway.
+---@return string
+function M.gateway_status()
+  return require("ctx_lsp.gateway").statusline()
+end
+
+--- The last ctx/gatewayStatus, kept current by each ctx/gatewayRequest (or nil).
+---@return table?
+function M.gateway()
+  return client().state.gateway
 end
 
 --- The last BudgetMeter the server sent (or nil).
@@ -150,11 +172,16 @@ end
 
 M.last_query = nil
 
---- :CtxPlan {query}: plan and open the tree.
+--- :CtxPlan {query}: plan and open the tree. Without a query, when the gateway runs: the tree
+--- of the active conversation's latest plan (it then follows that conversation).
 ---@param query? string
 ---@param extra? table more ctx/planContext params (camelCase)
 ---@param done? fun(plan: table)
 function M.plan(query, extra, done)
+  local plan_id = client().state.plan_id
+  if (not query or vim.trim(query) == "") and require("ctx_lsp.gateway").listening() and plan_id then
+    return require("ctx_lsp.tree").follow(plan_id, done, { open = true })
+  end
   local function go(q)
     if not q or vim.trim(q) == "" then
       return
@@ -176,8 +203,30 @@ function M.unpin(opts)
   require("ctx_lsp.pins").unpin_at_cursor(opts)
 end
 
-function M.preview(plan_id, done)
-  require("ctx_lsp.preview").open(plan_id, done)
+--- :CtxPreview[!] [planId]: the body the gateway last sent (when it runs), else or with
+--- { rendered = true } the plan's prompt rendered.
+---@param plan_id? string
+---@param done? fun(result: table)
+---@param opts? { rendered?: boolean }
+function M.preview(plan_id, done, opts)
+  require("ctx_lsp.preview").open(plan_id, done, opts)
+end
+
+--- :CtxConversations: pick the active conversation of the gateway.
+---@param done? fun(status?: table)
+function M.conversations(done)
+  require("ctx_lsp.gateway").pick(done)
+end
+
+--- :CtxReview {send|cancel|replan}: answer the request that waits for review (no decision:
+--- show it again).
+---@param decision? "send"|"cancel"|"replan"
+---@param done? fun(result: table) {reviewId, decision, pending}
+function M.review(decision, done)
+  if decision == nil or decision == "" then
+    return require("ctx_lsp.review").show()
+  end
+  require("ctx_lsp.review").decide(decision, done)
 end
 
 function M.compact(opts)

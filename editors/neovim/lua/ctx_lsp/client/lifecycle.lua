@@ -94,6 +94,7 @@ function M.on_exit(code, signal, client_id)
   vim.schedule(function()
     queue.drop(client_id)
     client().state.indexing[client_id] = nil
+    client().state.gateway = nil -- it ran in that server
     if code ~= 0 and not was_ready and not client().stopping then
       local cmd = config.get().cmd
       client().notify(
@@ -127,6 +128,7 @@ local function on_progress(ev)
     state.index_message[c.id] = value.message
     queue.flush(c.id)
     event("CtxIndexed", { client_id = c.id, message = value.message })
+    require("ctx_lsp.gateway").on_indexed()
   end
 end
 

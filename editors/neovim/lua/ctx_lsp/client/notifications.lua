@@ -1,7 +1,8 @@
 ---@brief The server's ctx/ notifications: the budget meter (ctx/budgetChanged), the latest plan
 --- (ctx/planChanged), re-pin prompts (ctx/askRepin), stale capsules (ctx/capsulesStale),
---- compactions (ctx/compacted) and reflections (ctx/reflected), each handed to the module
---- that shows it.
+--- compactions (ctx/compacted), reflections (ctx/reflected) and the gateway's requests and
+--- reviews (ctx/gatewayRequest, ctx/reviewRequest, ctx/reviewResolved), each handed to the
+--- module that shows it.
 
 local event = require("ctx_lsp.util").event
 
@@ -16,7 +17,7 @@ end
 --- Mark the statuslines for redraw; the main loop paints them. (An immediate `:redrawstatus!`
 --- from a handler can run while a window layout change is pending, which Neovim 0.11.4 does
 --- not survive in some builds: grid_line_flush assertion.)
-local function redraw()
+function M.redraw()
   if vim.api.nvim__redraw then
     pcall(vim.api.nvim__redraw, { statusline = true })
   else
@@ -37,9 +38,10 @@ function M.on_budget(meter)
   if meter.planId and meter.planId ~= vim.NIL then
     state.plan_id = meter.planId
   end
-  redraw()
+  M.redraw()
   event("CtxBudgetChanged", meter)
   require("ctx_lsp.pins").schedule_refresh()
+  require("ctx_lsp.gateway").follow(meter.planId)
 end
 
 local handlers = {}
@@ -52,7 +54,20 @@ handlers["ctx/planChanged"] = function(_, result)
   if type(result) == "table" and result.planId then
     client().state.plan_id = result.planId
     event("CtxPlanChanged", result)
+    require("ctx_lsp.gateway").follow(result.planId)
   end
+end
+
+handlers["ctx/gatewayRequest"] = function(_, result)
+  require("ctx_lsp.gateway").on_request(result)
+end
+
+handlers["ctx/reviewRequest"] = function(_, result)
+  require("ctx_lsp.review").on_request(result)
+end
+
+handlers["ctx/reviewResolved"] = function(_, result)
+  require("ctx_lsp.review").on_resolved(result)
 end
 
 handlers["ctx/askRepin"] = function(_, result)

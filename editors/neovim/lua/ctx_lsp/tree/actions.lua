@@ -187,8 +187,14 @@ function M.what_if(done)
   end)
 end
 
---- R: re-plan with the same params.
+--- R: re-plan with the same params (a followed plan: fetch the latest one again).
 function M.refresh()
+  local st = tree().current
+  if st and st.following then
+    local latest = client.state.plan_id or st.plan.planId
+    tree().follow(latest, nil, { force = true })
+    return
+  end
   tree().after_change()
 end
 
