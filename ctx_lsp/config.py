@@ -145,7 +145,12 @@ def validate(raw: dict[str, Any], source: str, base: CtxConfig | None = None) ->
     """Validate ``raw`` over ``base``; each invalid top-level key keeps its current value and is
     reported as ``"<source>: <key>: <problem> (using the default)"``."""
     base = base or CtxConfig()
-    merged = {**base.model_dump(), **{_snake(k): v for k, v in raw.items()}}
+    merged = base.model_dump()
+    for key, value in raw.items():
+        key = _snake(key)
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):  # a table: key by key, over the base's
+            value = {**merged[key], **{_snake(k): v for k, v in value.items()}}
+        merged[key] = value
     messages: list[str] = []
     for _ in range(len(raw) + 1):
         try:

@@ -115,6 +115,8 @@ async def _review(ls: CtxServer, review_id: str, planned: Planned) -> str:
     state: EditorGateway | None = ls.gateway
     if state is None or planned.parsed is None or planned.session is None:
         return "send"
+    if not state.chosen:  # a pin made while the request waits goes to its conversation
+        ls.session_id = planned.session
     sent = Sent(planned.api, planned.parsed.model, planned.body, _plan_id(planned), time.time())
     shown = await _preview(ls, planned.session, sent)
     timeout = ls.sessions.engine.config.gateway.review_timeout
