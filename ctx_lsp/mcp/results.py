@@ -35,6 +35,15 @@ class SymbolResult(BaseModel):
     note: str | None = Field(default=None, description="what to know about the code shown")
 
 
+class ExpandResult(BaseModel):
+    """A tool output the gateway shortened, whole."""
+
+    id: str = Field(description="the id the shortened output named")
+    kind: str = Field(description="what it was recognised as: test_log, search, json, command")
+    text: str = Field(description="the whole output, as the tool produced it")
+    tokens: int
+
+
 class SearchItem(BaseModel):
     """One retrieved item: whole, never truncated."""
 

@@ -117,6 +117,31 @@ class Tools:
         sym, pin_id = await self.face.run(work)
         return reply(*results.symbol(sym, pin_id))
 
+    async def expand(
+        self,
+        id: Annotated[str, Field(min_length=1, description="the id in a shortened output's marker: expand('…')")],
+        start_line: Annotated[int | None, Field(ge=1, description="first line to return (1-based)")] = None,
+        max_lines: Annotated[int | None, Field(ge=1, description="at most this many lines")] = None,
+    ) -> Annotated[CallToolResult, results.ExpandResult]:
+        """The whole of a tool output that ctx_lsp shortened in the conversation (a test log, search
+        results, a JSON dump, a long command output): the marker at its top names the id. Give
+        start_line / max_lines to read a part of a long one."""
+
+        def work(engine: SessionEngine) -> tuple[str, str, int]:
+            found = engine.original(id)
+            if found is None:
+                raise UserError(f"no shortened output with id {id!r}: use the id from the marker, expand('…')")
+            _, kind, text = found
+            return kind, text, engine.engine.resolve_model(None).counter.count(text)
+
+        kind, text, tokens = await self.face.run(work)
+        if start_line is not None or max_lines is not None:
+            lines = text.splitlines()
+            first = (start_line or 1) - 1
+            text = "\n".join(lines[first : first + max_lines if max_lines else None])
+        value = results.ExpandResult(id=id, kind=kind, text=text, tokens=tokens)
+        return reply(value, text)
+
     async def search_code(
         self,
         query: Annotated[str, Field(min_length=1, description="what to look for: a question, words or names")],
@@ -229,6 +254,7 @@ ANNOTATIONS = {
     "show_budget": _READ_ONLY,
     "list_capsules": _READ_ONLY,
     "references": _READ_ONLY,
+    "expand": _READ_ONLY,
 }
 
 

@@ -23,6 +23,7 @@ TOOLS = (
     "show_budget",
     "list_capsules",
     "references",
+    "expand",
 )
 
 

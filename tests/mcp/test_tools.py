@@ -202,3 +202,20 @@ async def test_a_named_session(ws: Path):
         assert data(await call(s, "list_pins"))["session"] == "agent-1"
     async with mcp_session(ws) as s:  # the editor's default session has no such pin
         assert data(await call(s, "list_pins"))["pins"] == []
+
+
+async def test_expand_returns_a_shortened_output_whole(ws: Path):
+    from ctx_lsp.engine import Engine
+    from ctx_lsp.sessions import SessionEngine
+
+    log = "\n".join(f"line {n}: ok" for n in range(500)) + "\nE   AssertionError: the needle"
+    engine = SessionEngine(Engine(ws))
+    engine.store.ensure_session("claude-x")
+    engine.store.put_original("claude-x", "g-0123abcd", "test_log", 4000, 300, log)
+    engine.close()
+    async with mcp_session(ws) as s:
+        whole = data(await call(s, "expand", id="g-0123abcd"))
+        assert whole["text"] == log and whole["kind"] == "test_log" and whole["tokens"] > 1000
+        part = data(await call(s, "expand", id="g-0123abcd", start_line=501, max_lines=1))
+        assert part["text"] == "E   AssertionError: the needle"
+        assert "use the id from the marker" in await error(s, "expand", id="g-nope")
