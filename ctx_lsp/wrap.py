@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,12 +46,32 @@ class Launch:
         return "\n".join([*lines, " ".join(_quote(a) for a in self.argv)])
 
 
-def launch(assistant: str, args: list[str], url: str) -> Launch:
+READ_ONLY_TOOLS = ("expand", "get_symbol", "search_code", "references", "list_pins", "show_budget", "list_capsules")
+
+
+def mcp_config(root: Path, directory: Path) -> Path:
+    """A Claude Code ``--mcp-config`` file registering ``ctx-lsp mcp`` for this run only."""
+    path = directory / "ctx-lsp-mcp.json"
+    server = {"command": sys.executable, "args": ["-m", "ctx_lsp", "mcp", str(root)]}
+    path.write_text(json.dumps({"mcpServers": {"ctx": server}}))
+    return path
+
+
+def launch(assistant: str, args: list[str], url: str, mcp: Path | None = None) -> Launch:
     """The command line and environment that point ``assistant`` at the gateway (``--``: any
-    program on the openai / anthropic SDKs)."""
+    program on the openai / anthropic SDKs). Claude Code also gets the workspace's MCP server
+    (``mcp``), so the model can expand a shortened output or read a symbol: its read-only tools
+    are allowed unless the user gives ``--allowedTools`` themselves."""
     openai_base = url + "/v1"
     if assistant == "claude":
-        return Launch(["claude", *args], {"ANTHROPIC_BASE_URL": url})
+        extra: list[str] = []
+        env = {"ANTHROPIC_BASE_URL": url}
+        if mcp is not None:
+            extra = ["--mcp-config", str(mcp)]
+            if not any(a.startswith(("--allowedTools", "--allowed-tools")) for a in args):
+                extra += ["--allowedTools", ",".join(f"mcp__ctx__{t}" for t in READ_ONLY_TOOLS)]
+            env["MCP_CONNECTION_NONBLOCKING"] = "false"  # -p must wait for the server's tools
+        return Launch(["claude", *extra, *args], env)
     if assistant == "codex":
         provider = f"model_providers.{CODEX_PROVIDER}"
         overrides = [
@@ -139,7 +160,9 @@ def run(assistant: str, args: list[str], workspace: Path, print_env: bool, liste
             _warn_direct(program, err)
         except Exception as err:
             _warn_direct(program, err)
-    how = launch(assistant, args, url) if url else Launch(direct(assistant, args))
+    scratch = Path(tempfile.mkdtemp(prefix="ctx-lsp-wrap-"))
+    mcp = mcp_config(engine.root, scratch) if assistant == "claude" else None
+    how = launch(assistant, args, url, mcp) if url else Launch(direct(assistant, args))
     env = {**os.environ, **how.env}
     try:
         proc = subprocess.Popen(how.argv, env=env)
@@ -155,4 +178,5 @@ def run(assistant: str, args: list[str], workspace: Path, print_env: bool, liste
             if gateway.status is not None:
                 print(summary(gateway.status), file=sys.stderr)
             gateway.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     return code if code >= 0 else 128 - code

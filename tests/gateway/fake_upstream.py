@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import gzip
 import json
 import re
@@ -44,6 +45,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+EXPAND_ID = "{expand_id}"  # in a scripted tool call's arguments: the id of the last shortened output seen
 DEFAULT_REPLY = "FAKE-UPSTREAM-REPLY: hello from the fake model."
 DEFAULT_MODEL = "fake-model"
 MODELS = ("fake-model", "gpt-4o-mini", "claude-sonnet-4-5")
@@ -398,6 +400,12 @@ class FakeUpstream:
             rec.reply = "bad_json"
             return self._error_response(rec, Reply.error(400, "body is not a JSON object"), rec.api == "messages")
         reply = self._next_reply(rec.api)
+        if reply.kind == "tool_call" and EXPAND_ID in reply.tool_arguments:
+            # a model that read a shortened output asks for the whole: the id from the marker it saw
+            found = re.findall(r"expand\(\\?'(g-[0-9a-f]+)\\?'\)", raw.decode("utf-8", "replace"))
+            reply = dataclasses.replace(
+                reply, tool_arguments=reply.tool_arguments.replace(EXPAND_ID, found[-1] if found else "")
+            )
         rec.reply = reply.kind
         if reply.initial_delay:
             await asyncio.sleep(reply.initial_delay)

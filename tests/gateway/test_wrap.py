@@ -90,3 +90,49 @@ def test_wrap_says_what_is_missing(tmp_path: Path) -> None:
         timeout=60,
     )
     assert printed.returncode == 0 and "export ANTHROPIC_BASE_URL=http://127.0.0.1:8787" in printed.stdout
+
+
+def test_wrap_claude_shrinks_a_test_log_and_the_model_expands_it(netns: None, tmp_path: Path) -> None:
+    if not assistants.installed("claude"):
+        pytest.skip("claude is not installed (make assistants)")
+    ws = _workspace(tmp_path)
+    tests = [f"def test_ok_{n}():\n    assert {n} >= 0\n" for n in range(400)]
+    tests.append(
+        "def test_reserve():\n    stock = {'widget': 1}\n    assert stock['widget'] - 2 >= 0, 'oversold widget'\n"
+    )
+    (ws / "test_stock.py").write_text("\n".join(tests))
+    command = "python -m pytest -v -p no:cacheprovider test_stock.py"
+    queue = [
+        {"kind": "tool_call", "tool_name": "Bash", "tool_arguments": {"command": command}},
+        {"kind": "tool_call", "tool_name": "mcp__ctx__expand", "tool_arguments": {"id": "{expand_id}"}},
+        {"text": "WRAPPED: the widget is oversold."},
+    ]
+    inv = assistants.invocation("claude", ws, "Run the tests and explain the failure.", UPSTREAM, tmp_path / "home")
+    # Claude Code keeps 30,000 characters of a command's output by default; this log is longer
+    env = {**inv.env, "PATH": f"{VENV_BIN}:{inv.env['PATH']}", "BASH_MAX_OUTPUT_LENGTH": "200000"}
+    argv = ["ctx-lsp", "wrap", "claude", "--allowedTools", "Bash,mcp__ctx__expand", *inv.argv[1:]]
+    r = run_offline(argv, tmp_path / "run", env=env, cwd=ws, timeout=240, queue=queue)
+    assert r.rc == 0, r.summary()
+    assert "WRAPPED: the widget is oversold." in r.stdout, r.summary()
+    posts = [
+        json.loads(req["body"])
+        for req in r.requests
+        if req["path"].startswith("/v1/messages") and req["method"] == "POST"
+    ]
+    posts = [p for p in posts if p.get("tools")]  # the conversation's requests (not a title or a probe)
+    assert len(posts) >= 3, r.summary()
+
+    def result_of(body: dict) -> str:
+        blocks = [b for m in body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])]
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        content = results[-1]["content"]
+        return content if isinstance(content, str) else json.dumps(content)
+
+    shrunk = result_of(posts[1])
+    assert shrunk.startswith("[ctx_lsp shortened this test log output"), shrunk[:300]
+    assert "oversold widget" in shrunk and "test_reserve" in shrunk and "test_ok_200 PASSED" not in shrunk
+    expanded = json.loads(result_of(posts[2]))["text"]  # Claude Code hands the model MCP's structured content
+    passed = [line for line in expanded.splitlines() if " PASSED " in line]
+    assert "oversold widget" in expanded and len(expanded) > len(shrunk)
+    assert passed and not any(line in shrunk for line in passed[5:-5])  # the original, one call away
+    assert "requests through the gateway" in r.stderr, r.summary()

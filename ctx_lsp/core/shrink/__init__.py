@@ -23,6 +23,7 @@ from ctx_lsp.core.shrink import generic, jsondump, search, testlog
 MIN_SAVING = 0.3  # a shrink that saves less than this share is not worth the marker and the doubt
 READ_TOOLS = frozenset(
     {"read", "read_file", "readfile", "view", "view_file", "open_file", "cat_file", "get_file", "notebookread"}
+    | {"expand", "get_symbol"}  # ctx_lsp's own: the whole output asked for, a symbol's code
 )
 COMMAND_TOOLS = frozenset(
     {"bash", "shell", "exec_command", "run_command", "run_terminal_cmd", "terminal", "execute_command", "local_shell"}

@@ -10,7 +10,8 @@ from bisect import bisect_right
 from ctx_lsp.core.shrink.fold import fold, head_tail
 
 SIGNS = re.compile(
-    r"^=+ (FAILURES|ERRORS|short test summary info)|^FAILED |^ERROR |^Traceback \(most recent call last\)"
+    r"^=+ (FAILURES|ERRORS|short test summary info|test session starts)|^FAILED |^ERROR "
+    r"|^Traceback \(most recent call last\)|::\S+ (PASSED|FAILED|ERROR|SKIPPED|XFAIL)\b"
     r"|^Ran \d+ tests? in|^(FAIL|ERROR): \w|^test result: |^error(\[E\d+\])?: |^npm ERR!|^make(\[\d+\])?: \*\*\*"
     r"|^\S+\.\w+:\d+(:\d+)?: (error|warning)|^ *(FAIL|PASS) +\S+\.(js|ts)x?\b|^\s*\d+ (passed|failed)",
     re.MULTILINE,
