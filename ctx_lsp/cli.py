@@ -9,6 +9,7 @@
     ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
     ctx-lsp wrap ASSISTANT [ARGS…]           run claude, codex, aider (or -- COMMAND) through the gateway
     ctx-lsp stats [WORKSPACE]                what the gateway sent, saved and cost vs sending direct
+    ctx-lsp statusline                       one line for Claude Code's status line
     ctx-lsp mcp [WORKSPACE]                  the MCP server for agents (stdio): symbols, search, plans, pins
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
@@ -166,6 +167,15 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--print-env", action="store_true", help="print the settings instead of running the assistant")
     w.add_argument("assistant", metavar="ASSISTANT", help="claude, codex, aider, or -- followed by a command")
     w.add_argument("args", nargs=argparse.REMAINDER, help="the assistant's own arguments")
+
+    sl = sub.add_parser(
+        "statusline",
+        help="one line for Claude Code's status line: budget, cache warm or cold, saved so far",
+        description="Print one line for Claude Code's statusLine command (it passes its session as JSON on stdin): "
+        "the conversation's input / budget, whether the provider's prompt cache is warm (time left) or cold, "
+        "and what ctx_lsp saved so far, cache-weighted against sending direct. `ctx-lsp wrap claude` sets it up.",
+    )
+    sl.add_argument("--workspace", type=Path, help="the workspace (default: the cwd Claude Code passes)")
 
     m = sub.add_parser(
         "mcp",
@@ -430,6 +440,12 @@ def _cmd_wrap(args: argparse.Namespace) -> int:
     return run(assistant, rest, args.workspace, args.print_env, args.listen)
 
 
+def _cmd_statusline(args: argparse.Namespace) -> int:
+    from ctx_lsp.statusline import main as statusline
+
+    return statusline(args.workspace)
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from ctx_lsp.mcp.run import serve_mcp
     from ctx_lsp.sessions import DEFAULT_SESSION
@@ -457,6 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         "wrap": _cmd_wrap,
         "stats": _cmd_stats,
         "mcp": _cmd_mcp,
+        "statusline": _cmd_statusline,
     }[args.command]
     try:
         return handler(args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -50,11 +51,15 @@ READ_ONLY_TOOLS = ("expand", "get_symbol", "search_code", "references", "list_pi
 
 
 def mcp_config(root: Path, directory: Path) -> Path:
-    """A Claude Code ``--mcp-config`` file registering ``ctx-lsp mcp`` for this run only."""
-    path = directory / "ctx-lsp-mcp.json"
+    """Claude Code's files for this run only: ``--mcp-config`` registering ``ctx-lsp mcp``, and
+    ``--settings`` with our status line. Returns the directory."""
     server = {"command": sys.executable, "args": ["-m", "ctx_lsp", "mcp", str(root)]}
-    path.write_text(json.dumps({"mcpServers": {"ctx": server}}))
-    return path
+    (directory / "ctx-lsp-mcp.json").write_text(json.dumps({"mcpServers": {"ctx": server}}))
+    command = f"{shlex.quote(sys.executable)} -m ctx_lsp statusline --workspace {shlex.quote(str(root))}"
+    (directory / "ctx-lsp-settings.json").write_text(
+        json.dumps({"statusLine": {"type": "command", "command": command}})
+    )
+    return directory
 
 
 def launch(assistant: str, args: list[str], url: str, mcp: Path | None = None) -> Launch:
@@ -67,7 +72,9 @@ def launch(assistant: str, args: list[str], url: str, mcp: Path | None = None) -
         extra: list[str] = []
         env = {"ANTHROPIC_BASE_URL": url}
         if mcp is not None:
-            extra = ["--mcp-config", str(mcp)]
+            extra = ["--mcp-config", str(mcp / "ctx-lsp-mcp.json")]
+            if not any(a.startswith("--settings") for a in args):
+                extra += ["--settings", str(mcp / "ctx-lsp-settings.json")]
             if not any(a.startswith(("--allowedTools", "--allowed-tools")) for a in args):
                 extra += ["--allowedTools", ",".join(f"mcp__ctx__{t}" for t in READ_ONLY_TOOLS)]
             env["MCP_CONNECTION_NONBLOCKING"] = "false"  # -p must wait for the server's tools

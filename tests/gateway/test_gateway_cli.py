@@ -72,6 +72,14 @@ def test_the_gateway_command_serves_logs_and_stops(tmp_path: Path) -> None:
         assert total["cost"] > 0 and total["direct_cost"] > 0  # gpt-4o has prices: money, cache-weighted
         table = subprocess.run([sys.executable, "-m", "ctx_lsp", "stats", str(ws)], capture_output=True, text=True)
         assert "total" in table.stdout and "ratio" in table.stdout
+        line = subprocess.run(
+            [sys.executable, "-m", "ctx_lsp", "statusline", "--workspace", str(ws)],
+            input='{"session_id": "not-this-one"}',
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert line.returncode == 0 and line.stdout.startswith("ctx ") and "cache warm" in line.stdout, line.stdout
 
 
 def test_a_public_address_needs_a_token(tmp_path: Path) -> None:

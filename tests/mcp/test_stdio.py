@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.mcp.client import server_params
+from tests.mcp.client import TOOLS, server_params
 from tests.workspaces import copy_sample
 
 
@@ -80,7 +80,7 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path):
         proc.kill()
     assert rest == b"", rest
     assert replies[1]["result"]["serverInfo"]["name"] == "ctx"
-    assert len(replies[2]["result"]["tools"]) == 9
+    assert len(replies[2]["result"]["tools"]) == len(TOOLS)
     assert replies[3]["result"]["structuredContent"]["qualname"] == "shop.inventory.Inventory"
     assert replies[4]["result"]["isError"] and "ambiguous" in replies[4]["result"]["content"][0]["text"]
     assert replies[5]["result"]["isError"]

@@ -1,0 +1,73 @@
+"""``ctx-lsp statusline``: one line for Claude Code's status line command — the active
+conversation's budget, whether the provider's prompt cache is still warm (and for how long),
+and what ctx_lsp saved so far, counted the way you pay.
+
+Claude Code runs the command with a JSON object on stdin (its ``session_id``, ``cwd``…) and
+shows what it prints. ``ctx-lsp wrap claude`` sets it up for the run."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ctx_lsp.core.ids import content_id
+from ctx_lsp.core.meter import format_tokens
+from ctx_lsp.core.savings import totals
+from ctx_lsp.engine import Engine
+from ctx_lsp.sessions.engine import SessionEngine
+
+CACHE_TTL_SECONDS = 300  # the providers' default prompt-cache lifetime (Anthropic: 5 minutes)
+
+
+def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> str:
+    sessions = SessionEngine(Engine(workspace))
+    try:
+        store = sessions.store
+        rows = store.gateway_requests()
+        if not rows:
+            return "ctx · no requests through the gateway yet"
+        sid = claude.get("session_id")
+        prefix = f"claude-{content_id(sid)[:12]}" if isinstance(sid, str) else None
+        mine = [r for r in rows if prefix and r["session"].startswith(prefix)] or [
+            r for r in rows if r["session"] == rows[-1]["session"]
+        ]
+        last = mine[-1]
+        budget = None
+        if last["plan_id"]:
+            try:
+                budget = store.plan_row(last["plan_id"])["plan"]
+                budget = json.loads(budget)["promptBudget"]
+            except Exception:  # a plan of an earlier version: no budget shown
+                budget = None
+        engine = sessions.engine
+        prices = {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in mine} if m}
+        t = totals(mine, prices)
+    finally:
+        sessions.close()
+    used = last["input_tokens"] or last["forwarded_tokens"]
+    parts = [f"ctx {format_tokens(used)}" + (f"/{format_tokens(budget)}" if budget else "")]
+    age = (now or time.time()) - last["created"]
+    if age < CACHE_TTL_SECONDS:
+        parts.append(f"cache warm {int((CACHE_TTL_SECONDS - age) // 60)}m{int((CACHE_TTL_SECONDS - age) % 60):02d}s")
+    else:
+        parts.append("cache cold")
+    if t.cost is not None and t.direct_cost:
+        saved = t.direct_cost - t.cost
+        parts.append(f"saved ${saved:,.2f} ({saved / t.direct_cost:.0%})" if saved >= 0 else f"cost +${-saved:,.2f}")
+    return " · ".join(parts)
+
+
+def main(workspace: Path | None) -> int:
+    try:
+        claude = json.loads(sys.stdin.read() or "{}")
+    except ValueError:
+        claude = {}
+    root = workspace or Path(claude.get("workspace", {}).get("project_dir") or claude.get("cwd") or ".")
+    try:
+        print(line(root, claude if isinstance(claude, dict) else {}))
+    except Exception as err:  # a status line never fails the assistant
+        print(f"ctx · {type(err).__name__}")
+    return 0
