@@ -24,6 +24,11 @@ export class NotRunning extends Error {
 export class Controller implements vscode.Disposable {
   private planRequests = 0;
   private refreshTimer: NodeJS.Timeout | undefined;
+  /**
+   * The server plans for us (the gateway's active conversation): after a change, show the plan the
+   * server made for the conversation's latest question instead of re-planning our own query.
+   */
+  followsServer: () => boolean = () => false;
 
   constructor(
     private readonly server: ServerManager,
@@ -198,11 +203,14 @@ export class Controller implements vscode.Disposable {
     }
   }
 
-  /** After a pin, unpin, restore or mode switch: re-plan the current query, refresh the rest. */
+  /**
+   * After a pin, unpin, restore or mode switch: re-plan the current query, refresh the rest. When
+   * the server plans for us (the gateway), its re-plan of the latest question is the one shown.
+   */
   async afterChange(): Promise<void> {
     await this.ours(async () => {
       const query = this.state.query;
-      if (query) {
+      if (query && !this.followsServer()) {
         try {
           await this.planFor(query);
         } catch (err) {

@@ -8,12 +8,16 @@ import { Controller } from "./controller";
 import { createLog, log } from "./common/log";
 import { describeError } from "./common/protocol";
 import { ServerManager } from "./common/server";
-import { getSettings, initializationOptions, needsRestart } from "./common/settings";
+import { gatewayChanged, getSettings, initializationOptions, needsRestart } from "./common/settings";
+import { GatewayClient } from "./gateway";
+import { registerGatewayCommands } from "./gatewayCommands";
 import { registerNotifications } from "./notifications";
 import { SessionState } from "./session";
 import { ContextTree } from "./views/contextTree";
+import { GatewayStatusItem } from "./views/gatewayStatus";
 import { PinDecorations } from "./views/pinDecorations";
 import { PromptPreview } from "./views/preview";
+import { ReviewPrompts } from "./views/review";
 import { MeterStatus } from "./views/statusBar";
 
 let server: ServerManager | undefined;
@@ -26,12 +30,13 @@ export function activate(context: vscode.ExtensionContext): void {
   // The controller needs the manager (for the client) and the manager needs the notification
   // handlers, which need the controller: the hooks close over `controller`, assigned right below.
   let controller: Controller;
+  let gateway: GatewayClient;
   server = new ServerManager({
-    configure: (client) => registerNotifications(client, controller),
+    configure: (client) => [...registerNotifications(client, controller), ...gateway.register(client)],
     middleware: {
       workspace: {
         // The server pulls the section "ctx": answer with its settings only (ctx.server.settings,
-        // ctx.model, ctx.mode), not the client's own (command, session, preview, trace).
+        // ctx.model, ctx.mode, ctx.gateway), not the client's own (command, session, preview, trace).
         configuration: async (params, token, next) => {
           const answer = await next(params, token);
           if (!Array.isArray(answer)) return answer;
@@ -58,8 +63,12 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   const state = new SessionState();
   controller = new Controller(server, state);
+  gateway = new GatewayClient(server, controller);
+  // With the gateway and no ctx.session, plans are the assistant's: the server's re-plans are shown.
+  controller.followsServer = () => !!gateway.listening && !state.session;
   const decorations = new PinDecorations(context, state);
-  const preview = new PromptPreview(controller);
+  const preview = new PromptPreview(controller, gateway);
+  const reviews = new ReviewPrompts(gateway, preview);
   context.subscriptions.push(
     server,
     state,
@@ -67,14 +76,23 @@ export function activate(context: vscode.ExtensionContext): void {
     new MeterStatus(state, server),
     new ContextTree(state, server),
     decorations,
+    gateway,
+    new GatewayStatusItem(gateway),
     preview,
+    reviews,
     ...registerCommands({ controller, server, decorations, preview }),
+    ...registerGatewayCommands({ gateway, preview, reviews }),
     ...registerE2eCommands(controller),
     server.onDidStart(() => void controller.refreshAll().catch((err) => log.warn(`refresh: ${describeError(err, "ctx/showBudget")}`))),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (needsRestart(e)) {
         log.info("settings changed: restarting ctx-lsp");
         void server?.restart();
+      } else if (gatewayChanged(e)) {
+        // The gateway starts with the server only: offer the restart (it ends held reviews).
+        void vscode.window
+          .showInformationMessage("ctx: the gateway settings take effect when the server restarts.", "Restart Server")
+          .then((a) => a && server?.restart());
       } else if (e.affectsConfiguration("ctx.mode")) {
         const mode = getSettings().mode;
         if (mode && server?.client) void controller.guard("switch mode", () => controller.setMode(mode), "ctx/setMode");

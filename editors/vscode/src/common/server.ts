@@ -75,6 +75,8 @@ class CrashHandler implements ErrorHandler {
   constructor(
     private readonly manager: ServerManager,
     private readonly describe: () => string,
+    /** Is this handler's client still the manager's? A replaced client's close is not a crash. */
+    private readonly isCurrent: () => boolean,
   ) {}
 
   error(_error: Error, _message: Message | undefined, count: number | undefined): ErrorHandlerResult {
@@ -83,7 +85,7 @@ class CrashHandler implements ErrorHandler {
   }
 
   closed(): CloseHandlerResult {
-    if (this.manager.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    if (this.manager.stopping || !this.isCurrent()) return { action: CloseAction.DoNotRestart, handled: true };
     if (!this.manager.reachedRunning) {
       // It died while starting: a restart would do the same. Say why, once.
       this.manager.fail(`ctx-lsp exited while starting${this.manager.exitDetail()}.`);
@@ -227,7 +229,8 @@ export class ServerManager implements vscode.Disposable {
       });
       return child;
     };
-    const crash = new CrashHandler(this, () => this.commandLine);
+    let client: LanguageClient | undefined = undefined;
+    const crash = new CrashHandler(this, () => this.commandLine, () => client !== undefined && this._client === client);
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: "file", language: "python" },
@@ -261,7 +264,7 @@ export class ServerManager implements vscode.Disposable {
         return false;
       },
     };
-    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+    client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
     this._client = client;
     this.clientDisposables = this.hooks.configure(client);
     this.clientDisposables.push(
@@ -314,6 +317,10 @@ export class ServerManager implements vscode.Disposable {
     if (!client) return;
     this.stopping = true;
     try {
+      // A client still starting (at activation, or restarting after a crash) cannot be stopped:
+      // let its start finish first (start() returns the one under way), or it fails with
+      // "connection got disposed" and leaves its commands registered.
+      if (client.state === State.Starting) await started(client, 15000);
       if (client.state !== State.Stopped) await client.stop(5000);
     } catch (err) {
       log.warn(`stopping ctx-lsp: ${String(err)}`);
@@ -345,6 +352,15 @@ export class ServerManager implements vscode.Disposable {
     this.stateEmitter.dispose();
     this.runningEmitter.dispose();
   }
+}
+
+/** Until the start under way of `client` ends (or `ms` passed). */
+function started(client: LanguageClient, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    client.start().catch(() => undefined),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function lines(input: NodeJS.ReadableStream, each: (line: string) => void): void {

@@ -1,5 +1,6 @@
 // Typed settings read from the `ctx.*` configuration.
 import * as vscode from "vscode";
+import { gatewaySettings, type GatewaySettingKey } from "../gatewayModel";
 import type { RenderPromptParams, SetModeParams } from "../protocol.generated";
 
 export type Mode = SetModeParams["mode"];
@@ -17,6 +18,8 @@ export interface CtxSettings {
   session: string;
   ragBudget: number | null;
   previewFormat: PreviewFormat;
+  /** The server's `gateway` settings (the explicitly set ctx.gateway.*), or undefined. */
+  gateway: Record<string, unknown> | undefined;
 }
 
 /** Split a command string on whitespace; double or single quotes group ("C:/Program Files/x"). */
@@ -58,6 +61,10 @@ export function getSettings(scope?: vscode.ConfigurationScope): CtxSettings {
     session: c.get<string>("session", "").trim(),
     ragBudget: typeof rag === "number" && rag >= 0 ? Math.floor(rag) : null,
     previewFormat: fmt === "openai" || fmt === "anthropic" ? fmt : "text",
+    gateway: gatewaySettings(
+      (key: GatewaySettingKey) => (isSet(c.inspect(`gateway.${key}`)) ? c.get(`gateway.${key}`) : undefined),
+      server?.gateway,
+    ),
   };
 }
 
@@ -66,7 +73,13 @@ export function initializationOptions(s: CtxSettings): { session?: string; setti
   const settings: Record<string, unknown> = { ...s.serverSettings };
   if (s.model) settings.model = s.model;
   if (s.mode) settings.mode = s.mode;
+  if (s.gateway) settings.gateway = s.gateway;
   return s.session ? { session: s.session, settings } : { settings };
+}
+
+/** ctx.gateway.* changed: the gateway starts with the server only, so a restart is offered. */
+export function gatewayChanged(e: vscode.ConfigurationChangeEvent): boolean {
+  return e.affectsConfiguration("ctx.gateway");
 }
 
 /** Changes that need a server restart (they go into the command or initializationOptions). */

@@ -9,7 +9,11 @@
 // prompt; pinning from the code lens adds the gutter pin and changes the plan (and the preview
 // follows); a scripted session (a test-only command) brings the model's suggestions under
 // "Suggested" and an automatic pin with an Undo notification; a crashed server is restarted with
-// a notification.
+// a notification. Then the gateway in the server, from the workspace's settings, with the openai
+// SDK as the assistant and tests/gateway/fake_upstream.py as the provider (it records every body):
+// the status bar shows each request, Select Conversation lists them, Show Sent Request shows the
+// body sent, a code-lens pin is in the next body; review before send: Send releases a held
+// request, an unpin and Re-plan update its preview in place, Cancel makes the SDK raise HTTP 400.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -40,6 +44,7 @@ const FIXTURE = join(repo, "tests/fixtures/sample_ws");
 const QUERY = "how is the invoice total calculated with tax?";
 const RAG_BUDGET = 300; // small enough that the plan excludes items for budget
 const SESSION = "e2e";
+const TAX_FOR_BODY = "return _round_cents(amount * rate)"; // a line only tax_for's whole body has
 const T0 = Date.now();
 const since = () => `${((Date.now() - T0) / 1000).toFixed(1)}s`;
 const say = (msg) => console.log(`# [${since()}] ${msg}`);
@@ -141,7 +146,8 @@ function stopCodeServer() {
 
 // ---- helpers on the workbench ------------------------------------------------------------------
 
-const meterItem = () => page.locator(".statusbar-item").filter({ hasText: /\bctx\b/ }).first();
+const meterItem = () => page.locator(".statusbar-item").filter({ hasText: /\bctx\b/ }).filter({ hasNotText: "⇄" }).first();
+const gatewayItem = () => page.locator(".statusbar-item").filter({ hasText: "ctx ⇄" }).first();
 
 async function meterText() {
   return (await meterItem().innerText()).trim();
@@ -208,10 +214,13 @@ async function waitEditorText(predicate, what, timeout = 30000) {
   throw new Error(`editor: waited for ${what}; editors show: ${JSON.stringify(texts.map((t) => t.slice(0, 300)))}`);
 }
 
-/** Geometry of an editor's line that contains `needle`, its code lens, and gutter pins. */
-async function lineInfo(needle) {
-  return page.evaluate((needle) => {
+/** Geometry of an editor's line that contains `needle`, its code lens, and gutter pins (in the
+ * editors of a file whose URI ends with `file`, when given: a preview may quote the same code). */
+async function lineInfo(needle, file) {
+  return page.evaluate(([needle, file]) => {
     for (const editor of document.querySelectorAll(".editor-instance .monaco-editor")) {
+      const uri = editor.getAttribute("data-uri") ?? editor.querySelector("[data-uri]")?.getAttribute("data-uri") ?? "";
+      if (file && !uri.endsWith(file)) continue;
       const lines = [...editor.querySelectorAll(".view-lines .view-line")];
       const line = lines.find((l) => l.textContent.replace(/\u00a0/g, " ").includes(needle));
       if (!line) continue;
@@ -235,7 +244,7 @@ async function lineInfo(needle) {
       return { top, height, lens: lens ?? null, lenses: lenses.map((l) => l.text), pins };
     }
     return null;
-  }, needle);
+  }, [needle, file]);
 }
 
 async function waitFor(fn, what, timeout = 30000) {
@@ -247,6 +256,159 @@ async function waitFor(fn, what, timeout = 30000) {
     await page.waitForTimeout(250);
   }
   throw new Error(`waited ${timeout / 1000}s for ${what}`);
+}
+
+/** Click the code lens right above the line at `top` (a real mouse click: the editor handles mouse events). */
+async function clickLensAbove(top) {
+  const box = await page.evaluate((top) => {
+    const lens = [...document.querySelectorAll(".codelens-decoration")].filter((el) => {
+      const b = el.getBoundingClientRect().bottom;
+      return b <= top + 1 && top - b < 40;
+    })[0];
+    const r = (lens.querySelector("a") ?? lens).getBoundingClientRect();
+    return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+  }, top);
+  await page.mouse.click(box.x, box.y);
+}
+
+/** Open a workspace file at a line in the first editor group (Quick Open "path:line"). */
+async function openAtLine(path, line) {
+  await page.keyboard.press("Control+1");
+  await page.keyboard.press("Control+P");
+  const quickOpen = page.locator(".quick-input-widget input");
+  await quickOpen.waitFor({ state: "visible" });
+  await quickOpen.fill(`${path}:${line}`);
+  await page.locator(".quick-input-list .monaco-list-row").filter({ hasText: path.split("/").at(-1) }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+/** Editor text with its wrapped lines joined. */
+const flat = (t) => t.replace(/\s+/g, " ");
+
+const toast = (text) => page.locator(".notifications-toasts .notification-toast").filter({ hasText: text });
+
+// ---- the gateway: a fake provider, an assistant (the openai SDK), the workspace's settings ------
+
+/** tests/gateway/fake_upstream.py as a process: every request body it gets is a line of run.record. */
+async function startFakeUpstream() {
+  run.record = join(run.dir, "upstream.jsonl");
+  writeFileSync(run.record, "");
+  const proc = spawn(PYTHON, ["-m", "tests.gateway.fake_upstream", "--port", "0", "--record", run.record], {
+    cwd: repo,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  run.upstream = proc;
+  let err = "";
+  proc.stderr.on("data", (d) => (err += d));
+  const url = await new Promise((ok, fail) => {
+    let out = "";
+    const timer = setTimeout(() => fail(new Error(`fake upstream: no “listening” line in 30 s; stderr: ${err}`)), 30000);
+    proc.stdout.on("data", (d) => {
+      out += d;
+      const m = /listening (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]);
+      }
+    });
+    proc.once("exit", (code) => fail(new Error(`fake upstream exited (${code}): ${err}`)));
+  });
+  say(`fake upstream ${url} (pid ${proc.pid}), recording to ${run.record}`);
+  return url;
+}
+
+/** The chat bodies the fake provider received, oldest first. */
+function upstreamBodies() {
+  return readFileSync(run.record, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.api === "chat")
+    .map((r) => r.body);
+}
+
+// An assistant: one Chat Completions call with the openai SDK through the gateway. Prints
+// {"ok": true, "content"} or {"ok": false, "error": <exception class>, "status", "message"}.
+const SDK_CALL = `
+import json, sys
+import openai
+base, messages = sys.argv[1], json.loads(sys.argv[2])
+client = openai.OpenAI(base_url=base, api_key="sk-e2e-not-a-key", max_retries=0, timeout=180)
+try:
+    r = client.chat.completions.create(model="gpt-4o", messages=messages)
+    print(json.dumps({"ok": True, "content": r.choices[0].message.content}))
+except openai.APIStatusError as e:
+    print(json.dumps({"ok": False, "error": type(e).__name__, "status": e.status_code, "message": str(e)}))
+`;
+
+/** Start an SDK call; the promise settles with what it printed when the process exits. */
+function assistant(messages) {
+  const proc = spawn(PYTHON, ["-c", SDK_CALL, `http://127.0.0.1:${run.gatewayPort}/v1`, JSON.stringify(messages)], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  proc.stdout.on("data", (d) => (out += d));
+  proc.stderr.on("data", (d) => (err += d));
+  return new Promise((ok, fail) =>
+    proc.once("exit", (code) => {
+      try {
+        ok(JSON.parse(out.trim().split("\n").at(-1)));
+      } catch {
+        fail(new Error(`openai SDK call exited ${code}: ${out}${err}`));
+      }
+    }),
+  );
+}
+
+/** The gateway's own status page (GET /ctx/status): the numbers the status bar must show. */
+async function gatewayStatusPage() {
+  const r = await fetch(`http://127.0.0.1:${run.gatewayPort}/ctx/status`);
+  assert.equal(r.status, 200);
+  return r.json();
+}
+
+/** The label the server builds for a request (ctx_lsp/gateway/status.py GatewayRecord.label). */
+function expectedLabel(last) {
+  const used = last.inputTokens ?? last.estimatedInput;
+  const parts = [`⇄ ${last.requests}`];
+  if (used !== undefined && last.promptBudget) parts.push(`${formatTokens(used)}/${formatTokens(last.promptBudget)}`);
+  if (last.inputTokens && last.cachedInputTokens !== undefined) parts.push(`cache ${Math.round((100 * last.cachedInputTokens) / last.inputTokens)}%`);
+  return `ctx ${parts.join(" · ")}`;
+}
+
+/** The workspace's .vscode/settings.json (VS Code reads it again when it changes). */
+function workspaceSettings(values) {
+  mkdirSync(join(run.ws, ".vscode"), { recursive: true });
+  writeFileSync(join(run.ws, ".vscode/settings.json"), JSON.stringify(values, null, 2));
+}
+
+async function gatewayText() {
+  return (await gatewayItem().innerText().catch(() => "")).trim();
+}
+
+async function waitGateway(predicate, what, timeout = 30000) {
+  let last = "";
+  await waitFor(async () => predicate((last = await gatewayText())), `the gateway status item: ${what} (it shows ${JSON.stringify(last)})`, timeout).catch(
+    (err) => {
+      throw new Error(`${err.message}; last: ${JSON.stringify(last)}`);
+    },
+  );
+  return last;
+}
+
+/** Matches of `needle` in the active editor, from the find widget: "1 of 3", "No results". */
+async function findCount(needle) {
+  await page.keyboard.press("Control+F");
+  const input = page
+    .locator(".editor-group-container.active .find-widget.visible textarea, .editor-group-container.active .find-widget.visible input")
+    .first();
+  await input.waitFor({ state: "visible" });
+  await input.fill(needle);
+  await page.waitForTimeout(300);
+  const text = (await page.locator(".editor-group-container.active .find-widget.visible .matchesCount").first().innerText()).trim();
+  await input.press("Escape");
+  return text;
 }
 
 // ---- the test -----------------------------------------------------------------------------------
@@ -333,6 +495,7 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     await browser?.close().catch(() => undefined);
     await stopCodeServer();
     say("code-server process group stopped");
+    if (run.upstream && run.upstream.exitCode === null) run.upstream.kill();
     if (run.dir && !process.env.CTX_E2E_KEEP) rmSync(run.dir, { recursive: true, force: true });
   });
 
@@ -568,6 +731,206 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.equal(text, before);
     await page.waitForTimeout(500); // the toast's fade-in
     await screenshot("server-restarted");
+  });
+
+  // ---- the gateway in the editor's server ---------------------------------------------------------
+  // The workspace's settings turn it on (ctx.session emptied: requests without a session go to the
+  // gateway's active conversation); the openai SDK is the assistant, tests/gateway/fake_upstream.py
+  // the provider, whose record file holds every body it received.
+
+  step("the gateway from the workspace settings: an assistant's request shows in the status bar", async () => {
+    const upstream = await startFakeUpstream();
+    run.gatewayPort = await freePort();
+    run.gatewaySettings = {
+      "ctx.session": "",
+      "ctx.gateway.listen": `127.0.0.1:${run.gatewayPort}`,
+      "ctx.gateway.openaiUpstream": `${upstream}/v1`,
+      "ctx.gateway.anthropicUpstream": upstream,
+    };
+    workspaceSettings(run.gatewaySettings);
+    // ctx.session changed: the server restarts; its gateway listens after the first indexing.
+    await waitGateway((t) => t === "ctx ⇄ 0", "listening, no request yet", 90000);
+    say(`gateway listening on 127.0.0.1:${run.gatewayPort}`);
+    run.convA = [
+      { role: "system", content: "You are a coding agent." },
+      { role: "user", content: "How is stock reserved in the inventory?" },
+    ];
+    const reply = await assistant(run.convA);
+    assert.ok(reply.ok, JSON.stringify(reply));
+    assert.match(reply.content, /FAKE-UPSTREAM-REPLY/);
+    run.convA.push({ role: "assistant", content: reply.content });
+    const bodies = upstreamBodies();
+    assert.equal(bodies.length, 1);
+    assert.ok(bodies[0].includes("How is stock reserved in the inventory?"));
+    assert.ok(!bodies[0].includes(TAX_FOR_BODY), "tax_for's code is not in a request about stock");
+    // The status bar shows the server's label of that request (its numbers from /ctx/status).
+    const st = await gatewayStatusPage();
+    assert.equal(st.counts.requests, 1);
+    run.planA = st.last.planId;
+    const want = expectedLabel(st.last);
+    const text = await waitGateway((t) => t === want, JSON.stringify(want));
+    say(`status bar: ${text} (plan ${run.planA})`);
+    // The Context view follows the active conversation: the plan that request carried.
+    await runCommand("ctx: Show Context View");
+    await waitRows((rows) => rows.some((r) => r.startsWith(`plan ${run.planA}:`)), `the plan ${run.planA} of the request`);
+    // The tooltip: the URL and the latest request's numbers.
+    await gatewayItem().hover();
+    const hover = page.locator(".workbench-hover, .monaco-hover").filter({ hasText: "ctx gateway" }).first();
+    await hover.waitFor({ timeout: 10000 });
+    const tip = (await hover.innerText()).replace(/\s+/g, " ");
+    assert.ok(tip.includes(`listening on http://127.0.0.1:${run.gatewayPort}`), tip);
+    assert.ok(tip.includes(`input (provider) ${st.last.inputTokens.toLocaleString("en-US")}`), tip);
+    assert.ok(tip.includes(`estimated input ${st.last.estimatedInput.toLocaleString("en-US")}`), tip);
+    assert.ok(tip.includes(run.planA), tip);
+    await screenshot("gateway-status-bar");
+    await page.mouse.move(700, 400);
+  });
+
+  step("Select Conversation lists the gateway's conversations, the active one marked; the Context view follows it", async () => {
+    const reply = await assistant([{ role: "user", content: "Where are stock records saved on disk?" }]);
+    assert.ok(reply.ok, JSON.stringify(reply));
+    const st = await gatewayStatusPage();
+    const planB = st.last.planId;
+    await waitGateway((t) => t === expectedLabel(st.last), "the second request");
+    // Until one is chosen, the active conversation is the one that sent last.
+    await waitRows((rows) => rows.some((r) => r.startsWith(`plan ${planB}:`)), "the view on the newest conversation");
+    await gatewayItem().click();
+    await page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "ctx: Select Conversation" }).waitFor();
+    const rows = page.locator(".quick-input-list .monaco-list-row");
+    await rows.nth(1).waitFor();
+    const texts = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+    assert.equal(texts.length, 2, JSON.stringify(texts));
+    assert.match(texts[0], /^Where are stock records saved on disk\?\s?active · gpt-4o · 2 messages · 1 request chat-\S+ · last activity /);
+    assert.match(texts[1], /^How is stock reserved in the inventory\?\s?gpt-4o · 2 messages · 1 request chat-\S+ · last activity /);
+    assert.equal(await rows.nth(0).locator(".codicon-circle-filled").count(), 1, "the active one is marked");
+    say(`conversations: ${JSON.stringify(texts)}`);
+    await page.waitForTimeout(300); // the quick pick's fade-in
+    await screenshot("select-conversation");
+    await rows.filter({ hasText: "How is stock reserved" }).first().click();
+    await waitRows((rows) => rows.some((r) => r.startsWith(`plan ${run.planA}:`)), "the Context view on the chosen conversation");
+    say(`chose the first conversation: the view shows plan ${run.planA}`);
+  });
+
+  step("Show Sent Request: the exact body sent upstream; the prompt preview offers it first", async () => {
+    await runCommand("ctx: Show Prompt Preview");
+    await page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "ctx: Show Prompt Preview" }).waitFor();
+    const offers = (await page.locator(".quick-input-list .monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+    assert.match(offers[0] ?? "", /^Sent request/, JSON.stringify(offers));
+    assert.match(offers[1] ?? "", /^Plan preview/, JSON.stringify(offers));
+    await page.keyboard.press("Escape");
+    await runCommand("ctx: Show Sent Request");
+    const text = await waitEditorText((t) => t.includes("# ctx sent request") && t.includes(run.planA), "the sent request of the chosen conversation");
+    assert.match(text, /\| model \| gpt-4o · chat API \|/);
+    assert.match(text, /## system \(system, \d+ tokens\)\n+You are a coding agent\./);
+    assert.match(text, /## system \(context, [\d,]+ tokens\) · added by ctx_lsp/);
+    await screenshot("sent-request");
+  });
+
+  step("a code-lens pin reaches the assistant's next request", async () => {
+    await openAtLine("shop/billing/invoice.py", 76);
+    const lens = await waitFor(async () => {
+      const info = await lineInfo("def tax_for", "shop/billing/invoice.py");
+      return info?.lens && /Pin to context/.test(info.lens.text) ? info : null;
+    }, "“Pin to context” above def tax_for in the chosen conversation", 60000);
+    await clickLensAbove(lens.top);
+    await waitFor(async () => {
+      const info = await lineInfo("def tax_for", "shop/billing/invoice.py");
+      return info && info.pins.length > 0 && /Pinned/.test(info.lens?.text ?? "") ? info : null;
+    }, "the gutter pin and the “Pinned” lens on tax_for");
+    run.convA.push({ role: "user", content: "Which products run low on stock?" });
+    const reply = await assistant(run.convA);
+    assert.ok(reply.ok, JSON.stringify(reply));
+    run.convA.push({ role: "assistant", content: reply.content });
+    const body = upstreamBodies().at(-1);
+    assert.ok(body.includes("Which products run low on stock?"));
+    assert.ok(body.includes(TAX_FOR_BODY), "the pinned tax_for's code is in the upstream body");
+    const st = await gatewayStatusPage();
+    const text = await waitGateway((t) => t === expectedLabel(st.last), "the third request");
+    say(`the upstream body of request 3 carries “${TAX_FOR_BODY}”; status bar: ${text}`);
+    await screenshot("pin-reaches-the-assistant");
+  });
+
+  step("review before send: the held request's preview opens; Send releases it to the provider", async () => {
+    workspaceSettings({ ...run.gatewaySettings, "ctx.gateway.review": true, "ctx.gateway.reviewTimeout": 90 });
+    const offer = toast("the gateway settings take effect when the server restarts");
+    await offer.first().waitFor({ timeout: 30000 });
+    await offer.first().locator(".monaco-button", { hasText: "Restart Server" }).click();
+    await waitGateway((t) => t === "ctx ⇄ 0", "the restarted gateway", 90000);
+    const sent = upstreamBodies().length;
+    run.convA.push({ role: "user", content: "How is a product's display name built?" });
+    const call = assistant(run.convA);
+    const waiting = toast("review before send");
+    await waiting.first().waitFor({ timeout: 30000 });
+    assert.match(await waiting.first().innerText(), /How is a product's display name built\?/);
+    const tab = page.locator(".tabs-container .tab").filter({ hasText: /^review-.*\.md/ });
+    await tab.first().waitFor();
+    const doc = flat(await waitEditorText((t) => flat(t).includes("ctx review before send") && flat(t).includes("Waiting for you"), "the review document"));
+    assert.ok(doc.includes("# ctx review before send — How is a product's display name built?"), doc);
+    await tab.first().click();
+    assert.notEqual(await findCount(TAX_FOR_BODY), "No results", "the held body carries the conversation's pin");
+    assert.equal(upstreamBodies().length, sent, "held: nothing reached the provider");
+    await screenshot("review-waiting");
+    await page.locator('.editor-actions .action-label[aria-label^="Send Request"]').first().click();
+    const reply = await call;
+    assert.ok(reply.ok, JSON.stringify(reply));
+    run.convA.push({ role: "assistant", content: reply.content });
+    const bodies = upstreamBodies();
+    assert.equal(bodies.length, sent + 1, "Send: the provider received it");
+    assert.ok(bodies.at(-1).includes("How is a product's display name built?"));
+    await toast("ctx: sent — ").first().waitFor({ timeout: 15000 });
+    await waiting.first().waitFor({ state: "hidden", timeout: 15000 });
+    await waitEditorText((t) => t.includes("**Sent.**"), "the review document saying it was sent");
+    say("review: held, previewed, sent on Send");
+    await screenshot("review-sent");
+    // Close it: the next review opens its own document.
+    await tab.first().hover();
+    await tab.first().locator(".tab-actions .action-label").first().click();
+    await tab.first().waitFor({ state: "detached", timeout: 10000 });
+  });
+
+  step("review before send: Re-plan after an unpin updates the preview in place; Cancel makes the SDK raise HTTP 400", async () => {
+    await openAtLine("shop/billing/invoice.py", 76); // the review opens beside it
+    const sent = upstreamBodies().length;
+    run.convA.push({ role: "user", content: "What does restock do?" });
+    const call = assistant(run.convA);
+    const waiting = toast("review before send").filter({ hasText: "What does restock do?" });
+    await waiting.first().waitFor({ timeout: 30000 });
+    const tab = page.locator(".tabs-container .tab").filter({ hasText: /^review-.*\.md/ });
+    await waitEditorText((t) => flat(t).includes("What does restock do?") && flat(t).includes("Waiting for you"), "the review document");
+    await tab.first().click();
+    assert.notEqual(await findCount(TAX_FOR_BODY), "No results", "pinned: tax_for's code is in the held body");
+    // The held request's conversation is the active one: unpin tax_for from its code lens.
+    await openAtLine("shop/billing/invoice.py", 76);
+    const lens = await waitFor(async () => {
+      const info = await lineInfo("def tax_for", "shop/billing/invoice.py");
+      return info?.lens && /Pinned/.test(info.lens.text) ? info : null;
+    }, "the “Pinned” lens on tax_for", 30000);
+    await clickLensAbove(lens.top);
+    await waitFor(async () => /Pin to context/.test((await lineInfo("def tax_for", "shop/billing/invoice.py"))?.lens?.text ?? ""), "“Pin to context” on tax_for again");
+    // Re-plan: the same document, in place, now without the pin.
+    await tab.first().click();
+    await page.locator('.editor-actions .action-label[aria-label^="Re-plan Request"]').first().click();
+    await waitFor(async () => (await findCount(TAX_FOR_BODY)) === "No results", "the re-planned body without tax_for's code", 30000);
+    assert.equal(await tab.count(), 1, "one review document, updated in place");
+    await waitEditorText((t) => flat(t).includes("What does restock do?") && flat(t).includes("Waiting for you"), "the re-planned review, still waiting");
+    assert.equal(upstreamBodies().length, sent, "still held");
+    say("review: re-planned in place without the pin");
+    await screenshot("review-replanned");
+    // Cancel, from the notification (in the notification center: the toast may have hidden by now).
+    await runCommand("Notifications: Show Notifications");
+    const held = page.locator(".notifications-center .notification-list-item").filter({ hasText: "What does restock do?" });
+    await held.first().locator(".monaco-button", { hasText: "Cancel" }).click();
+    const reply = await call;
+    assert.equal(reply.ok, false, JSON.stringify(reply));
+    assert.equal(reply.status, 400, JSON.stringify(reply));
+    assert.equal(reply.error, "BadRequestError");
+    assert.match(reply.message, /cancelled in the editor/);
+    assert.equal(upstreamBodies().length, sent, "Cancel: nothing reached the provider");
+    await page.locator(".notification-list-item").filter({ hasText: "ctx: cancelled — " }).first().waitFor({ timeout: 15000 });
+    await waitEditorText((t) => t.includes("**Cancelled.**"), "the review document saying it was cancelled");
+    say(`review: cancelled; the SDK raised ${reply.error} (${reply.status})`);
+    await page.waitForTimeout(300);
+    await screenshot("review-cancelled");
   });
 });
 

@@ -4,6 +4,13 @@ import { join } from "node:path";
 import type {
   BudgetMeter,
   ContextPlan,
+  GatewayConversation,
+  GatewayPreview,
+  GatewayRequest,
+  GatewayStatus,
+  ReviewDecisionResult,
+  ReviewRequest,
+  ReviewResolved,
   LedgerResult,
   Pin,
   Reflected,
@@ -31,3 +38,13 @@ export const reflectionPins = () => load<Pin[]>("reflection-pins.json");
 export const suggestions = () => load<Suggestion[]>("reflection-suggestions.json");
 export const reflections = () => load<Reflection[]>("reflection-reflections.json");
 export const reflected = () => load<Reflected[]>("reflection-reflected.json");
+// The gateway in the editor's server (scripts/capture-gateway.py): two conversations through it,
+// then review before send with a pin and a re-plan.
+export const gatewayStatus = () => load<GatewayStatus>("gateway-status.json");
+export const gatewayRequests = () => load<GatewayRequest[]>("gateway-requests.json");
+export const conversations = () => load<GatewayConversation[]>("gateway-conversations.json");
+export const gatewayPreview = () => load<GatewayPreview>("gateway-preview.json");
+export const reviewRequest = () => load<ReviewRequest>("review-request.json");
+export const reviewReplanned = () => load<ReviewRequest>("review-replanned.json");
+export const reviewDecision = () => load<ReviewDecisionResult>("review-decision.json");
+export const reviewResolved = () => load<ReviewResolved>("review-resolved.json");
