@@ -413,6 +413,7 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
     engine = Engine(args.workspace)
     options = resolve(
         engine.config.gateway,
+        workspace=engine.file_config.gateway,
         listen=args.listen,
         openai_upstream=args.openai_upstream,
         anthropic_upstream=args.anthropic_upstream,

@@ -186,8 +186,12 @@ class Engine:
             raise UserError(f"workspace {root} is not a directory")
         if config is None:
             config, self.config_messages = load_workspace_config(self.root)
+            self.file_config = config
         else:
             self.config_messages = []
+            self.file_config = load_workspace_config(self.root)[0]
+        # what the workspace's own files say (a cloned repository decides them): the gateway does not
+        # send keys to an upstream named only there unless it is a known provider or this machine
         self.apply_config(config)
         store = self.root / config.store_dir
         self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3", masker=self.masker)

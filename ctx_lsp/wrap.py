@@ -143,7 +143,7 @@ def summary(status: Status) -> str:
 def run(assistant: str, args: list[str], workspace: Path, print_env: bool, listen: str | None) -> int:
     launch(assistant, args, "")  # an unknown assistant is a user error before anything starts
     engine = Engine(workspace)
-    options = resolve(engine.config.gateway, listen=listen or "127.0.0.1:0")
+    options = resolve(engine.config.gateway, listen=listen or "127.0.0.1:0", workspace=engine.file_config.gateway)
     if print_env:
         configured = resolve(engine.config.gateway)
         print(launch(assistant, args, configured.url).describe())

@@ -52,6 +52,27 @@ def _upstream(url: str, what: str) -> str:
     return url.rstrip("/")
 
 
+KNOWN_HOSTS = frozenset(
+    {
+        "api.openai.com",
+        "api.anthropic.com",
+        "openrouter.ai",
+        "api.together.xyz",
+        "api.groq.com",
+        "api.mistral.ai",
+        "api.deepseek.com",
+        "api.fireworks.ai",
+        "generativelanguage.googleapis.com",
+        "localhost",
+    }
+)
+
+
+def _trusted(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in KNOWN_HOSTS or is_loopback(host)
+
+
 def resolve(
     config: GatewayConfig,
     *,
@@ -61,8 +82,31 @@ def resolve(
     mode: Mode | None = None,
     token: str | None = None,
     json_log: bool = False,
+    workspace: GatewayConfig | None = None,
 ) -> GatewayOptions:
+    """The options: the command line's over the configuration's. ``workspace`` is what the
+    workspace's own files say: an upstream named only there (a cloned repository decides it)
+    must be a known provider or this machine — the user's API keys go wherever it points."""
     host, port = parse_listen(listen or config.listen or DEFAULT_LISTEN)
+    for given, configured, from_file, flag in (
+        (
+            openai_upstream,
+            config.openai_upstream,
+            workspace.openai_upstream if workspace else None,
+            "--openai-upstream",
+        ),
+        (
+            anthropic_upstream,
+            config.anthropic_upstream,
+            workspace.anthropic_upstream if workspace else None,
+            "--anthropic-upstream",
+        ),
+    ):
+        if given is None and from_file is not None and configured == from_file and not _trusted(configured):
+            raise UserError(
+                f"the workspace's configuration sends your API key to {urlsplit(configured).hostname}, which is not a "
+                f"known provider: give it yourself ({flag} {configured}, or in your editor's settings) to confirm"
+            )
     token = token or config.token
     if not is_loopback(host) and not token:
         raise UserError(

@@ -55,9 +55,10 @@ async def start(ls: CtxServer) -> None:
     if not config.listen or ls.gateway is not None:
         return
     try:
-        options = resolve(config)
+        options = resolve(config, workspace=ls.sessions.engine.file_config.gateway)
     except UserError as err:
         ls.warn(f"gateway not started: {err}")
+        ls.notify("ctx/gatewayStatusChanged", status(ls))
         return
     loop = asyncio.get_running_loop()
 
@@ -73,9 +74,11 @@ async def start(ls: CtxServer) -> None:
     except OSError as err:
         ls.warn(f"gateway not started: cannot listen on {config.listen}: {err.strerror or err}")
         await gateway.close()
+        ls.notify("ctx/gatewayStatusChanged", status(ls))
         return
     ls.gateway = EditorGateway(gateway)
     log.info("gateway listening on %s%s", url, " (review before send)" if config.review else "")
+    ls.notify("ctx/gatewayStatusChanged", status(ls))
 
 
 async def stop(ls: CtxServer) -> None:
@@ -115,16 +118,21 @@ async def _review(ls: CtxServer, review_id: str, planned: Planned) -> str:
     state: EditorGateway | None = ls.gateway
     if state is None or planned.parsed is None or planned.session is None:
         return "send"
-    if not state.chosen:  # a pin made while the request waits goes to its conversation
+    if not state.chosen:  # a pin made while the request waits goes to its conversation, shown in the view
         ls.session_id = planned.session
+        if planned.plan is not None:
+            await replan.announce(ls, planned.session, planned.plan.outcome.result.plan)
     sent = Sent(planned.api, planned.parsed.model, planned.body, _plan_id(planned), time.time())
     shown = await _preview(ls, planned.session, sent)
     timeout = ls.sessions.engine.config.gateway.review_timeout
     future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     state.reviews[review_id] = future
+    title = (await ls.run(ls.sessions.conversation_summary, planned.session)).title
     ls.notify(
         "ctx/reviewRequest",
-        P.ReviewRequest(review_id=review_id, session=planned.session, timeout_seconds=timeout, preview=shown),
+        P.ReviewRequest(
+            review_id=review_id, session=planned.session, title=title, timeout_seconds=timeout, preview=shown
+        ),
     )
     try:
         decision = await asyncio.wait_for(asyncio.shield(future), timeout)
@@ -182,9 +190,18 @@ def status(ls: CtxServer) -> P.GatewayStatus:
 
 
 async def conversations(ls: CtxServer) -> list[P.GatewayConversation]:
+    """The conversations the gateway served: since this server started, and before (the store)."""
     state: EditorGateway | None = ls.gateway
+    known = dict(state.seen) if state else {}
+    stored: dict[str, Seen] = {}
+    for row in await ls.run(ls.sessions.store.gateway_requests):
+        seen = stored.setdefault(row["session"], Seen(row["model"], 0, row["created"]))
+        seen.model, seen.requests, seen.last = row["model"], seen.requests + 1, row["created"]
+    for session, seen in stored.items():
+        mine = known.get(session)
+        known[session] = seen if mine is None else Seen(mine.model, max(mine.requests, seen.requests), mine.last)
     out = []
-    for session, seen in sorted((state.seen if state else {}).items(), key=lambda kv: -kv[1].last):
+    for session, seen in sorted(known.items(), key=lambda kv: -kv[1].last):
         s = await ls.run(ls.sessions.conversation_summary, session)
         out.append(
             P.GatewayConversation(

@@ -449,6 +449,7 @@ class ReviewRequest(_P):
 
     review_id: str
     session: str
+    title: str  # the conversation's first user line
     timeout_seconds: float
     preview: GatewayPreview
 
@@ -505,6 +506,7 @@ NOTIFICATIONS: dict[str, Any] = {
     "ctx/compacted": Compacted,
     "ctx/gatewayRequest": GatewayRequest,
     "ctx/reviewRequest": ReviewRequest,
+    "ctx/gatewayStatusChanged": GatewayStatus,
     "ctx/reviewResolved": ReviewResolved,
     "ctx/reflected": Reflected,
 }

@@ -526,3 +526,17 @@ async def test_a_big_test_log_goes_shrunk_once_with_its_failure_and_the_original
         tool = next(m for m in transcript.messages if m.role == "tool")
         original = await gw.call(gw.sessions.original, tool.id)
         assert original is not None and original[2] == log and original[1] == "test_log"
+
+
+def test_an_upstream_named_only_by_the_workspace_must_be_a_known_provider(ws: Path) -> None:
+    from ctx_lsp.config import load_workspace_config
+
+    (ws / "ctx.toml").write_text('[gateway]\nanthropic_upstream = "https://keys.example.net"\n')
+    config, _ = load_workspace_config(ws)
+    with pytest.raises(UserError, match=r"keys\.example\.net, which is not a known provider"):
+        resolve(config.gateway, workspace=config.gateway)
+    confirmed = resolve(config.gateway, workspace=config.gateway, anthropic_upstream="https://keys.example.net")
+    assert confirmed.anthropic_upstream == "https://keys.example.net"
+    (ws / "ctx.toml").write_text('[gateway]\nopenai_upstream = "http://127.0.0.1:11434/v1"\n')  # a local server
+    config, _ = load_workspace_config(ws)
+    assert resolve(config.gateway, workspace=config.gateway).openai_upstream == "http://127.0.0.1:11434/v1"

@@ -47,7 +47,7 @@ async def _editor(root: Path, up: FakeUpstream, extra: str = ""):
     )
     client = await ClientServerConfig(server_command=server_command()).start()
     client.seen = []  # type: ignore[attr-defined]
-    for method in ("ctx/gatewayRequest", "ctx/reviewRequest", "ctx/reviewResolved"):
+    for method in ("ctx/gatewayRequest", "ctx/reviewRequest", "ctx/reviewResolved", "ctx/gatewayStatusChanged"):
 
         @client.feature(method)
         def _collect(params, method=method):
@@ -61,6 +61,8 @@ async def _editor(root: Path, up: FakeUpstream, extra: str = ""):
             break
         await asyncio.sleep(0.05)
     assert status.listening == f"http://127.0.0.1:{port}"
+    started = await _until(lambda: _notes(client, "ctx/gatewayStatusChanged"))
+    assert exactly(P.GatewayStatus, started[0]).listening == status.listening  # told, not only polled
     return client, f"http://127.0.0.1:{port}/v1"
 
 
