@@ -48,6 +48,7 @@ class EditorGateway:
     chosen: bool = False  # the user picked the active conversation: it no longer follows traffic
     seen: dict[str, Seen] = field(default_factory=dict)
     reviews: dict[str, asyncio.Future[str]] = field(default_factory=dict)
+    saved: dict[str, str] = field(default_factory=dict)  # by session: "saved $1.20 (38%)", as last summed
 
 
 async def start(ls: CtxServer) -> None:
@@ -95,12 +96,26 @@ def _on_record(ls: CtxServer, record: GatewayRecord) -> None:
     ls.notify("ctx/gatewayRequest", convert.gateway_request(record))
     if state is None or record.session is None or record.plan_id is None:
         return
+    ls.spawn(_sum_savings(ls, state, record.session))
     seen = state.seen.setdefault(record.session, Seen(record.model))
     seen.model, seen.requests, seen.last = record.model, seen.requests + 1, time.time()
     if not state.chosen:
         ls.session_id = record.session
     if record.session == ls.session_id:
         ls.spawn(_announce(ls, record.session, record.plan_id))
+
+
+async def _sum_savings(ls: CtxServer, state: EditorGateway, session: str) -> None:
+    """The conversation's savings, cache-weighted against sending direct, for the meter."""
+    try:
+        await asyncio.sleep(0.2)  # after the request's own record is stored
+        t = await ls.run(state.gateway.totals, session)
+    except Exception:
+        log.exception("gateway: summing savings failed")
+        return
+    if t.cost is not None and t.direct_cost:
+        saved = t.direct_cost - t.cost
+        state.saved[session] = f"saved ${saved:,.2f}" if saved >= 0 else f"cost +${-saved:,.2f}"
 
 
 async def _announce(ls: CtxServer, session: str, plan_id: str) -> None:
@@ -162,6 +177,18 @@ def decide(ls: CtxServer, p: P.ReviewDecisionParams) -> P.ReviewDecisionResult:
 # ---- what the editor asks ---------------------------------------------------------------------
 
 
+CACHE_TTL_SECONDS = 300  # the providers' default prompt-cache lifetime
+
+
+def _cache(state: EditorGateway, session: str) -> str:
+    """Whether the active conversation's prompt cache is still warm at the provider, and for how long."""
+    seen = state.seen.get(session)
+    if seen is None:
+        return ""
+    left = CACHE_TTL_SECONDS - (time.time() - seen.last)
+    return f"warm {int(left // 60)}m{int(left % 60):02d}s" if left > 0 else "cold"
+
+
 def status(ls: CtxServer) -> P.GatewayStatus:
     state: EditorGateway | None = ls.gateway
     if state is None:
@@ -173,6 +200,8 @@ def status(ls: CtxServer) -> P.GatewayStatus:
             review=False,
             active_session=ls.session_id,
             label="",
+            cache="",
+            saved="",
             latest=None,
         )
     st = state.gateway.status
@@ -185,6 +214,8 @@ def status(ls: CtxServer) -> P.GatewayStatus:
         review=state.gateway.reviewer is not None,
         active_session=ls.session_id,
         label=latest.label if latest else f"⇄ {st.counts['requests']}",
+        cache=_cache(state, ls.session_id),
+        saved=state.saved.get(ls.session_id, ""),
         latest=latest,
     )
 

@@ -402,6 +402,8 @@ class GatewayStatus(_P):
     review: bool  # requests wait for the editor (review before send)
     active_session: str  # where pins and plans without a session go
     label: str
+    cache: str  # the active conversation's prompt cache: "warm 4m12s" (the provider's 5-minute TTL), "cold", ""
+    saved: str  # what the active conversation saved so far, cache-weighted against sending direct
     latest: GatewayRequest | None
 
 

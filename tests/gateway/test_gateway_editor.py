@@ -84,6 +84,7 @@ async def test_conversations_active_one_and_the_exact_body_sent(tmp_path: Path) 
                 assert note.label.startswith("⇄ 1 · ") and "/" in note.label
                 status = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
                 assert status.requests == 1 and status.active_session == note.session  # it follows the traffic
+                assert status.cache.startswith("warm 4m") or status.cache.startswith("warm 5m")  # just sent
                 convs = exactly(
                     list[P.GatewayConversation], await client.protocol.send_request_async("ctx/listConversations", {})
                 )
@@ -105,6 +106,9 @@ async def test_conversations_active_one_and_the_exact_body_sent(tmp_path: Path) 
                 messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and discounts?"}]
                 await oai.chat.completions.create(model="gpt-4o", messages=messages)
                 assert "class DiscountRule" in up.model_requests[-1].json["messages"][1]["content"]
+                await asyncio.sleep(0.5)
+                status = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
+                assert status.saved.startswith(("saved $", "cost +$"))  # gpt-4o has prices
         finally:
             await client.shutdown_session()
 
