@@ -48,6 +48,7 @@ from index_speed import DATA, generate  # noqa: E402
 
 from ctx_lsp.config import load_workspace_config  # noqa: E402
 from ctx_lsp.engine import Engine  # noqa: E402
+from ctx_lsp.gateway.direct import shared_prefix  # noqa: E402
 from ctx_lsp.gateway.options import GatewayOptions  # noqa: E402
 from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
@@ -84,17 +85,6 @@ def serialise(api: str, body: dict[str, Any]) -> tuple[bytes, list[int]]:
     return clean.encode(), [max(0, m - shift) for m in marks] if marks else []
 
 
-def common(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    lo, hi = 0, n
-    if a[:n] == b[:n]:
-        return n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
-    return lo
-
-
 class Cache:
     """The provider's prompt cache over one session's requests."""
 
@@ -108,7 +98,7 @@ class Cache:
         if self.api == "claude":
             read_bytes = 0
             for prev, written in self.entries[-4:]:
-                shared = common(body, prev)
+                shared = shared_prefix(body, prev)
                 read_bytes = max(read_bytes, min(shared, written))
             last = max(marks) if marks else 0
             write_bytes = max(0, last - read_bytes)
@@ -117,7 +107,7 @@ class Cache:
             fresh = total - read - write
             cost = (fresh + READ * read + WRITE * write) * price / 1e6
         else:
-            shared = max((common(body, prev) for prev, _ in self.entries[-4:]), default=0)
+            shared = max((shared_prefix(body, prev) for prev, _ in self.entries[-4:]), default=0)
             read = tokens(b"x" * shared)
             read = read - read % 128 if read >= 1024 else 0
             self.entries.append((body, len(body)))

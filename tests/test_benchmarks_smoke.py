@@ -140,3 +140,9 @@ def test_mcp_latency_prints_its_table(tmp_path: Path) -> None:
         assert row in out, out
     assert "tool errors" not in out, out
     assert "≤ 10 ms" in out and "≤ 50 ms" in out
+
+
+def test_gateway_cost_prints_its_table() -> None:
+    sample = str(ROOT / "tests" / "fixtures" / "sample_ws")
+    out = run(str(BENCH / "gateway_cost.py"), sample, "--turns", "6", "--modes", "off", timeout=300)
+    assert "claude 6" in out and "codex 6" in out and "ratio" in out, out
