@@ -209,8 +209,12 @@ class Gateway:
         if self.reviewer is not None and planned.plan is not None:
             review_id = f"review-{uuid.uuid4().hex[:12]}"
             while (decision := await self._review(review_id, planned)) == "replan":
-                planned = await self.run(self._plan, api, fields, raw, request.headers.get(SESSION_HEADER))
-                planned.client_body = raw
+                try:
+                    again = await self.run(self._plan, api, fields, raw, request.headers.get(SESSION_HEADER))
+                except Exception:  # e.g. the new pins overflow: the request stays as it was planned
+                    log.exception("gateway: re-planning a held request failed; it stays as planned")
+                    continue
+                again.client_body, planned = raw, again
             if decision == "cancel":
                 self.status.count("cancelled")
                 return _reply(api, 400, "ctx_lsp gateway: the request was cancelled in the editor (review before send)")
