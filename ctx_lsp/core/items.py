@@ -27,6 +27,7 @@ FOCUS_HINT = "focus_hint"
 SCAFFOLD = "scaffold"
 SYMBOL_CARD = "symbol_card"
 SYMBOL_BODY = "symbol_body"
+TOUCHPOINT = "touchpoint"  # an excerpt of a long body (light mode)
 CAPSULE = "capsule"
 MESSAGE = "message"
 TOOL_EPISODE = "tool_episode"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ctx_lsp.core.ids import short_hash
-from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
+from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, TOUCHPOINT, Item, Range
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.index.terms import query_names, query_terms
 from ctx_lsp.workspace.secrets import masked_detail
@@ -22,7 +22,6 @@ HEADER_TOKENS = 24
 SEPARATOR_TOKENS = 1
 # Touchpoints (light mode): excerpt windows around where the query's words occur in a body the
 # card does not show in full.
-TOUCHPOINT = "touchpoint"
 TOUCHPOINT_LINES = 30  # window size, and the body length below which the body itself is small
 MAX_TOUCHPOINTS = 12
 TOUCHPOINT_SCAN = 40  # best-ranked symbols looked at
@@ -51,8 +50,12 @@ def symbol_range(sym: SymbolRow) -> Range:
     return Range.lines(sym.start_line, sym.end_line, sym.end_col)
 
 
+def body_header(sym: SymbolRow) -> str:
+    return f"# {sym.path}:{sym.start_line + 1}-{sym.end_line + 1} · {sym.qualname}\n"
+
+
 def body_text(sym: SymbolRow) -> str:
-    return f"# {sym.path}:{sym.start_line + 1}-{sym.end_line + 1} · {sym.qualname}\n{sym.body.rstrip()}"
+    return body_header(sym) + sym.body.rstrip()
 
 
 def card_item(sym: SymbolRow, calibration: float, *, score: float | None = None, why: str | None = None) -> Item:
@@ -79,14 +82,18 @@ def body_item(
     section: str = "rag",
     score: float | None = None,
     why: str | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> Item:
+    """The symbol's whole code under a one-line header; ``count`` counts the header exactly
+    (else HEADER_TOKENS, a conservative allowance, is charged)."""
+    header = HEADER_TOKENS if count is None else count(body_header(sym))
     return Item(
         id=f"body:{sym.qualname}@{short_hash(sym.body)}",
         section=section,  # type: ignore[arg-type]
         kind=SYMBOL_BODY,
         title=f"{sym.kind} {sym.qualname} (body)",
         text=body_text(sym),
-        tokens=scaled(sym.body_tokens + HEADER_TOKENS + SEPARATOR_TOKENS, calibration),
+        tokens=scaled(sym.body_tokens + header + SEPARATOR_TOKENS, calibration),
         path=sym.path,
         range=symbol_range(sym),
         symbol=sym.qualname,

@@ -39,8 +39,6 @@ PLAIN_SEED_STRENGTH = 0.5  # a symbol named by a plain word
 FILE_SEED_STRENGTH = {"focus": 0.8, "open": 0.5}
 MAX_OPEN_FILE_SEEDS = 3
 MAX_STRENGTH = 1.5
-HEAVY_CARD_MIN_BODY = 400  # heavy mode: bodies at least this long also offer their card ...
-HEAVY_CARD_SHARE = 0.5  # ... at this share of the body's score
 MIN_CENTRALITY = 0.1  # below this percentile the prior is too small to be worth a line in ``why``
 EXPORT_LIST_FACTOR = 0.3  # ``__all__``: it names what a module exports, it does not explain it
 SPECIFIC_DEGREE = 3.0  # neighbours with up to ~9 connections count fully (see ``_specificity``)
@@ -300,24 +298,20 @@ def candidates(
     query: str = "",
     count: Callable[[str], int] | None = None,
 ) -> list[Item]:
-    """Light mode offers symbol cards, plus touchpoints when given the ``query`` and a token
-    ``count``; heavy mode offers bodies (a card when the body is the module itself) and more
-    of them, and for a long body its card too, at a lower score: the card gets in when the
-    body does not fit (the planner never includes two forms of one symbol); off offers
-    nothing."""
+    """Every ranked symbol in both forms, its card and (when it has one) its body, at its
+    score: the planner packs the bodies of the best hits first (within the mode's depth share:
+    light mode keeps most of the room for cards, heavy mode none), then cards for breadth, and
+    never two forms of one symbol. Light mode adds touchpoints when given the ``query`` and a
+    token ``count``; heavy mode looks at more symbols; off offers nothing."""
     limit = MODE_LIMITS[mode]
     floor = ranked[0][1] * MIN_RELATIVE_SCORE if ranked else 0.0
     out: list[Item] = []
     for sym, score, why in ranked[:limit]:
         if score < floor:
             break
-        if mode == "heavy" and sym.kind != "module" and sym.body:
-            out.append(body_item(sym, calibration, score=score, why=why))
-            if sym.body_tokens >= HEAVY_CARD_MIN_BODY and sym.body_tokens >= 4 * sym.card_tokens:
-                fallback = f"{why}; its card, in case the body does not fit (×{HEAVY_CARD_SHARE})"
-                out.append(card_item(sym, calibration, score=round(score * HEAVY_CARD_SHARE, 6), why=fallback))
-        else:
-            out.append(card_item(sym, calibration, score=score, why=why))
+        out.append(card_item(sym, calibration, score=score, why=why))
+        if sym.kind != "module" and sym.body:
+            out.append(body_item(sym, calibration, score=score, why=why, count=count))
     if mode == "light" and query and count is not None:
         out += touchpoints([r for r in ranked[:limit] if r[1] >= floor], query, count, calibration)
     return out
