@@ -10,7 +10,7 @@ import pytest
 
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
-from ctx_lsp.workspace import cards, retrieval
+from ctx_lsp.workspace import cards, priors, retrieval
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
 from tests.workspaces import copy_sample
 
@@ -218,3 +218,47 @@ def test_heavy_mode_falls_back_to_the_card_of_a_long_body(ws: Path) -> None:
         assert [i.kind for i in included] == ["symbol_body"]  # and the card is a duplicate then
     finally:
         engine.close()
+
+
+def test_path_roles_name_what_is_not_the_projects_own_package() -> None:
+    assert priors.path_role("requests/packages/urllib3/util/timeout.py") == ("vendored", "urllib3")
+    assert priors.path_role("pip/_vendor/rich/console.py") == ("vendored", "rich")
+    assert priors.path_role("packages/core/app.py") is None  # a monorepo's own packages
+    assert priors.path_role("tests/test_app.py") == ("test", "test")
+    assert priors.path_role("jinja2/testsuite/api.py") == ("test", "test")
+    assert priors.path_role("pkg/conftest.py") == ("test", "test")
+    assert priors.path_role("jinja2/tests.py") is None  # Jinja's template tests are its own code
+    assert priors.path_role("api/service_pb2.py") == ("generated", "generated")
+    assert priors.path_role("docs/conf.py") == ("aux", "docs")
+    assert priors.path_role("setup.py") == ("aux", "setup")
+    assert priors.path_role("src/flask/app.py") is None
+
+
+def test_priors_lower_tests_and_vendored_code_unless_the_request_is_about_them(ws: Path) -> None:
+    vendored = ws / "shop" / "packages" / "moneylib"
+    vendored.mkdir(parents=True)
+    (vendored / "__init__.py").write_text("")
+    (vendored / "rounding.py").write_text(
+        'def round_invoice_total(total):\n    """Round an invoice total to cents."""\n    return round(total, 2)\n'
+    )
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_invoice.py").write_text(
+        "def test_invoice_total_rounding():\n    assert round_invoice_total(1.005) == 1.0\n"
+    )
+    with WorkspaceIndex(ws) as index:
+        index.refresh()
+
+        def whys(query: str) -> dict[str, str]:
+            return {s.qualname: why for s, _, why in ranked_for(index, query)}
+
+        plain = whys("how is the invoice total rounded?")
+        assert "vendored copy of moneylib (×0.3)" in plain["shop.packages.moneylib.rounding.round_invoice_total"]
+        assert "test code (×0.3)" in plain["tests.test_invoice.test_invoice_total_rounding"]
+        ranked = [s.qualname for s, _, _ in ranked_for(index, "how is the invoice total rounded?")]
+        assert ranked.index("shop.billing.invoice.calculate_invoice_total") < ranked.index(
+            "shop.packages.moneylib.rounding.round_invoice_total"
+        )
+        # a request about them: the vendored project named, tests mentioned
+        about = whys("does moneylib round the invoice total? the tests say so")
+        assert "vendored" not in about["shop.packages.moneylib.rounding.round_invoice_total"]
+        assert "the request mentions tests (×0.6)" in about["tests.test_invoice.test_invoice_total_rounding"]

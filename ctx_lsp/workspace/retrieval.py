@@ -17,6 +17,7 @@ from typing import Protocol
 from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item, touchpoints
 from ctx_lsp.workspace.index import code_words, query_names, query_terms
+from ctx_lsp.workspace.priors import Prior, prior_for, request_words
 
 EXACT_NAME_BOOST = 2.0  # the query names the symbol (or its qualified name) outright, as code
 PLAIN_NAME_BOOST = 1.3  # ... with a plain word (``model``, ``sympify``): maybe a name, maybe English
@@ -98,6 +99,8 @@ def rank(
     n_terms = len(terms)
     open_list = list(dict.fromkeys(open_files))
     open_set = set(open_list)
+    words = request_words(query)
+    priors: dict[str, Prior | None] = {}
     # qualname → [symbol, score, why parts]; the first hit of a qualname wins (overloads)
     entries: dict[str, list] = {}
     for hit in hits:
@@ -127,12 +130,25 @@ def rank(
         if sym.name == "__all__" and sym.kind == "variable":
             score *= EXPORT_LIST_FACTOR
             why.append(f"an export list (×{EXPORT_LIST_FACTOR})")
-        entries[sym.qualname] = [sym, score, why]
+        entries[sym.qualname] = entry = [sym, score, why]
+        _apply_prior(entry, priors, words)
     if graph is not None:
+        lexical = set(entries)
         _graph_relevance(entries, names, list(seeds), focus_path, open_list, graph)
+        for q in entries.keys() - lexical:  # neighbours the graph added: their own prior
+            _apply_prior(entries[q], priors, words)
     ranked = [(e[0], round(e[1], 6), "; ".join(e[2])) for e in entries.values()]
     ranked.sort(key=lambda r: (-r[1], r[0].qualname, r[0].path, r[0].start_line))
     return ranked
+
+
+def _apply_prior(entry: list, priors: dict[str, Prior | None], words: frozenset[str]) -> None:
+    """Scale a candidate by its path's prior (test, vendored, generated, outside the package)."""
+    path = entry[0].path
+    prior = priors[path] if path in priors else priors.setdefault(path, prior_for(path, words))
+    if prior is not None:
+        entry[1] *= prior.factor
+        entry[2].append(prior.why)
 
 
 def _names_in(query: str, hits: list[Hit]) -> dict[str, str]:
