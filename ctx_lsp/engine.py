@@ -38,7 +38,7 @@ from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
 from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
-from ctx_lsp.workspace import cards, retrieval
+from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
@@ -359,10 +359,12 @@ class Engine:
         # retrieval reads the head of each recent question: a pasted log is not a search query
         recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
         rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
-        hits = self.index.search(rag_query, limit=min(self.config.retrieval_limit * 2, 1000))
+        pointers = signals.read(rag_query)  # tracebacks, paths, names: exact pointers, not words
+        hits = self.index.search(pointers.search_text, limit=min(self.config.retrieval_limit * 2, 1000))
         ranked = retrieval.rank(
             hits,
             rag_query,
+            signals=pointers,
             open_files=req.open_files,
             focus_path=req.focus.path if req.focus else None,
             # graph seeds: the symbol at the cursor and the pinned symbols

@@ -10,7 +10,7 @@ import pytest
 
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
-from ctx_lsp.workspace import cards, priors, retrieval
+from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
 from tests.workspaces import copy_sample
 
@@ -262,3 +262,69 @@ def test_priors_lower_tests_and_vendored_code_unless_the_request_is_about_them(w
         about = whys("does moneylib round the invoice total? the tests say so")
         assert "vendored" not in about["shop.packages.moneylib.rounding.round_invoice_total"]
         assert "the request mentions tests (×0.6)" in about["tests.test_invoice.test_invoice_total_rounding"]
+
+
+TRACEBACK = """The nightly restock job crashes:
+
+Traceback (most recent call last):
+  File "/home/me/shop-app/jobs/nightly.py", line 12, in <module>
+    main()
+  File "/home/me/shop-app/shop/inventory.py", line 42, in release
+    inventory.restock(self.sku, self.quantity)
+  File "/home/me/shop-app/shop/inventory.py", line 56, in restock
+    raise ValueError("restock quantity must be positive")
+  File "/usr/lib/python3.12/site-packages/audit/hooks.py", line 3, in check
+    raise
+ValueError: restock quantity must be positive
+"""
+
+
+def test_signals_read_the_pointers_in_a_request() -> None:
+    sig = signals.read(TRACEBACK + "See shop/billing/invoice.py:17, `Invoice.total` and tests/test_a.py::TestA::test_b")
+    assert [(f.path.rsplit("/", 2)[-1], f.line, f.func) for f in sig.frames] == [
+        ("nightly.py", 12, "<module>"),
+        ("inventory.py", 42, "release"),
+        ("inventory.py", 56, "restock"),
+        ("hooks.py", 3, "check"),
+    ]
+    assert sig.locations == (("shop/billing/invoice.py", 17),)
+    assert {"Invoice.total", "TestA.test_b"} <= set(sig.dotted)  # and code in the frames: inventory.restock
+    assert sig.exceptions == ("ValueError",) and sig.fragments == ("restock quantity must be positive",)
+    # the frames' paths say nothing to a lexical search; the prose is what the user wrote
+    assert "site-packages" not in sig.search_text and "in restock" in sig.search_text
+    assert "The nightly restock job crashes" in sig.prose and "line 56" not in sig.prose
+
+
+def test_a_traceback_points_at_its_innermost_project_frame(index: WorkspaceIndex) -> None:
+    assert index.files_matching("/home/me/shop-app/shop/inventory.py") == ["shop/inventory.py"]
+    assert index.files_matching("/usr/lib/python3.12/site-packages/audit/hooks.py") == []
+    ranked = ranked_for(index, TRACEBACK)
+    by_name = {s.qualname: why for s, _, why in ranked}
+    assert ranked[0][0].qualname == "shop.inventory.Inventory.restock"
+    assert (
+        "the innermost traceback frame in the project, shop/inventory.py:56 (×3.00)"
+        in by_name["shop.inventory.Inventory.restock"]
+    )
+    assert (
+        "a traceback frame (1 out), shop/inventory.py:42 (×2.20)"
+        in by_name["shop.inventory.Inventory.Reservation.release"]
+    )
+
+
+def test_paths_lines_and_dotted_names_point_at_symbols(index: WorkspaceIndex) -> None:
+    by_name = {
+        s.qualname: why
+        for s, _, why in ranked_for(index, "totals are off: shop/billing/invoice.py:17 and `Invoice.total`")
+    }
+    assert "at shop/billing/invoice.py:17, named in the request (×3.00)" in by_name["shop.billing.invoice._round_cents"]
+    assert "Invoice.total named in the request (×2.50)" in by_name["shop.billing.invoice.Invoice.total"]
+    assert "its file shop/billing/invoice.py is named in the request" in by_name["shop.billing.invoice"]
+
+
+def test_an_error_message_points_at_the_code_that_writes_it(index: WorkspaceIndex) -> None:
+    query = "Applying a voucher fails with\nValueError: discount must be 1..50%"
+    by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}
+    assert (
+        "has the error message's text 'discount must be' (×2.00)"
+        in by_name["shop.billing.discounts.PercentOff.__init__"]
+    )

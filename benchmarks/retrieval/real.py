@@ -8,9 +8,9 @@ Two task sets, scored the same way (the metrics are the dev set's own: its ``run
 imported from ``--dev`` and scores every row):
 
 - ``--dev DIR``: the dev set (real commits of five public projects; DIR/README.md);
-- ``--set FILE``: tasks in the same shape (id, repo, query, gold_files, gold_symbols) whose
-  ``tree`` is a folder (relative to FILE's folder) instead of a bundle tag, e.g. the bug
-  reports with tracebacks of ``bugs/`` (``bugs/make.py`` builds them).
+- ``--set FILE``: more tasks in the same shape (id, repo, tag of a dev-set tree, query,
+  gold_files, gold_symbols), e.g. the bug reports with tracebacks of ``bugs/tasks.jsonl``
+  (``bugs/make.py`` builds them).
 
 Each mode plans with ``Engine.plan`` on an index kept under ``benchmarks/.data/real/`` (the
 trees are not written); time is the median of warm plans (the index open, one plan before).
@@ -91,21 +91,12 @@ def main() -> None:
     run = load_runner(args.dev)
     cache = Path(os.path.join(os.environ.get("TMPDIR", "/tmp"), "ctx-retrieval-dev"))
 
-    tasks: list[tuple[dict, Path]] = []
-    if not args.no_dev_tasks:
-        for line in (args.dev / "tasks.jsonl").read_text().splitlines():
-            if line.strip():
-                t = json.loads(line)
-                tasks.append((t, Path()))
-    if args.set:
-        for line in args.set.read_text().splitlines():
-            if line.strip():
-                t = json.loads(line)
-                tasks.append((t, (args.set.parent / t["tree"]).resolve()))
+    files = ([] if args.no_dev_tasks else [args.dev / "tasks.jsonl"]) + ([args.set] if args.set else [])
+    tasks = [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
     if args.repos:
-        tasks = [(t, p) for t, p in tasks if t["repo"] in args.repos]
+        tasks = [t for t in tasks if t["repo"] in args.repos]
     if args.tasks:
-        tasks = [(t, p) for t, p in tasks if t["id"] in args.tasks or t.get("tag") in args.tasks]
+        tasks = [t for t in tasks if t["id"] in args.tasks or t["tag"] in args.tasks]
 
     rows = list(evaluate(args, run, tasks, cache))
     if args.out:
@@ -119,11 +110,10 @@ def main() -> None:
         )
 
 
-def evaluate(args: argparse.Namespace, run, tasks: list[tuple[dict, Path]], cache: Path):
+def evaluate(args: argparse.Namespace, run, tasks: list[dict], cache: Path):
     """One row per task, retriever and budget."""
-    for n, (task, tree) in enumerate(tasks, 1):
-        if tree == Path():
-            tree = run.tree_for(task, cache)
+    for n, task in enumerate(tasks, 1):
+        tree = run.tree_for(task, cache)
         key = hashlib.sha256(str(tree).encode()).hexdigest()[:16]
         runs: list[tuple[str, str | None]] = [(f"ctx-lsp {mode}", mode) for mode in args.modes]
         if args.baseline:

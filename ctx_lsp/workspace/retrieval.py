@@ -18,6 +18,7 @@ from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item, touchpoints
 from ctx_lsp.workspace.index import code_words, query_names, query_terms
 from ctx_lsp.workspace.priors import Prior, prior_for, request_words
+from ctx_lsp.workspace.signals import Signals, read
 
 EXACT_NAME_BOOST = 2.0  # the query names the symbol (or its qualified name) outright, as code
 PLAIN_NAME_BOOST = 1.3  # ... with a plain word (``model``, ``sympify``): maybe a name, maybe English
@@ -28,6 +29,7 @@ MODE_LIMITS = {"off": 0, "light": 200, "heavy": 400}
 # Hits scoring below this fraction of the best hit share only a common word with the query:
 # offering them would fill a large budget with noise.
 MIN_RELATIVE_SCORE = 0.05
+FLOOR_RANK = 5  # ... of the hit at this rank
 # Graph relevance (see ``rank``).
 GRAPH_BOOST = 0.3  # a lexical hit next to a seed: × (1 + GRAPH_BOOST × strength)
 GRAPH_SHARE = 0.35  # a neighbour the query did not match: GRAPH_SHARE × strength × the seed's score
@@ -45,6 +47,17 @@ EXPORT_LIST_FACTOR = 0.3  # ``__all__``: it names what a module exports, it does
 SPECIFIC_DEGREE = 3.0  # neighbours with up to ~9 connections count fully (see ``_specificity``)
 
 COMMON_NAME = 3  # a plain word shared by more symbols than this is not taken as naming one
+# Exact signals (``signals.read``): what the request points at. A symbol pointed at scores at
+# least EXACT_BASE_SHARE of the best lexical score, times its boost, and seeds the graph.
+EXACT_BASE_SHARE = 0.5
+FRAME_BOOST = 3.0  # the innermost traceback frame in the project's files ...
+FRAME_DECAY = 0.6  # ... and each frame further out: × (1 + (FRAME_BOOST − 1) × FRAME_DECAY^k)
+MAX_FRAMES = 8  # project frames looked at, innermost first
+LINE_BOOST = 3.0  # ``path.py:123``: the symbol at that line
+DOTTED_BOOST = 2.5  # a dotted name (``pkg.mod.func``, ``Class.method``) that resolves to the symbol
+PATH_BOOST = 1.5  # a file the request names: its symbols (and its module card)
+MESSAGE_BOOST = 2.0  # a function whose code has the fixed text of the error's message
+RAISES_BOOST = 1.5  # a function that raises the project's exception the error names
 
 
 class Hit(Protocol):
@@ -54,7 +67,8 @@ class Hit(Protocol):
 
 
 class GraphView(Protocol):
-    """What ranking needs of the index's reference graph (``WorkspaceIndex`` provides it)."""
+    """What ranking needs of the index: the reference graph and, for the request's exact
+    signals, paths, lines and names (``WorkspaceIndex`` provides it)."""
 
     def neighbours(self, seeds: Iterable[str], per_seed: int = ...) -> list[tuple[str, str, str, int]]: ...
 
@@ -63,6 +77,14 @@ class GraphView(Protocol):
     def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]: ...
 
     def get_many(self, qualnames: Iterable[str]) -> dict[str, SymbolRow]: ...
+
+    def files_matching(self, written: str, limit: int = ...) -> list[str]: ...
+
+    def module_symbol(self, rel: str) -> SymbolRow | None: ...
+
+    def symbol_at(self, rel: str, line: int) -> SymbolRow | None: ...
+
+    def resolve_name(self, name: str, from_rel: str | None = ...) -> SymbolRow | None: ...
 
 
 def _short(qualname: str) -> str:
@@ -81,6 +103,7 @@ def rank(
     focus_path: str | None = None,
     seeds: Iterable[str] = (),
     graph: GraphView | None = None,
+    signals: Signals | None = None,
 ) -> list[tuple[SymbolRow, float, str]]:
     """Rescore lexical hits with the named boosts and, given the reference ``graph``, with
     graph relevance; returns (symbol, score, why), best first.
@@ -92,14 +115,21 @@ def rank(
     is not joins the candidates with a share of its seed's score. Every candidate then gets a
     small prior for its precomputed centrality. Only this neighbourhood is touched: a few
     indexed lookups, no graph algorithm on the request path.
+
+    Given the index (``graph``), the request's exact signals (``signals``, else read from
+    ``query``) point at symbols: traceback frames, ``path:line``, paths, dotted names, the
+    error's exception and message (see ``_exact_signals``). Last, each candidate's path prior
+    (tests, vendored, generated code, outside the package) scales it, unless the request is
+    about what the path holds.
     """
     hits = list(hits)
-    names = _names_in(query, hits)
-    terms = query_terms(query)
+    sig = signals if signals is not None else read(query)
+    text = sig.search_text
+    names = _names_in(text, hits)
+    terms = query_terms(text)
     n_terms = len(terms)
     open_list = list(dict.fromkeys(open_files))
     open_set = set(open_list)
-    words = request_words(query)
     priors: dict[str, Prior | None] = {}
     # qualname → [symbol, score, why parts]; the first hit of a qualname wins (overloads)
     entries: dict[str, list] = {}
@@ -130,16 +160,100 @@ def rank(
         if sym.name == "__all__" and sym.kind == "variable":
             score *= EXPORT_LIST_FACTOR
             why.append(f"an export list (×{EXPORT_LIST_FACTOR})")
-        entries[sym.qualname] = entry = [sym, score, why]
+        entries[sym.qualname] = [sym, score, why]
+    explicit = dict.fromkeys(seeds, 1.0)
+    named_files: set[str] = set()
+    if graph is not None:
+        pointed, named_files = _exact_signals(entries, sig, graph)
+        for q, strength in pointed.items():
+            explicit[q] = max(explicit.get(q, 0.0), strength)
+    words = request_words(sig.prose) | named_files
+    for entry in entries.values():
         _apply_prior(entry, priors, words)
     if graph is not None:
-        lexical = set(entries)
-        _graph_relevance(entries, names, list(seeds), focus_path, open_list, graph)
-        for q in entries.keys() - lexical:  # neighbours the graph added: their own prior
+        known = set(entries)
+        _graph_relevance(entries, names, explicit, focus_path, open_list, graph)
+        for q in entries.keys() - known:  # neighbours the graph added: their own prior
             _apply_prior(entries[q], priors, words)
     ranked = [(e[0], round(e[1], 6), "; ".join(e[2])) for e in entries.values()]
     ranked.sort(key=lambda r: (-r[1], r[0].qualname, r[0].path, r[0].start_line))
     return ranked
+
+
+def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> tuple[dict[str, float], set[str]]:
+    """Boost (or add) the symbols the request points at, in place: traceback frames (the
+    innermost in the project's files weighs most; frames outside them, in site-packages,
+    leave the project's call site innermost), ``path:line``, named files, dotted names, the
+    error's exception class, and code with the message's text or raising that exception.
+    Returns the pointed symbols with their strength as graph seeds, and the named files."""
+    ref = max((e[1] for e in entries.values()), default=1.0) or 1.0
+    seeds: dict[str, float] = {}
+    files: set[str] = set()
+    matches: dict[str, list[str]] = {}
+
+    def rels(path: str) -> list[str]:
+        if path not in matches:
+            matches[path] = index.files_matching(path)
+        return matches[path]
+
+    boosts: dict[str, tuple[float, str]] = {}  # the strongest pointer at each symbol wins
+
+    def point(sym: SymbolRow, boost: float, label: str, strength: float) -> None:
+        if sym.qualname not in entries:
+            entries[sym.qualname] = [sym, 0.0, []]
+        if boost > boosts.get(sym.qualname, (0.0, ""))[0]:
+            boosts[sym.qualname] = (boost, label)
+        if strength > 0 and sym.kind != "module":
+            seeds[sym.qualname] = max(seeds.get(sym.qualname, 0.0), strength)
+
+    project = [(f, found[0]) for f in sig.frames if len(found := rels(f.path)) == 1]
+    framed: set[str] = set()
+    for k, (frame, rel) in enumerate(reversed(project[-MAX_FRAMES:])):
+        sym = index.symbol_at(rel, frame.line - 1)
+        if sym is None or sym.kind == "module" or sym.qualname in framed:
+            continue
+        framed.add(sym.qualname)
+        weight = FRAME_DECAY**k
+        where = "the innermost traceback frame in the project" if k == 0 else f"a traceback frame ({k} out)"
+        point(sym, 1 + (FRAME_BOOST - 1) * weight, f"{where}, {rel}:{frame.line}", weight)
+    for path, line in sig.locations:
+        for rel in rels(path):
+            files.add(rel)
+            sym = index.symbol_at(rel, line - 1) if line else None
+            if sym is not None and sym.kind != "module":
+                point(sym, LINE_BOOST, f"at {rel}:{line}, named in the request", 1.0)
+    for name in sig.dotted:
+        sym = index.resolve_name(name)
+        if sym is not None and sym.kind == "module":
+            files.add(sym.path)
+        elif sym is not None:
+            point(sym, DOTTED_BOOST, f"{name} named in the request", 1.0)
+    raised = []
+    for exc in sig.exceptions:
+        sym = index.resolve_name(exc)
+        if sym is not None and sym.kind == "class":
+            point(sym, EXACT_NAME_BOOST, f"the error's exception {exc}", 0.5)
+            raised.append(f"raise {exc}")
+    for rel in sorted(files):
+        sym = index.module_symbol(rel)
+        if sym is not None:
+            point(sym, PATH_BOOST, f"its file {rel} is named in the request", 0.0)
+    for q, entry in entries.items():
+        sym = entry[0]
+        if sym.path in files and sym.kind != "module":
+            point(sym, PATH_BOOST, f"in {sym.path}, named in the request", 0.0)
+        if sym.kind in ("function", "method") and (sig.fragments or raised):
+            fragment = next((f for f in sig.fragments if f in sym.body), None)
+            if fragment is not None:
+                point(sym, MESSAGE_BOOST, f"has the error message's text {fragment[:40]!r}", 0.5)
+            elif any(r in sym.body for r in raised):
+                point(sym, RAISES_BOOST, "raises the error's exception", 0.0)
+        found = boosts.get(q)
+        if found is not None:
+            boost, label = found
+            entry[1] = max(entry[1], ref * EXACT_BASE_SHARE) * boost
+            entry[2].append(f"{label} (×{boost:.2f})")
+    return seeds, files
 
 
 def _apply_prior(entry: list, priors: dict[str, Prior | None], words: frozenset[str]) -> None:
@@ -180,7 +294,7 @@ def _specificity(degree: int) -> float:
 def _graph_relevance(
     entries: dict[str, list],
     names: dict[str, str],
-    explicit: Sequence[str],
+    explicit: dict[str, float],
     focus_path: str | None,
     open_files: Sequence[str],
     graph: GraphView,
@@ -191,8 +305,8 @@ def _graph_relevance(
     ref = by_score[0][1] if by_score else 1.0  # the scale of a strong lexical score
     # seed qualname → (strength, its score, label)
     seed_info: dict[str, tuple[float, float, str]] = {}
-    for q in explicit:
-        seed_info.setdefault(q, (1.0, ref, "seed"))
+    for q, strength in explicit.items():
+        seed_info.setdefault(q, (strength, ref, "seed"))
     for e in by_score:
         sym = e[0]
         named = names.get(sym.name.lower()) or names.get(sym.qualname.lower())
@@ -320,7 +434,8 @@ def candidates(
     never two forms of one symbol. Light mode adds touchpoints when given the ``query`` and a
     token ``count``; heavy mode looks at more symbols; off offers nothing."""
     limit = MODE_LIMITS[mode]
-    floor = ranked[0][1] * MIN_RELATIVE_SCORE if ranked else 0.0
+    # relative to the fifth best: one symbol the request points at must not cut off the rest
+    floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0
     out: list[Item] = []
     for sym, score, why in ranked[:limit]:
         if score < floor:
