@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item, touchpoints
-from ctx_lsp.workspace.index import code_words, query_names, query_terms
+from ctx_lsp.workspace.index import code_words, query_names, query_term_words
 from ctx_lsp.workspace.priors import Prior, prior_for, request_words
 from ctx_lsp.workspace.signals import Signals, read
 
@@ -126,7 +126,7 @@ def rank(
     sig = signals if signals is not None else read(query)
     text = sig.search_text
     names = _names_in(text, hits)
-    terms = query_terms(text)
+    terms = list(query_term_words(text).values())  # as ``matched`` names them
     n_terms = len(terms)
     open_list = list(dict.fromkeys(open_files))
     open_set = set(open_list)
