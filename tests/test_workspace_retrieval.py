@@ -328,3 +328,15 @@ def test_an_error_message_points_at_the_code_that_writes_it(index: WorkspaceInde
         "has the error message's text 'discount must be' (×2.00)"
         in by_name["shop.billing.discounts.PercentOff.__init__"]
     )
+
+
+def test_graph_fill_offers_code_around_the_best_hits_below_everything_else(index: WorkspaceIndex) -> None:
+    ranked = ranked_for(index, "parse_sku")
+    fill = retrieval.graph_fill(ranked, index)
+    whys = {sym.qualname: why for sym, _, why in fill}
+    assert whys["shop.storage.StockRepository"] == "graph fill: the class of StockRepository.load"
+    assert not {s.qualname for s, _, _ in ranked} & set(whys)
+    items = retrieval.candidates(ranked, "heavy", 1.0, fill=fill)
+    lowest_ranked = min(i.score or 0 for i in items if not (i.why or "").startswith("graph fill"))
+    filled = [i for i in items if (i.why or "").startswith("graph fill")]
+    assert filled and all((i.score or 0) < lowest_ranked for i in filled)

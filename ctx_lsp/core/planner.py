@@ -19,6 +19,7 @@ from ctx_lsp.core.budget import allocate
 from ctx_lsp.core.items import (
     SECTIONS,
     SYMBOL_BODY,
+    SYMBOL_CARD,
     TOOL_EPISODE,
     TOUCHPOINT,
     ContextOverflow,
@@ -365,7 +366,8 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
 def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
     """Pack retrieved items, best first, in three passes (docs/retrieval.md):
 
-    1. depth: the bodies of the best hits, within ``DEPTH_SHARE[mode]`` of the room;
+    1. depth: the bodies of the best hits, within ``DEPTH_SHARE[mode]`` of the room (heavy mode:
+       all of it, and a body that does not fit gives way to its card);
     2. breadth: every other form (cards, touchpoints, history), while it fits;
     3. upgrades: bodies of what is in as a card, then any body that still fits, best first.
 
@@ -373,12 +375,19 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
     range lies inside an included body is a ``duplicate``; a body that contains included items
     replaces them when it fits in the room they free (its detail names them)."""
     pack = _RagPack(room)
-    depth_left = room * DEPTH_SHARE.get(mode, 1.0)
+    share = DEPTH_SHARE.get(mode, 1.0)
+    depth_left = room * share
     bodies = [i for i in eligible if i.kind == SYMBOL_BODY]
+    # with the whole room for depth (heavy), a body that does not fit gives way to its card at
+    # once, before lower hits' bodies take the room
+    cards = {i.symbol: i for i in eligible if i.kind == SYMBOL_CARD and i.symbol} if share >= 1.0 else {}
     for item in bodies:  # 1. depth
         if depth_left <= 0:
             break
-        depth_left -= pack.add(item, min(depth_left, pack.room)) or 0
+        spent = pack.add(item, min(depth_left, pack.room))
+        if spent is None and item.symbol in cards:
+            spent = pack.add(cards[item.symbol], min(depth_left, pack.room))
+        depth_left -= spent or 0
     for item in eligible:  # 2. breadth
         if pack.room <= 0:
             break

@@ -35,6 +35,10 @@ GRAPH_BOOST = 0.3  # a lexical hit next to a seed: × (1 + GRAPH_BOOST × streng
 GRAPH_SHARE = 0.35  # a neighbour the query did not match: GRAPH_SHARE × strength × the seed's score
 CENTRAL_WEIGHT = 0.2  # every candidate: × (1 + CENTRAL_WEIGHT × centrality percentile)
 MAX_SEEDS = 12
+# Graph fill (see ``graph_fill``): code around the best candidates, scored below all of them.
+FILL_SEEDS = 5
+FILL_LIMIT = 60
+FILL_SHARE = 0.5  # the first fill item scores this share of the last candidate, the last half that
 PER_SEED = 12  # neighbours fetched per seed and direction
 LEXICAL_SEEDS = 3  # the best lexical hits seed the graph too, weakly
 LEXICAL_SEED_STRENGTH = 0.6
@@ -420,6 +424,35 @@ def with_activation(
     return out
 
 
+def graph_fill(ranked: list[tuple[SymbolRow, float, str]], graph: GraphView) -> list[tuple[SymbolRow, float, str]]:
+    """Code around the strongest candidates, for when lexical matching runs dry: the class of
+    each of the FILL_SEEDS best methods, then what each of them uses and what uses it (the
+    heaviest PER_SEED each way), best seed first. ``candidates`` offers them after everything
+    that scored, so they take only room nothing else wants."""
+    present = {r[0].qualname for r in ranked}
+    top = [r for r in ranked if r[0].kind != "module" and r[0].name != "__all__"][:FILL_SEEDS]
+    order: dict[str, str] = {}  # qualname → why, best seed first
+    for sym, _, _ in top:
+        if sym.kind == "method" and sym.parent not in present:
+            order.setdefault(sym.parent, f"graph fill: the class of {_short(sym.qualname)}")
+    seeds = [sym.qualname for sym, _, _ in top]
+    rank_of = {q: i for i, q in enumerate(seeds)}
+    near = sorted(graph.neighbours(seeds, PER_SEED), key=lambda n: (rank_of[n[0]], -n[3], n[1]))
+    for seed, nbr, relation, _ in near:
+        if nbr not in present:
+            verb = "used by" if relation == "calls" else "uses"
+            order.setdefault(nbr, f"graph fill: {verb} {_short(seed)}")
+    found = graph.get_many(order)
+    out = []
+    for q, why in order.items():
+        sym = found.get(q)
+        if sym is not None and sym.kind != "module" and sym.name != "__all__":
+            out.append((sym, 0.0, why))
+        if len(out) >= FILL_LIMIT:
+            break
+    return out
+
+
 def candidates(
     ranked: list[tuple[SymbolRow, float, str]],
     mode: Mode,
@@ -427,6 +460,7 @@ def candidates(
     *,
     query: str = "",
     count: Callable[[str], int] | None = None,
+    fill: list[tuple[SymbolRow, float, str]] = (),  # type: ignore[assignment]
 ) -> list[Item]:
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
     score: the planner packs the bodies of the best hits first (within the mode's depth share:
@@ -445,4 +479,13 @@ def candidates(
             out.append(body_item(sym, calibration, score=score, why=why, count=count))
     if mode == "light" and query and count is not None:
         out += touchpoints([r for r in ranked[:limit] if r[1] >= floor], query, count, calibration)
+    # below everything that scored, in their order: what is left of the room
+    last = min((i.score or 0.0 for i in out), default=1.0)
+    known = {i.symbol for i in out if i.symbol}
+    fill = [r for r in fill if r[0].qualname not in known]
+    for n, (sym, _, why) in enumerate(fill):
+        score = round(last * FILL_SHARE * (1 - n / (2 * len(fill))), 6)
+        out.append(card_item(sym, calibration, score=score, why=why))
+        if sym.body:
+            out.append(body_item(sym, calibration, score=score, why=why, count=count))
     return out
