@@ -127,6 +127,10 @@ def line_of(text: str) -> int:
         ("mod.py", "mod"),
         ("__init__.py", "__init__"),
         ("stubs/thing.pyi", "stubs.thing"),
+        ("src/flask/app.py", "flask.app"),  # a src/ layout: as tracebacks and imports name it
+        ("src/flask/__init__.py", "flask"),
+        ("src/__init__.py", "src"),
+        ("src/tool.py", "tool"),
     ],
 )
 def test_module_name_for(rel: str, module: str) -> None:

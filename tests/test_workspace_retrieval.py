@@ -340,3 +340,22 @@ def test_graph_fill_offers_code_around_the_best_hits_below_everything_else(index
     lowest_ranked = min(i.score or 0 for i in items if not (i.why or "").startswith("graph fill"))
     filled = [i for i in items if (i.why or "").startswith("graph fill")]
     assert filled and all((i.score or 0) < lowest_ranked for i in filled)
+
+
+def test_a_src_layout_is_named_as_its_users_write_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "src" / "flask").mkdir(parents=True)
+    (root / "src" / "flask" / "__init__.py").write_text("from .app import Flask\n")
+    (root / "src" / "flask" / "app.py").write_text("class Flask:\n    def run(self, port=5000):\n        return port\n")
+    (root / "scripts").mkdir()
+    (root / "scripts" / "serve.py").write_text("from src.flask.app import Flask\n\n\ndef serve():\n    Flask().run()\n")
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        assert index.get("flask.app.Flask.run") is not None  # not src.flask.app.Flask.run
+        assert index.resolve_name("flask.Flask").qualname == "flask.app.Flask"
+        # code that imports the layout as ``src.flask`` still reaches it in the graph
+        assert ("scripts.serve.serve", "flask.app.Flask", "called by") in {
+            (n, s, r) for s, n, r, _ in index.neighbours(["flask.app.Flask"])
+        }
+        ranked = ranked_for(index, 'File "/venv/lib/site-packages/flask/app.py", line 3, in run\nflask.app.Flask.run')
+        assert ranked[0][0].qualname == "flask.app.Flask.run"

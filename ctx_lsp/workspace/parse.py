@@ -111,9 +111,15 @@ def split_lines(text: str) -> list[str]:
     return _LINE_RE.findall(text)
 
 
+SOURCE_ROOTS = ("src",)  # layouts whose packages live in a folder that is not imported
+
+
 def module_name_for(rel: str) -> str:
-    """Dotted module path of a workspace-relative file: ``pkg/sub/mod.py`` → ``pkg.sub.mod``,
-    ``pkg/__init__.py`` → ``pkg``. A top-level ``__init__.py`` maps to ``__init__``."""
+    """Dotted module path of a workspace-relative file, as its users import it:
+    ``pkg/sub/mod.py`` → ``pkg.sub.mod``, ``pkg/__init__.py`` → ``pkg``, and in a ``src/``
+    layout ``src/pkg/app.py`` → ``pkg.app`` (what tracebacks and imports say; a namespace
+    package without ``__init__.py`` is its path too). A top-level ``__init__.py`` maps to
+    ``__init__``, ``src/__init__.py`` to ``src``."""
     path = rel.replace("\\", "/")
     for suffix in (".py", ".pyi"):
         if path.endswith(suffix):
@@ -122,6 +128,8 @@ def module_name_for(rel: str) -> str:
     parts = [p for p in path.split("/") if p]
     if len(parts) > 1 and parts[-1] == "__init__":
         parts.pop()
+    if len(parts) > 1 and parts[0] in SOURCE_ROOTS:
+        parts.pop(0)
     return ".".join(parts)
 
 

@@ -31,8 +31,9 @@ from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
 
 log = logging.getLogger("ctx_lsp.index")
-# 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed terms
-SCHEMA_VERSION = "5"
+# 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
+# terms; 6: module names of src/ layouts without "src."
+SCHEMA_VERSION = "6"
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
