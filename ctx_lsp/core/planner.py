@@ -363,11 +363,23 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
     return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
-def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
-    """Pack retrieved items, best first, in three passes (docs/retrieval.md):
+# How retrieval packs the rag room (docs/retrieval.md), per mode: "breadth from cards, depth
+# from bodies". Depth: the best hits' bodies, within DEPTH_SHARE of the room but leaving at least
+# BREADTH_RESERVE tokens for cards, no one body over DEPTH_ITEM_SHARE of the room; in heavy mode
+# a body that does not fit gives way to its card at once (CARD_FALLBACK), so the best hit is
+# never left out. Measured on real tasks (benchmarks/retrieval/RESULTS.md).
+DEPTH_SHARE = {"light": 0.7, "heavy": 0.85}
+BREADTH_RESERVE = {"light": 1000}
+DEPTH_ITEM_SHARE = {"light": 0.5, "heavy": 1.0}
+CARD_FALLBACK = frozenset({"heavy"})
+# Items that show code: a range of a file (bodies, excerpts) that another item need not repeat.
+CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 
-    1. depth: the bodies of the best hits, within ``DEPTH_SHARE[mode]`` of the room (heavy mode:
-       all of it, and a body that does not fit gives way to its card);
+
+def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
+    """Pack retrieved items, best first, in three passes:
+
+    1. depth: the bodies of the best hits (see DEPTH_SHARE);
     2. breadth: every other form (cards, touchpoints, history), while it fits;
     3. upgrades: bodies of what is in as a card, then any body that still fits, best first.
 
@@ -375,16 +387,14 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
     range lies inside an included body is a ``duplicate``; a body that contains included items
     replaces them when it fits in the room they free (its detail names them)."""
     pack = _RagPack(room)
-    share = DEPTH_SHARE.get(mode, 1.0)
-    depth_left = room * share
+    depth_left = min(room * DEPTH_SHARE.get(mode, 1.0), room - BREADTH_RESERVE.get(mode, 0))
+    largest = room * DEPTH_ITEM_SHARE.get(mode, 1.0)
     bodies = [i for i in eligible if i.kind == SYMBOL_BODY]
-    # with the whole room for depth (heavy), a body that does not fit gives way to its card at
-    # once, before lower hits' bodies take the room
-    cards = {i.symbol: i for i in eligible if i.kind == SYMBOL_CARD and i.symbol} if share >= 1.0 else {}
+    cards = {i.symbol: i for i in eligible if i.kind == SYMBOL_CARD and i.symbol} if mode in CARD_FALLBACK else {}
     for item in bodies:  # 1. depth
         if depth_left <= 0:
             break
-        spent = pack.add(item, min(depth_left, pack.room))
+        spent = pack.add(item, min(depth_left, pack.room, largest))
         if spent is None and item.symbol in cards:
             spent = pack.add(cards[item.symbol], min(depth_left, pack.room))
         depth_left -= spent or 0
@@ -398,14 +408,6 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
             break
         pack.add(item, pack.room)
     return pack.result(eligible)
-
-
-# Light mode packs the code of its best hits within this share of the rag room before cards
-# give breadth (then upgrades cards to bodies while room is left); heavy mode packs bodies with
-# the whole room, and cards for what did not fit.
-DEPTH_SHARE = {"light": 0.25, "heavy": 1.0}
-# Items that show code: a range of a file (bodies, excerpts) that another item need not repeat.
-CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 
 
 class _RagPack:
