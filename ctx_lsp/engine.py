@@ -373,7 +373,7 @@ class Engine:
         )
         ranked = retrieval.with_activation(ranked, req.activation, self.index.get, reflection.RETRIEVAL_WEIGHT)
         fill = retrieval.graph_fill(ranked, self.index)
-        candidates = retrieval.candidates(ranked, mode, cal, query=rag_query, count=counter.count, fill=fill)
+        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count, fill=fill)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
         return candidates

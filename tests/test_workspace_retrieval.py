@@ -1,5 +1,5 @@
 """Retrieval: lexical hits plus graph relevance personalised per request, every signal in the
-``why``; touchpoints; modes; the orientation scaffold."""
+``why``; exact signals; priors; graph fill; modes; the orientation scaffold."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
@@ -94,24 +93,6 @@ def test_rank_without_a_graph_keeps_the_old_behaviour(index: WorkspaceIndex) -> 
     assert ranked[0][0].qualname == "shop.billing.invoice.calculate_invoice_total"
 
 
-def test_touchpoints_show_where_the_query_touches_a_long_body(index: WorkspaceIndex) -> None:
-    query = "where is calculate_invoice_total used in the monthly report?"
-    ranked = ranked_for(index, query)
-    count = counter_for("cl100k_base").count
-    points = cards.touchpoints(ranked, query, count, 1.0)
-    point = next(p for p in points if p.detail == "excerpt of shop.reports.monthly_report")
-    assert point.kind == cards.TOUCHPOINT and point.section == "rag" and point.path == "shop/reports.py"
-    lines = point.text.splitlines()
-    assert lines[0].startswith("# shop/reports.py:") and "calculate_invoice_total" in lines[0]
-    assert len(lines) - 1 <= cards.TOUCHPOINT_LINES
-    assert any("totals = [calculate_invoice_total(" in line for line in lines)
-    assert point.range is not None and point.range.end.line - point.range.start.line + 1 == len(lines) - 1
-    assert "touchpoint: mentions calculate_invoice_total" in (point.why or "")
-    assert point.tokens >= count(point.text)
-    # the window lies past the signature and docstring (the card shows those)
-    assert point.range.start.line > 6
-
-
 def test_modes_change_what_is_retrieved(ws: Path) -> None:
     engine = Engine(ws)
     engine.refresh_index()
@@ -123,8 +104,7 @@ def test_modes_change_what_is_retrieved(ws: Path) -> None:
             kinds[mode] = {c.kind for c in outcome.inputs.candidates}
         assert kinds["off"] == set()
         # both modes offer cards and bodies (the planner packs light mode's bodies within its depth share)
-        assert kinds["light"] == {"symbol_card", "symbol_body", cards.TOUCHPOINT}
-        assert kinds["heavy"] == {"symbol_card", "symbol_body"}
+        assert kinds["light"] == kinds["heavy"] == {"symbol_card", "symbol_body"}
     finally:
         engine.close()
 

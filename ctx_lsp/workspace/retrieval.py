@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ctx_lsp.core.items import Item, Mode
-from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item, touchpoints
+from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
 from ctx_lsp.workspace.index import code_words, query_names, query_term_words
 from ctx_lsp.workspace.priors import Prior, prior_for, request_words
 from ctx_lsp.workspace.signals import Signals, read
@@ -458,15 +458,14 @@ def candidates(
     mode: Mode,
     calibration: float,
     *,
-    query: str = "",
     count: Callable[[str], int] | None = None,
-    fill: list[tuple[SymbolRow, float, str]] = (),  # type: ignore[assignment]
+    fill: Sequence[tuple[SymbolRow, float, str]] = (),
 ) -> list[Item]:
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
-    score: the planner packs the bodies of the best hits first (within the mode's depth share:
-    light mode keeps most of the room for cards, heavy mode none), then cards for breadth, and
-    never two forms of one symbol. Light mode adds touchpoints when given the ``query`` and a
-    token ``count``; heavy mode looks at more symbols; off offers nothing."""
+    score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
+    first (within the mode's depth share), then cards for breadth, and never two forms of one
+    symbol (``count`` counts a body's header exactly). Heavy mode looks at more symbols; off
+    offers nothing."""
     limit = MODE_LIMITS[mode]
     # relative to the fifth best: one symbol the request points at must not cut off the rest
     floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0
@@ -477,8 +476,6 @@ def candidates(
         out.append(card_item(sym, calibration, score=score, why=why))
         if sym.kind != "module" and sym.body:
             out.append(body_item(sym, calibration, score=score, why=why, count=count))
-    if mode == "light" and query and count is not None:
-        out += touchpoints([r for r in ranked[:limit] if r[1] >= floor], query, count, calibration)
     # below everything that scored, in their order: what is left of the room
     last = min((i.score or 0.0 for i in out), default=1.0)
     known = {i.symbol for i in out if i.symbol}

@@ -79,11 +79,12 @@ def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[
     scored = [(-rank, found[i]) for i, rank in ranked if i in found]
     scored.sort(key=lambda x: (-x[0], x[1].qualname, x[1].path, x[1].start_line))
     hits = []
+    needles = [(f" {t} ", words[t]) for t in terms]  # terms are whole words of the space-joined texts
     for score, sym in scored[:limit]:
         parts = []
         for label, text in zip(FTS_COLUMNS, texts.get(sym.id, ()), strict=False):
-            present = set(text.split())
-            matched = [words[t] for t in terms if t in present]
+            padded = f" {text} "
+            matched = [word for needle, word in needles if needle in padded]
             if matched:
                 parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
         hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts)))
