@@ -339,3 +339,10 @@ def test_a_src_layout_is_named_as_its_users_write_it(tmp_path: Path) -> None:
         }
         ranked = ranked_for(index, 'File "/venv/lib/site-packages/flask/app.py", line 3, in run\nflask.app.Flask.run')
         assert ranked[0][0].qualname == "flask.app.Flask.run"
+
+
+def test_the_errors_exception_points_at_its_class_and_where_it_is_raised(index: WorkspaceIndex) -> None:
+    query = "Placing an order fails:\nshop.inventory.OutOfStockError: SKU-1: 0 in stock, 3 requested"
+    by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}
+    assert "shop.inventory.OutOfStockError named in the request (×2.50)" in by_name["shop.inventory.OutOfStockError"]
+    assert "raises the error's exception (×1.50)" in by_name["shop.inventory.Inventory.reserve"]

@@ -1,11 +1,17 @@
-"""Retrieval: ranked candidates for a query, as planner Items, each with the reason it was found.
+"""Retrieval: ranked candidates for a query, as planner Items, each with the reason it was found
+(docs/retrieval.md).
 
-Scores combine BM25 over the symbol index (names split into sub-words, signatures, docstrings,
-identifiers) with named boosts (a symbol the query names outright, symbols in files the user
-has open or focused) and with graph relevance personalised for the request: definitions that
-the symbols the query names, the pins, the focus and the open files use or are used by (one
-hop in the reference graph, a few SQL lookups), and a small prior for centrality (PageRank,
-precomputed at index time). Every signal and its weight is written into the item's ``why``.
+Scores combine BM25 over the symbol index (stemmed sub-words of names, signatures, docstrings,
+identifiers, weighted by field) with named multipliers: a symbol the query names outright; the
+request's exact signals (traceback frames, ``path:line``, named files, dotted names, the error's
+exception and message: ``signals``); symbols in files the user has open or focused; the path's
+prior (tests, vendored copies, generated code and what lies outside the project's package rank
+lower unless the request is about them: ``priors``); graph relevance personalised for the
+request — definitions that the symbols the request points at, the pins, the focus and the open
+files use or are used by (one hop in the reference graph, a few SQL lookups) — and a small prior
+for centrality (PageRank, precomputed at index time). ``graph_fill`` offers the code around the
+best candidates below everything else. Every signal and its weight is written into the item's
+``why``.
 """
 
 from __future__ import annotations
@@ -35,10 +41,6 @@ GRAPH_BOOST = 0.3  # a lexical hit next to a seed: × (1 + GRAPH_BOOST × streng
 GRAPH_SHARE = 0.35  # a neighbour the query did not match: GRAPH_SHARE × strength × the seed's score
 CENTRAL_WEIGHT = 0.2  # every candidate: × (1 + CENTRAL_WEIGHT × centrality percentile)
 MAX_SEEDS = 12
-# Graph fill (see ``graph_fill``): code around the best candidates, scored below all of them.
-FILL_SEEDS = 5
-FILL_LIMIT = 60
-FILL_SHARE = 0.5  # the first fill item scores this share of the last candidate, the last half that
 PER_SEED = 12  # neighbours fetched per seed and direction
 LEXICAL_SEEDS = 3  # the best lexical hits seed the graph too, weakly
 LEXICAL_SEED_STRENGTH = 0.6
@@ -49,6 +51,10 @@ MAX_STRENGTH = 1.5
 MIN_CENTRALITY = 0.1  # below this percentile the prior is too small to be worth a line in ``why``
 EXPORT_LIST_FACTOR = 0.3  # ``__all__``: it names what a module exports, it does not explain it
 SPECIFIC_DEGREE = 3.0  # neighbours with up to ~9 connections count fully (see ``_specificity``)
+# Graph fill (see ``graph_fill``): code around the best candidates, scored below all of them.
+FILL_SEEDS = 5
+FILL_LIMIT = 60
+FILL_SHARE = 0.5  # the first fill item scores this share of the last candidate, the last half that
 
 COMMON_NAME = 3  # a plain word shared by more symbols than this is not taken as naming one
 # Exact signals (``signals.read``): what the request points at. A symbol pointed at scores at
