@@ -28,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,9 +88,10 @@ def main() -> None:
     ap.add_argument("--cli", help="also time the CLI: path of the ctx-lsp executable")
     ap.add_argument("--warm", type=int, default=3, help="warm plans timed per task, mode and budget")
     ap.add_argument("--out", help="one JSON line per task, retriever and budget")
+    ap.add_argument("--cache", type=Path, help="where trees are extracted (default: the dev set runner's)")
     args = ap.parse_args()
     run = load_runner(args.dev)
-    cache = Path(os.path.join(os.environ.get("TMPDIR", "/tmp"), "ctx-retrieval-dev"))
+    cache = args.cache or Path(tempfile.gettempdir()) / "ctx-retrieval-dev"
 
     files = ([] if args.no_dev_tasks else [args.dev / "tasks.jsonl"]) + ([args.set] if args.set else [])
     tasks = [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
