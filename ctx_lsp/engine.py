@@ -38,7 +38,7 @@ from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
 from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
-from ctx_lsp.workspace import cards, retrieval
+from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexedSymbol, IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
@@ -401,7 +401,8 @@ class Engine:
             seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
             activation=req.activation,
         )
-        candidates = retrieval.candidates(ranked, mode, cal, query=rag_query, count=counter.count)
+        fill = retrieval.graph_fill(ranked, self.index)
+        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count, fill=fill)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
         return candidates
@@ -415,9 +416,16 @@ class Engine:
         seeds: list[str] | tuple[str, ...] = (),
         activation: dict[str, tuple[float, str]] | None = None,
     ) -> list[tuple[IndexedSymbol, float, str]]:
-        hits = self.index.search(query, limit=min(self.config.retrieval_limit * 2, 1000))
+        pointers = signals.read(query)  # tracebacks, paths, names: exact pointers, not words
+        hits = self.index.search(pointers.search_text, limit=min(self.config.retrieval_limit * 2, 1000))
         ranked = retrieval.rank(
-            hits, query, open_files=open_files, focus_path=focus_path, seeds=seeds, graph=self.index
+            hits,
+            query,
+            signals=pointers,
+            open_files=open_files,
+            focus_path=focus_path,
+            seeds=seeds,
+            graph=self.index,
         )
         return retrieval.with_activation(ranked, activation or {}, self.index.get, reflection.RETRIEVAL_WEIGHT)
 
@@ -441,8 +449,8 @@ class Engine:
         model = model or self.resolve_model(None)
         counter, cal = model.counter, model.estimator.calibration
         ranked = self._ranked(query, seeds=seeds)
-        candidates = retrieval.candidates(ranked, mode, cal, query=query, count=counter.count)
-        included, excluded = select_retrieved(tuple(candidates), budget)
+        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count)
+        included, excluded = select_retrieved(tuple(candidates), budget, mode)
         return CodeSearch(
             query=query,
             budget=budget,

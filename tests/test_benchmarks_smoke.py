@@ -77,6 +77,28 @@ def test_retrieval_harness_on_a_generated_workspace(tmp_path: Path) -> None:
     assert "load average" in out
 
 
+DEV_SET = ROOT.parent / "shared" / "retrieval-dev"
+
+
+@pytest.mark.skipif(
+    not (DEV_SET / "run.py").exists(), reason="the retrieval dev set (shared/) is not beside this clone"
+)
+def test_real_tasks_runner_scores_a_dev_task_and_a_bug_report(tmp_path: Path) -> None:
+    out = run(
+        str(BENCH / "retrieval" / "real.py"),
+        *("--dev", str(DEV_SET), "--set", str(BENCH / "retrieval" / "bugs" / "tasks.jsonl")),
+        *("--tasks", "3c75c961b4", "pallets__jinja@bug01", "--budgets", "2000", "--warm", "1", "--baseline"),
+        *("--cache", str(tmp_path / "cache")),
+        timeout=300,
+    )
+    for retriever in ("ctx-lsp light", "ctx-lsp heavy", "bm25 (reference)"):
+        assert f"| {retriever} | 2k |" in out, out
+        assert (
+            f"| {retriever} · pallets/jinja | 2k |" in out and out.count(f"| {retriever} · pallets/jinja | 2k |") == 1
+        )
+    assert out.splitlines()[0].startswith("| retriever | budget | file recall | symbol recall |")
+
+
 def test_large_messages_prints_its_table() -> None:
     out = run(str(BENCH / "large_messages.py"), "--sizes", "0.05", "--stored", "2", "--repeat", "1", "--plans", "1")
     for row in (

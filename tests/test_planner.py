@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.items import ContextOverflow, Item, Range
 from ctx_lsp.core.planner import FRAMING_TOKENS, InvalidBudget, plan, select_retrieved
 from tests.planning import conversation, item, pinned, plan_input, sym
 
@@ -147,6 +147,53 @@ def test_retrieval_whole_items_by_score_never_truncated():
             assert it.tokens == 600
 
 
+def code(name: str, kind: str, tokens: int, score: float, lines: tuple[int, int], path: str = "pkg/mod.py") -> Item:
+    """A retrieved form of symbol ``name``: its card or its body, over ``lines``."""
+    return item(f"{kind}:{name}", tokens, kind=kind, score=score, symbol=name, path=path, range=Range.lines(*lines))
+
+
+def test_light_mode_packs_the_best_bodies_then_cards_then_upgrades():
+    # four symbols, each offered as a card (20 tokens) and a body
+    sizes = {"a": 300, "b": 300, "c": 100, "d": 700}
+    cands = []
+    for n, (name, body) in enumerate(sizes.items()):
+        score = 5.0 - n
+        cands += [code(name, "symbol_card", 20, score, (n * 50, n * 50 + 40))]
+        cands += [code(name, "symbol_body", body, score, (n * 50, n * 50 + 40))]
+    result = plan(plan_input(candidates=tuple(cands), rag_budget=1000, mode="light"))
+    r = reasons(result)
+    packed = {i.symbol: i.kind for i in result.plan.included if i.section == "rag"}
+    # depth: the best hit's code; breadth: every symbol in one form; upgrades: bodies while room is left
+    assert packed["a"] == "symbol_body" and set(packed) == {"a", "b", "c", "d"}
+    assert sum(k == "symbol_body" for k in packed.values()) == 3
+    assert r["symbol_card:d"] == "relevant" and r["symbol_body:d"] == "budget"
+    assert all(r[f"symbol_card:{s}"] == "duplicate" for s in "abc")  # one form per symbol
+    used = next(s.used for s in result.plan.sections if s.name == "rag")
+    assert 1000 - used < sizes["d"] - 20  # the room left is less than the one upgrade left
+
+
+def test_no_item_is_packed_inside_another():
+    # a class body holding two methods, each retrieved as a body, and a third method's card
+    cls = code("C", "symbol_body", 400, 3.0, (0, 50))
+    m1 = code("C.m1", "symbol_body", 80, 5.0, (2, 10))
+    m2 = code("C.m2", "symbol_body", 80, 4.0, (12, 20))
+    m3 = code("C.m3", "symbol_card", 10, 2.0, (22, 30))
+    other = code("f", "symbol_body", 50, 1.0, (0, 9), path="pkg/other.py")
+    roomy = plan(plan_input(candidates=(cls, m1, m2, m3, other), rag_budget=1000, mode="heavy"))
+    r = reasons(roomy)
+    # the class fits in the room its methods free: it replaces them, and says so
+    assert r["symbol_body:C"] == "relevant" and r["symbol_body:f"] == "relevant"
+    assert r["symbol_body:C.m1"] == r["symbol_body:C.m2"] == r["symbol_card:C.m3"] == "duplicate"
+    details = {i.id: i.detail or "" for i in (*roomy.plan.included, *roomy.plan.excluded)}
+    assert "replaces symbol_body:C.m1, symbol_body:C.m2" in details["symbol_body:C"]
+    assert details["symbol_body:C.m1"] == "inside symbol_body:C, included instead"
+    assert details["symbol_card:C.m3"] == "inside symbol_body:C, already included"
+    # a tight budget keeps the methods (the better hits) and leaves the class out
+    tight = reasons(plan(plan_input(candidates=(cls, m1, m2, m3), rag_budget=300, mode="heavy")))
+    assert tight["symbol_body:C.m1"] == tight["symbol_body:C.m2"] == tight["symbol_card:C.m3"] == "relevant"
+    assert tight["symbol_body:C"] == "budget"
+
+
 def test_mode_off_and_stale():
     cands = (sym("a", 10, score=1.0), sym("b", 10, score=2.0, line=10, stale=True))
     assert set(reasons(plan(plan_input(candidates=cands, mode="off"))).values()) >= {"mode_off"}
@@ -245,5 +292,6 @@ def test_retrieval_alone_under_a_budget_keeps_whole_items_best_first_one_form_ea
     tail = sym("tail", 120, score=1.0, line=80)
     included, excluded = select_retrieved((tail, card, small, body, twice), 200)
     assert [i.id for i in included] == [small.id, card.id]  # the body does not fit: its card does
-    assert dict((i.id, r) for i, r in excluded) == {body.id: "budget", tail.id: "budget", twice.id: "duplicate"}
+    # the body that does not fit is out as a duplicate: its card holds the symbol (one form each)
+    assert dict((i.id, r) for i, r in excluded) == {body.id: "duplicate", tail.id: "budget", twice.id: "duplicate"}
     assert select_retrieved((body,), 0) == ([], [(body, "budget")])

@@ -14,6 +14,7 @@ from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.workspace.index import (
     IndexedSymbol,
     WorkspaceIndex,
+    query_term_words,
     query_terms,
     search_terms,
     split_identifier,
@@ -268,10 +269,19 @@ def test_split_identifier_and_terms() -> None:
     assert split_identifier("HTTP2Server") == "http2 server"
     assert split_identifier("__init__") == "init"
     assert split_identifier("getX") == "get x"
-    assert search_terms("parseHTTPResponse") == "parse http response parsehttpresponse"
+    # stemmed, in the index and in queries alike
+    assert search_terms("parseHTTPResponse") == "pars http respons parsehttprespons"
     assert query_terms('where is the "foo" AND (bar) defined?') == ["foo", "bar"]
-    assert query_terms("calculateInvoiceTotal") == ["calculate", "invoice", "total", "calculateinvoicetotal"]
+    assert query_terms("calculateInvoiceTotal") == ["calcul", "invoic", "total", "calculateinvoicetot"]
     assert query_terms("is it there? a b c") == []
+    assert query_terms("how are prices rounded") == query_terms("price round") == ["price", "round"]
+    assert query_term_words("how are prices rounded") == {"price": "prices", "round": "rounded"}
+
+
+def test_stemming_finds_a_name_in_other_words(index: WorkspaceIndex) -> None:
+    hits = index.search("how are amounts rounded to cents?")
+    assert hits[0].symbol.qualname == "shop.billing.invoice._round_cents"
+    assert "name: rounded cents" in hits[0].matched  # the words as the query has them
 
 
 def test_query_naming_a_function_finds_it_first(index: WorkspaceIndex) -> None:

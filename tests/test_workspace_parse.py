@@ -127,6 +127,10 @@ def line_of(text: str) -> int:
         ("mod.py", "mod"),
         ("__init__.py", "__init__"),
         ("stubs/thing.pyi", "stubs.thing"),
+        ("src/flask/app.py", "flask.app"),  # a src/ layout: as tracebacks and imports name it
+        ("src/flask/__init__.py", "flask"),
+        ("src/__init__.py", "src"),
+        ("src/tool.py", "tool"),
     ],
 )
 def test_module_name_for(rel: str, module: str) -> None:
@@ -390,3 +394,56 @@ def test_module_level_defs_under_if_and_try() -> None:
     mod = parse_module("compat.py", src)
     assert [s.qualname for s in mod.symbols] == ["compat", "compat.fast", "compat.fast", "compat.json"]
     assert ("json", "ujson") in mod.imports
+
+
+def test_cards_show_the_source_as_written() -> None:
+    source = textwrap.dedent(
+        '''\
+        class Client:
+            @retry(times=3)  # flaky upstream
+            def fetch(
+                self,
+                url: "str",
+                timeout: float = 1e-3,
+            ) -> bytes:  # the raw body
+                """Fetch ``url``.
+
+                    Indented example that is not part of the card.
+                """
+                return b""
+
+        ROUTES = {
+            "a": 1,
+            "b": 2,
+            "c": 3,
+        }
+        """Where requests go."""
+
+        def one(x): return x
+        '''
+    )
+    q = by_qualname(parse_module("net.py", source))
+    fetch = q["net.Client.fetch"][0].card.split("\n")
+    # decorators, annotations and comments as written (not unparsed), dedented to the method
+    assert fetch == [
+        "# net.py:2-12",
+        "@retry(times=3)  # flaky upstream",
+        "def fetch(",
+        "    self,",
+        '    url: "str",',
+        "    timeout: float = 1e-3,",
+        ") -> bytes:  # the raw body",
+        '    """Fetch ``url``."""',
+        '    return b""',
+    ]
+    assert q["net.ROUTES"][0].card.split("\n") == [
+        "# net.py:14-18",
+        "ROUTES = {",
+        '    "a": 1,',
+        '    "b": 2,',
+        "...",
+        '"""Where requests go."""',
+    ]
+    assert q["net.one"][0].card == "# net.py:21-21\ndef one(x): return x"
+    module = parse_module("net.py", source).symbols[0]
+    assert module.card.endswith("# defines: Client, one")  # its classes and functions

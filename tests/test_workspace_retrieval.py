@@ -1,5 +1,5 @@
 """Retrieval: lexical hits plus graph relevance personalised per request, every signal in the
-``why``; touchpoints; modes; the orientation scaffold."""
+``why``; exact signals; priors; graph fill; modes; the orientation scaffold."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
-from ctx_lsp.workspace import cards, retrieval
+from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
 from tests.workspaces import copy_sample
 
@@ -94,24 +93,6 @@ def test_rank_without_a_graph_keeps_the_old_behaviour(index: WorkspaceIndex) -> 
     assert ranked[0][0].qualname == "shop.billing.invoice.calculate_invoice_total"
 
 
-def test_touchpoints_show_where_the_query_touches_a_long_body(index: WorkspaceIndex) -> None:
-    query = "where is calculate_invoice_total used in the monthly report?"
-    ranked = ranked_for(index, query)
-    count = counter_for("cl100k_base").count
-    points = cards.touchpoints(ranked, query, count, 1.0)
-    point = next(p for p in points if p.detail == "excerpt of shop.reports.monthly_report")
-    assert point.kind == cards.TOUCHPOINT and point.section == "rag" and point.path == "shop/reports.py"
-    lines = point.text.splitlines()
-    assert lines[0].startswith("# shop/reports.py:") and "calculate_invoice_total" in lines[0]
-    assert len(lines) - 1 <= cards.TOUCHPOINT_LINES
-    assert any("totals = [calculate_invoice_total(" in line for line in lines)
-    assert point.range is not None and point.range.end.line - point.range.start.line + 1 == len(lines) - 1
-    assert "touchpoint: mentions calculate_invoice_total" in (point.why or "")
-    assert point.tokens >= count(point.text)
-    # the window lies past the signature and docstring (the card shows those)
-    assert point.range.start.line > 6
-
-
 def test_modes_change_what_is_retrieved(ws: Path) -> None:
     engine = Engine(ws)
     engine.refresh_index()
@@ -122,8 +103,8 @@ def test_modes_change_what_is_retrieved(ws: Path) -> None:
             outcome = engine.plan(PlanRequest(query=query, mode=mode, budget=BudgetOverrides(rag_budget=20_000)))
             kinds[mode] = {c.kind for c in outcome.inputs.candidates}
         assert kinds["off"] == set()
-        assert kinds["light"] == {"symbol_card", cards.TOUCHPOINT}
-        assert "symbol_body" in kinds["heavy"] and cards.TOUCHPOINT not in kinds["heavy"]
+        # both modes offer cards and bodies (the planner packs light mode's bodies within its depth share)
+        assert kinds["light"] == kinds["heavy"] == {"symbol_card", "symbol_body"}
     finally:
         engine.close()
 
@@ -217,3 +198,151 @@ def test_heavy_mode_falls_back_to_the_card_of_a_long_body(ws: Path) -> None:
         assert [i.kind for i in included] == ["symbol_body"]  # and the card is a duplicate then
     finally:
         engine.close()
+
+
+def test_path_roles_name_what_is_not_the_projects_own_package() -> None:
+    assert priors.path_role("requests/packages/urllib3/util/timeout.py") == ("vendored", "urllib3")
+    assert priors.path_role("pip/_vendor/rich/console.py") == ("vendored", "rich")
+    assert priors.path_role("packages/core/app.py") is None  # a monorepo's own packages
+    assert priors.path_role("tests/test_app.py") == ("test", "test")
+    assert priors.path_role("jinja2/testsuite/api.py") == ("test", "test")
+    assert priors.path_role("pkg/conftest.py") == ("test", "test")
+    assert priors.path_role("jinja2/tests.py") is None  # Jinja's template tests are its own code
+    assert priors.path_role("api/service_pb2.py") == ("generated", "generated")
+    assert priors.path_role("docs/conf.py") == ("aux", "docs")
+    assert priors.path_role("setup.py") == ("aux", "setup")
+    assert priors.path_role("src/flask/app.py") is None
+
+
+def test_priors_lower_tests_and_vendored_code_unless_the_request_is_about_them(ws: Path) -> None:
+    vendored = ws / "shop" / "packages" / "moneylib"
+    vendored.mkdir(parents=True)
+    (vendored / "__init__.py").write_text("")
+    (vendored / "rounding.py").write_text(
+        'def round_invoice_total(total):\n    """Round an invoice total to cents."""\n    return round(total, 2)\n'
+    )
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_invoice.py").write_text(
+        "def test_invoice_total_rounding():\n    assert round_invoice_total(1.005) == 1.0\n"
+    )
+    with WorkspaceIndex(ws) as index:
+        index.refresh()
+
+        def whys(query: str) -> dict[str, str]:
+            return {s.qualname: why for s, _, why in ranked_for(index, query)}
+
+        plain = whys("how is the invoice total rounded?")
+        assert "vendored copy of moneylib (×0.3)" in plain["shop.packages.moneylib.rounding.round_invoice_total"]
+        assert "test code (×0.3)" in plain["tests.test_invoice.test_invoice_total_rounding"]
+        ranked = [s.qualname for s, _, _ in ranked_for(index, "how is the invoice total rounded?")]
+        assert ranked.index("shop.billing.invoice.calculate_invoice_total") < ranked.index(
+            "shop.packages.moneylib.rounding.round_invoice_total"
+        )
+        # a request about them: the vendored project named, tests mentioned
+        about = whys("does moneylib round the invoice total? the tests say so")
+        assert "vendored" not in about["shop.packages.moneylib.rounding.round_invoice_total"]
+        assert "the request mentions tests (×0.6)" in about["tests.test_invoice.test_invoice_total_rounding"]
+
+
+TRACEBACK = """The nightly restock job crashes:
+
+Traceback (most recent call last):
+  File "/home/me/shop-app/jobs/nightly.py", line 12, in <module>
+    main()
+  File "/home/me/shop-app/shop/inventory.py", line 42, in release
+    inventory.restock(self.sku, self.quantity)
+  File "/home/me/shop-app/shop/inventory.py", line 56, in restock
+    raise ValueError("restock quantity must be positive")
+  File "/usr/lib/python3.12/site-packages/audit/hooks.py", line 3, in check
+    raise
+ValueError: restock quantity must be positive
+"""
+
+
+def test_signals_read_the_pointers_in_a_request() -> None:
+    sig = signals.read(TRACEBACK + "See shop/billing/invoice.py:17, `Invoice.total` and tests/test_a.py::TestA::test_b")
+    assert [(f.path.rsplit("/", 2)[-1], f.line, f.func) for f in sig.frames] == [
+        ("nightly.py", 12, "<module>"),
+        ("inventory.py", 42, "release"),
+        ("inventory.py", 56, "restock"),
+        ("hooks.py", 3, "check"),
+    ]
+    assert sig.locations == (("shop/billing/invoice.py", 17),)
+    assert {"Invoice.total", "TestA.test_b"} <= set(sig.dotted)  # and code in the frames: inventory.restock
+    assert sig.exceptions == ("ValueError",) and sig.fragments == ("restock quantity must be positive",)
+    # the frames' paths say nothing to a lexical search; the prose is what the user wrote
+    assert "site-packages" not in sig.search_text and "in restock" in sig.search_text
+    assert "The nightly restock job crashes" in sig.prose and "line 56" not in sig.prose
+
+
+def test_a_traceback_points_at_its_innermost_project_frame(index: WorkspaceIndex) -> None:
+    assert index.files_matching("/home/me/shop-app/shop/inventory.py") == ["shop/inventory.py"]
+    assert index.files_matching("/usr/lib/python3.12/site-packages/audit/hooks.py") == []
+    ranked = ranked_for(index, TRACEBACK)
+    by_name = {s.qualname: why for s, _, why in ranked}
+    assert ranked[0][0].qualname == "shop.inventory.Inventory.restock"
+    assert (
+        "the innermost traceback frame in the project, shop/inventory.py:56 (×3.00)"
+        in by_name["shop.inventory.Inventory.restock"]
+    )
+    assert (
+        "a traceback frame (1 out), shop/inventory.py:42 (×2.20)"
+        in by_name["shop.inventory.Inventory.Reservation.release"]
+    )
+
+
+def test_paths_lines_and_dotted_names_point_at_symbols(index: WorkspaceIndex) -> None:
+    by_name = {
+        s.qualname: why
+        for s, _, why in ranked_for(index, "totals are off: shop/billing/invoice.py:17 and `Invoice.total`")
+    }
+    assert "at shop/billing/invoice.py:17, named in the request (×3.00)" in by_name["shop.billing.invoice._round_cents"]
+    assert "Invoice.total named in the request (×2.50)" in by_name["shop.billing.invoice.Invoice.total"]
+    assert "its file shop/billing/invoice.py is named in the request" in by_name["shop.billing.invoice"]
+
+
+def test_an_error_message_points_at_the_code_that_writes_it(index: WorkspaceIndex) -> None:
+    query = "Applying a voucher fails with\nValueError: discount must be 1..50%"
+    by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}
+    assert (
+        "has the error message's text 'discount must be' (×2.00)"
+        in by_name["shop.billing.discounts.PercentOff.__init__"]
+    )
+
+
+def test_graph_fill_offers_code_around_the_best_hits_below_everything_else(index: WorkspaceIndex) -> None:
+    ranked = ranked_for(index, "parse_sku")
+    fill = retrieval.graph_fill(ranked, index)
+    whys = {sym.qualname: why for sym, _, why in fill}
+    assert whys["shop.storage.StockRepository"] == "graph fill: the class of StockRepository.load"
+    assert not {s.qualname for s, _, _ in ranked} & set(whys)
+    items = retrieval.candidates(ranked, "heavy", 1.0, fill=fill)
+    lowest_ranked = min(i.score or 0 for i in items if not (i.why or "").startswith("graph fill"))
+    filled = [i for i in items if (i.why or "").startswith("graph fill")]
+    assert filled and all((i.score or 0) < lowest_ranked for i in filled)
+
+
+def test_a_src_layout_is_named_as_its_users_write_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "src" / "flask").mkdir(parents=True)
+    (root / "src" / "flask" / "__init__.py").write_text("from .app import Flask\n")
+    (root / "src" / "flask" / "app.py").write_text("class Flask:\n    def run(self, port=5000):\n        return port\n")
+    (root / "scripts").mkdir()
+    (root / "scripts" / "serve.py").write_text("from src.flask.app import Flask\n\n\ndef serve():\n    Flask().run()\n")
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        assert index.get("flask.app.Flask.run") is not None  # not src.flask.app.Flask.run
+        assert index.resolve_name("flask.Flask").qualname == "flask.app.Flask"
+        # code that imports the layout as ``src.flask`` still reaches it in the graph
+        assert ("scripts.serve.serve", "flask.app.Flask", "called by") in {
+            (n, s, r) for s, n, r, _ in index.neighbours(["flask.app.Flask"])
+        }
+        ranked = ranked_for(index, 'File "/venv/lib/site-packages/flask/app.py", line 3, in run\nflask.app.Flask.run')
+        assert ranked[0][0].qualname == "flask.app.Flask.run"
+
+
+def test_the_errors_exception_points_at_its_class_and_where_it_is_raised(index: WorkspaceIndex) -> None:
+    query = "Placing an order fails:\nshop.inventory.OutOfStockError: SKU-1: 0 in stock, 3 requested"
+    by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}
+    assert "shop.inventory.OutOfStockError named in the request (×2.50)" in by_name["shop.inventory.OutOfStockError"]
+    assert "raises the error's exception (×1.50)" in by_name["shop.inventory.Inventory.reserve"]

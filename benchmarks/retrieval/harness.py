@@ -8,16 +8,16 @@
 A task is ``{query, workspace, gold_files, gold_symbols, gold_ranges}`` (``tasks.py`` derives
 them from real code). For each task and budget, each system fills a rag budget of that many
 tokens; a gold file counts as found when anything from it is in the prompt, a gold symbol
-when its card, body or a touchpoint in it is (ctx_lsp), or a chunk holding its first line is
+when its card or body is (ctx_lsp), or a chunk holding its first line is
 (the baseline); recall is the share of a task's gold found, averaged over tasks. Also
 reported: the mean reciprocal rank of the gold symbol in each system's ranking before
-packing (ctx_lsp: its candidates, touchpoints aside; the baseline: the first chunk holding the
+packing (ctx_lsp: its candidates, one per symbol; the baseline: the first chunk holding the
 symbol's first line; for several gold symbols, the first one found), which separates
 systems when budgets are ample.
 Systems:
 
 - ``ctx_lsp light`` / ``ctx_lsp heavy``: ``Engine.plan`` with that mode and ``rag_budget``
-  (symbol cards + touchpoints / bodies), graph relevance on;
+  (cards for breadth, bodies of the best hits / mostly bodies), graph relevance on;
 - ``ctx_lsp light, no graph`` (``--ablation``): the same without the graph signals;
 - ``bm25 chunks``: plain BM25 over 40-line chunks, packed best-first (``baseline.py``).
 
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import ChunkIndex
 
 from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
-from ctx_lsp.workspace import cards, retrieval
+from ctx_lsp.workspace import retrieval
 
 # Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
 DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parents[1] / ".data")
@@ -58,7 +58,6 @@ def _loadavg() -> str:
 
 def _retrieved(outcome) -> tuple[set[str], set[str]]:
     """Files and symbols of the rag items a plan included."""
-    by_id = {c.id: c for c in outcome.inputs.candidates}
     files: set[str] = set()
     symbols: set[str] = set()
     for item in outcome.result.plan.included:
@@ -68,9 +67,6 @@ def _retrieved(outcome) -> tuple[set[str], set[str]]:
             files.add(item.path)
         if item.symbol:
             symbols.add(item.symbol)
-        cand = by_id.get(item.id)
-        if cand is not None and cand.detail and cand.detail.startswith("excerpt of "):
-            symbols.add(cand.detail.removeprefix("excerpt of "))
     return files, symbols
 
 
@@ -167,7 +163,7 @@ def run(
                             found_symbols = len(gold_symbols & symbols) / len(gold_symbols)
                             if budget == budgets[0]:
                                 ranked = sorted(outcome.inputs.candidates, key=lambda c: -(c.score or 0.0))
-                                ranked = [c for c in ranked if c.kind != cards.TOUCHPOINT]
+                                ranked = [c for c in ranked if c.kind == "symbol_card"]  # one per symbol
                                 rank = next((i for i, c in enumerate(ranked, 1) if c.symbol in gold_symbols), None)
                                 reciprocal[(name, system)] += 1 / rank if rank else 0.0
                                 if system == "ctx_lsp light":

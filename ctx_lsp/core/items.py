@@ -27,6 +27,7 @@ FOCUS_HINT = "focus_hint"
 SCAFFOLD = "scaffold"
 SYMBOL_CARD = "symbol_card"
 SYMBOL_BODY = "symbol_body"
+TOUCHPOINT = "touchpoint"  # an excerpt of a long body (retrieval no longer makes them; stored plans may hold them)
 CAPSULE = "capsule"
 MESSAGE = "message"
 TOOL_EPISODE = "tool_episode"

@@ -18,7 +18,10 @@ import msgspec
 from ctx_lsp.core.budget import allocate
 from ctx_lsp.core.items import (
     SECTIONS,
+    SYMBOL_BODY,
+    SYMBOL_CARD,
     TOOL_EPISODE,
+    TOUCHPOINT,
     ContextOverflow,
     ContextPlan,
     Item,
@@ -137,7 +140,7 @@ def plan(inp: PlanInput) -> PlanResult:
     fills = {
         "system": lambda b: _fill_scaffold(inp.scaffold, b - floors["system"]),
         "conversation": lambda b: _fill_conversation(inp, required_ids, b - floors["conversation"]),
-        "rag": lambda b: _fill_rag(eligible_rag, b - floors["rag"]),
+        "rag": lambda b: _fill_rag(eligible_rag, b - floors["rag"], inp.mode),
     }
     results = _fill_sections(fills, budgets, floors, set(fixed or ()))
 
@@ -360,33 +363,56 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
     return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
-def _fill_rag(eligible: list[Item], room: int) -> _Fill:
-    chosen: list[Chosen] = []
-    excluded: list[_Excluded] = []
-    symbols: set[str] = set()
-    smallest = _suffix_min_tokens(eligible)
-    for n, item in enumerate(eligible):  # already best first
-        if room < smallest[n]:  # nothing further can fit: the rest are out, in one sweep
-            excluded.extend(
-                (i, "duplicate", "another form of this symbol is included", None)
-                if i.symbol and i.symbol in symbols
-                else (i, "budget", None, None)
-                for i in eligible[n:]
-            )
+# How retrieval packs the rag room (docs/retrieval.md), per mode: "breadth from cards, depth
+# from bodies". Depth: the best hits' bodies, within DEPTH_SHARE of the room but leaving at least
+# BREADTH_RESERVE tokens for cards, no one body over DEPTH_ITEM_SHARE of the room; in heavy mode
+# a body that does not fit gives way to its card at once (CARD_FALLBACK), so the best hit is
+# never left out. Measured on real tasks (benchmarks/retrieval/RESULTS.md).
+DEPTH_SHARE = {"light": 0.7, "heavy": 0.85}
+BREADTH_RESERVE = {"light": 1000}
+DEPTH_ITEM_SHARE = {"light": 0.5, "heavy": 1.0}
+CARD_FALLBACK = frozenset({"heavy"})
+# Items that show code: a range of a file (bodies, excerpts) that another item need not repeat.
+CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
+
+
+def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
+    """Pack retrieved items, best first, in three passes:
+
+    1. depth: the bodies of the best hits (see DEPTH_SHARE);
+    2. breadth: every other form (cards, touchpoints, history), while it fits;
+    3. upgrades: bodies of what is in as a card, then any body that still fits, best first.
+
+    A symbol is packed in one form only, and no item is packed inside another: an item whose
+    range lies inside an included body is a ``duplicate``; a body that contains included items
+    replaces them when it fits in the room they free (its detail names them)."""
+    pack = _RagPack(room)
+    depth_left = min(room * DEPTH_SHARE.get(mode, 1.0), room - BREADTH_RESERVE.get(mode, 0))
+    largest = room * DEPTH_ITEM_SHARE.get(mode, 1.0)
+    bodies = [i for i in eligible if i.kind == SYMBOL_BODY]
+    cards = {i.symbol: i for i in eligible if i.kind == SYMBOL_CARD and i.symbol} if mode in CARD_FALLBACK else {}
+    for item in bodies:  # 1. depth
+        if depth_left <= 0:
             break
-        if item.symbol and item.symbol in symbols:
-            excluded.append((item, "duplicate", "another form of this symbol is included", None))
-        elif item.tokens <= room:
-            chosen.append(Chosen(item, "relevant"))
-            room -= item.tokens
-            if item.symbol:
-                symbols.add(item.symbol)
-        else:
-            excluded.append((item, "budget", None, None))
-    return chosen, excluded, any(e[1] == "budget" for e in excluded)
+        spent = pack.add(item, min(depth_left, pack.room, largest))
+        if spent is None and item.symbol in cards:
+            spent = pack.add(cards[item.symbol], min(depth_left, pack.room))
+        depth_left -= spent or 0
+    for item in eligible:  # 2. breadth
+        if pack.room <= 0:
+            break
+        if item.kind != SYMBOL_BODY:
+            pack.add(item, pack.room)
+    for item in bodies:  # 3. upgrades, then leftover room
+        if pack.room <= 0:
+            break
+        pack.add(item, pack.room)
+    return pack.result(eligible)
 
 
-def select_retrieved(candidates: tuple[Item, ...], budget: int) -> tuple[list[Item], list[tuple[Item, str]]]:
+def select_retrieved(
+    candidates: tuple[Item, ...], budget: int, mode: str = "heavy"
+) -> tuple[list[Item], list[tuple[Item, str]]]:
     """Retrieval alone under a token budget (an agent's search): the rag section's rules with no
     other section — best first, whole items, one form of a symbol — in ``budget`` tokens. Returns
     the included items in that order, and the excluded ones with their reason (``budget`` or
@@ -400,20 +426,106 @@ def select_retrieved(candidates: tuple[Item, ...], budget: int) -> tuple[list[It
         else:
             eligible.append(item)
             seen.add(item.id)
-    chosen, excluded, _ = _fill_rag(eligible, budget)
+    chosen, excluded, _ = _fill_rag(eligible, budget, mode)
     return [c.item for c in chosen], [(e[0], e[1]) for e in excluded] + twice
 
 
-def _suffix_min_tokens(items: list[Item]) -> list[int]:
-    """smallest[n] = the fewest tokens of any item from n on (so packing can stop early)."""
-    out = [0] * len(items)
-    low = 1 << 62
-    for n in range(len(items) - 1, -1, -1):
-        t = items[n].tokens
-        if t < low:
-            low = t
-        out[n] = low
-    return out
+class _RagPack:
+    """The rag items chosen so far: what each symbol is in as, and the code ranges per file."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.chosen: dict[str, Item] = {}  # id → the item as included (its why may say what it replaced)
+        self.symbols: dict[str, str] = {}  # symbol → id of its included form
+        self.code: dict[str, list[Item]] = {}  # path → included code items
+        self.in_file: dict[str, list[Item]] = {}  # path → included items
+        self.inside_of: dict[str, str] = {}  # id → title of the included item it lies inside
+
+    def _container(self, item: Item) -> Item | None:
+        """An included code item whose range holds ``item``'s."""
+        r = item.range
+        if r is None or not item.path:
+            return None
+        a, b = r.start.line, r.end.line
+        for other in self.code.get(item.path, ()):
+            o = other.range
+            if o is not None and o.start.line <= a and b <= o.end.line and other.id != item.id:
+                return other
+        return None
+
+    def _parts(self, item: Item) -> list[Item]:
+        """Included items (of any kind) inside ``item``'s range, when ``item`` shows code."""
+        r = item.range
+        if r is None or not item.path or item.kind not in CODE_KINDS:
+            return []
+        a, b = r.start.line, r.end.line
+        return [
+            c
+            for c in self.in_file.get(item.path, ())
+            if c.range is not None and a <= c.range.start.line and c.range.end.line <= b
+        ]
+
+    def add(self, item: Item, limit: int) -> int | None:
+        """Include ``item`` if it costs at most ``limit`` tokens (its own, less any included
+        form of its symbol and items inside it, which it replaces); returns what it cost."""
+        if item.id in self.chosen:
+            return None
+        form = self.symbols.get(item.symbol) if item.symbol else None
+        if form is not None and (item.kind != SYMBOL_BODY or self.chosen[form].kind == SYMBOL_BODY):
+            return None  # in already; only a card may give way to its body
+        if self._container(item) is not None:
+            return None
+        parts = self._parts(item)
+        if form is not None and all(p.id != form for p in parts):
+            parts.append(self.chosen[form])
+        cost = item.tokens - sum(p.tokens for p in parts)
+        if cost > limit:
+            return None
+        for p in parts:
+            self._remove(p, item.title)
+        if parts:
+            names = ", ".join(p.title for p in parts[:3]) + (f" (+{len(parts) - 3})" if len(parts) > 3 else "")
+            note = f"replaces {names}: shown once, inside it"
+            item = msgspec.structs.replace(item, why=f"{item.why}; {note}" if item.why else note)
+        self.chosen[item.id] = item
+        self.inside_of.pop(item.id, None)
+        if item.symbol:
+            self.symbols[item.symbol] = item.id
+        if item.path:
+            self.in_file.setdefault(item.path, []).append(item)
+            if item.kind in CODE_KINDS:
+                self.code.setdefault(item.path, []).append(item)
+        self.room -= cost
+        return cost
+
+    def _remove(self, item: Item, container: str) -> None:
+        del self.chosen[item.id]
+        if item.symbol and self.symbols.get(item.symbol) == item.id:
+            del self.symbols[item.symbol]
+        if item.path:
+            self.in_file[item.path] = [c for c in self.in_file[item.path] if c.id != item.id]
+            self.code[item.path] = [c for c in self.code.get(item.path, ()) if c.id != item.id]
+        self.inside_of[item.id] = container
+
+    def result(self, eligible: list[Item]) -> _Fill:
+        chosen = [Chosen(self.chosen[i.id], "relevant") for i in eligible if i.id in self.chosen]
+        excluded: list[_Excluded] = []
+        for i in eligible:
+            if i.id in self.chosen:
+                continue
+            form = self.symbols.get(i.symbol) if i.symbol else None
+            container = self._container(i)
+            if i.id in self.inside_of:
+                excluded.append((i, "duplicate", f"inside {self.inside_of[i.id]}, included instead", None))
+            elif form is not None and i.kind == SYMBOL_BODY and self.chosen[form].kind != SYMBOL_BODY:
+                excluded.append((i, "budget", "its card is included: the body did not fit", None))
+            elif form is not None:
+                excluded.append((i, "duplicate", "another form of this symbol is included", None))
+            elif container is not None:
+                excluded.append((i, "duplicate", f"inside {container.title}, already included", None))
+            else:
+                excluded.append((i, "budget", None, None))
+        return chosen, excluded, any(e[1] == "budget" for e in excluded)
 
 
 def _conversation_demand(inp: PlanInput, required_ids: set[str]) -> int:

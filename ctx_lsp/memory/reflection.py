@@ -169,11 +169,15 @@ def promotions(
     scores: dict[str, Activation], leased: set[str], sticky: set[str], retrieved: set[str], used_now: set[str]
 ) -> list[tuple[str, str]]:
     """(item, reason) for retrieved cards the model is using — this turn and often enough — to
-    become leased pins."""
+    become leased pins. The most specific symbol named wins: a module or class is not promoted
+    while something inside it is named this turn (``shop.pricing`` named by its path and
+    ``shop.pricing.round_price`` by name: the function is meant)."""
     out = []
     for key in sorted(scores):
         a = scores[key]
         if key in leased or key in sticky or key not in retrieved or key not in used_now:
+            continue
+        if any(u.startswith(key + ".") for u in used_now):
             continue
         if a.score >= PROMOTE_AT and a.model >= PROMOTE_MIN_MODEL_MENTIONS:
             out.append((key, f"promoted: {a.detail()} ≥ {PROMOTE_AT} with {a.model} model mentions"))

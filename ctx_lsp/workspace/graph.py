@@ -61,6 +61,10 @@ class Resolver:
             return None if kind == "module" else target
         if depth >= MAX_FOLLOW:
             return None
+        if target.startswith("src.") and depth == 0:  # code importing its src/ layout as ``src.pkg``
+            found = self._resolve(target[4:], depth + 1)
+            if found is not None:
+                return found
         parts = target.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])

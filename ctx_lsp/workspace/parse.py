@@ -37,8 +37,12 @@ KINDS = ("module", "class", "function", "method", "variable")
 MAX_IDENTIFIERS = 200
 _VALUE_CHARS = 80
 _CARD_BODY_LINES = 5
-_CARD_DOC_CHARS = 400
-_CARD_METHODS = 12
+_CARD_DOC_LINES = 6  # of a docstring's first paragraph
+_CARD_VALUE_LINES = 3  # of an assignment
+_CARD_LINE_CHARS = 160
+_CARD_NAMES = 12  # members of a class, definitions of a module
+_QUOTES = re.compile(r"""^([rRuUbBfF]*)(\"\"\"|\'\'\'|\"|\')""")
+_CODE_BEFORE_COMMENT = re.compile(r"([^#]*)")  # good enough for a def line: "#" in its defaults is rare
 
 # Python's own line breaks (not str.splitlines, which also splits on \x0c, \x1c, \u2028, ...
 # and would disagree with ast's line numbers).
@@ -111,9 +115,15 @@ def split_lines(text: str) -> list[str]:
     return _LINE_RE.findall(text)
 
 
+SOURCE_ROOTS = ("src",)  # layouts whose packages live in a folder that is not imported
+
+
 def module_name_for(rel: str) -> str:
-    """Dotted module path of a workspace-relative file: ``pkg/sub/mod.py`` → ``pkg.sub.mod``,
-    ``pkg/__init__.py`` → ``pkg``. A top-level ``__init__.py`` maps to ``__init__``."""
+    """Dotted module path of a workspace-relative file, as its users import it:
+    ``pkg/sub/mod.py`` → ``pkg.sub.mod``, ``pkg/__init__.py`` → ``pkg``, and in a ``src/``
+    layout ``src/pkg/app.py`` → ``pkg.app`` (what tracebacks and imports say; a namespace
+    package without ``__init__.py`` is its path too). A top-level ``__init__.py`` maps to
+    ``__init__``, ``src/__init__.py`` to ``src``."""
     path = rel.replace("\\", "/")
     for suffix in (".py", ".pyi"):
         if path.endswith(suffix):
@@ -122,6 +132,8 @@ def module_name_for(rel: str) -> str:
     parts = [p for p in path.split("/") if p]
     if len(parts) > 1 and parts[-1] == "__init__":
         parts.pop()
+    if len(parts) > 1 and parts[0] in SOURCE_ROOTS:
+        parts.pop(0)
     return ".".join(parts)
 
 
@@ -176,11 +188,11 @@ def _unparse(node: ast.AST | None) -> str:
         return "…"
 
 
-def _first_paragraph(doc: str) -> str:
-    para = doc.strip().split("\n\n", 1)[0].strip()
-    if len(para) > _CARD_DOC_CHARS:
-        para = para[: _CARD_DOC_CHARS - 1].rstrip() + "…"
-    return para.replace('"""', '\\"\\"\\"')
+def _listing(names: list[str]) -> str:
+    """Distinct names, the first _CARD_NAMES of them, and how many more there are."""
+    distinct = list(dict.fromkeys(names))
+    shown = ", ".join(distinct[:_CARD_NAMES])
+    return shown + (f" (+{len(distinct) - _CARD_NAMES} more)" if len(distinct) > _CARD_NAMES else "")
 
 
 def _scan_words(text: str, extra: Iterable[str] = ()) -> tuple[str, dict[bytes, int]]:
@@ -329,26 +341,6 @@ class _Builder:
         if "import" in body:  # a text check is far cheaper than walking every statement
             self._imports_in(node.body)
 
-        # Card: header, decorators, signature, first paragraph of the docstring, then the
-        # first few non-blank lines of the body proper.
-        stmts = node.body
-        if docstring and stmts and isinstance(stmts[0], ast.Expr):
-            stmts = stmts[1:]
-        preview: list[str] = []
-        more = False
-        if stmts:
-            indent = stmts[0].col_offset
-            first = stmts[0].lineno - 1
-            for line in self.lines[first : end + 1]:
-                if not line.strip():
-                    continue
-                if len(preview) == _CARD_BODY_LINES:
-                    more = True
-                    break
-                # Dedent to the body's indentation (a continuation line may be less indented).
-                head = line[:indent]
-                text = line[indent:] if not head.strip() else line.lstrip()
-                preview.append("    " + text.rstrip("\r\n"))
         qualname = f"{parent}.{node.name}"
         kind = "method" if in_class else "function"
         identifiers, chains = _scan_words(body)
@@ -368,7 +360,7 @@ class _Builder:
             parent=parent,
             identifiers=identifiers,
             body=body,
-            card=self._card(start, end, decorators, signature, docstring, preview, more),
+            card=self._source_card(node, start, end, docstring),
         )
         self.symbols.append(sym)
         return sym
@@ -386,11 +378,7 @@ class _Builder:
         names = [name for _, _, name in children]
         identifiers, chains = _scan_words("".join(self._own_text(start, end, children)), names)
         self.chains.append((qualname, "class", parent, chains))
-        preview: list[str] = []
-        if names:
-            shown = ", ".join(dict.fromkeys(names[:_CARD_METHODS]))
-            extra = f" (+{len(names) - _CARD_METHODS} more)" if len(names) > _CARD_METHODS else ""
-            preview.append(f"    # members: {shown}{extra}")
+        members = f"    # members: {_listing(names)}" if names else None
         sym = Symbol(
             qualname=qualname,
             name=node.name,
@@ -406,7 +394,7 @@ class _Builder:
             parent=parent,
             identifiers=identifiers,
             body=self._segment(start, end),
-            card=self._card(start, end, decorators, signature, docstring, preview, False),
+            card=self._source_card(node, start, end, docstring, members),
         )
         self.symbols.insert(index, sym)
         return sym
@@ -421,8 +409,10 @@ class _Builder:
         value = self._value_text(node.value) if node.value is not None else ""
         # Attribute docstring convention: a string literal right after the assignment.
         docstring = ""
+        docstring_node = None
         if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
             docstring = inspect.cleandoc(nxt.value.value)
+            docstring_node = nxt
         body = self._segment(start, end)
         identifiers, chains = _scan_words(body)
         for name in names:
@@ -448,7 +438,7 @@ class _Builder:
                     parent=parent,
                     identifiers=identifiers,
                     body=body,
-                    card=self._card(start, end, (), signature, docstring, [], False),
+                    card=self._variable_card(start, end, docstring_node),
                 )
             )
 
@@ -472,25 +462,95 @@ class _Builder:
             text = text[: _VALUE_CHARS - 1] + "…"
         return text
 
-    def _card(
+    # -- cards: the symbol's own source text, cut short ------------------------------------
+
+    def _dedent(self, first: int, last: int, indent: str) -> list[str]:
+        """Lines ``first..last`` without their line endings and without ``indent``."""
+        out = []
+        for line in self.lines[first : last + 1]:
+            line = line.rstrip("\r\n")
+            out.append(line[len(indent) :] if line.startswith(indent) else line.lstrip())
+        return out
+
+    def _doc_lines(self, node: ast.stmt, indent: str) -> list[str]:
+        """The source of a docstring statement, cut after its first paragraph (at most
+        _CARD_DOC_LINES lines), its quotes closed where it was cut."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        lines = self._dedent(first, last, indent)
+        keep = 1
+        while keep < len(lines) and keep < _CARD_DOC_LINES and lines[keep].strip():
+            keep += 1
+        if keep >= len(lines):
+            return lines
+        quote = _QUOTES.match(lines[0].lstrip())
+        close = quote.group(2) if quote else '"""'
+        shown = lines[:keep]
+        if lines[keep].strip():  # cut inside the paragraph
+            shown[-1] = shown[-1].rstrip() + " …"
+        if shown[-1].rstrip().endswith("\\"):
+            shown.append(lines[0][: len(lines[0]) - len(lines[0].lstrip())] + close)
+        else:
+            shown[-1] = shown[-1].rstrip() + close
+        return shown
+
+    def _source_card(
         self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
         start: int,
         end: int,
-        decorators: tuple[str, ...],
-        signature: str,
         docstring: str,
-        preview: list[str],
-        more: bool,
+        members: str | None = None,
     ) -> str:
+        """The card of a function or class, from its source as written: decorators and
+        signature, the docstring's first paragraph, then the first _CARD_BODY_LINES non-blank
+        lines of the body (a class: its members instead), dedented to the definition."""
+        first_line = self.lines[start] if start < len(self.lines) else ""
+        indent = first_line[: len(first_line) - len(first_line.lstrip())]
         out = [f"# {self.rel}:{start + 1}-{end + 1}"]
-        out.extend(f"@{d}" for d in decorators)
-        out.append(signature + (":" if signature.startswith(("def ", "async def ", "class ")) else ""))
-        if docstring:
-            para = _first_paragraph(docstring).replace("\n", "\n    ")
-            out.append(f'    """{para}"""')
-        out.extend(preview)
-        if more:
-            out.append("    ...")
+        def_line = node.lineno - 1
+        body = node.body
+        first_body = body[0].lineno - 1
+        if first_body <= def_line:  # ``def f(): return 1``: the statement is its own card
+            out.extend(self._dedent(start, end, indent))
+            return "\n".join(out)
+        header_end = first_body - 1
+        for n in range(def_line, first_body):  # the signature ends at the first line ending with ":"
+            if _CODE_BEFORE_COMMENT.match(self.lines[n]).group(1).rstrip().endswith(":"):
+                header_end = n
+                break
+        out.extend(self._dedent(start, header_end, indent))
+        rest = body
+        if docstring and isinstance(body[0], ast.Expr):
+            out.extend(self._doc_lines(body[0], indent))
+            rest = body[1:]
+        if members is not None:
+            out.append(members)
+        elif rest:
+            code: list[str] = []
+            for n in range(rest[0].lineno - 1, end + 1):  # non-blank lines, one more than shown
+                if self.lines[n].strip():
+                    code.extend(self._dedent(n, n, indent))
+                    if len(code) > _CARD_BODY_LINES:
+                        break
+            out.extend(code[:_CARD_BODY_LINES])
+            if len(code) > _CARD_BODY_LINES:
+                out.append(" " * (len(code[0]) - len(code[0].lstrip())) + "...")
+        return "\n".join(out)
+
+    def _variable_card(self, start: int, end: int, docstring: ast.stmt | None) -> str:
+        """The first lines of an assignment as written, and its attribute docstring."""
+        line = self.lines[start] if start < len(self.lines) else ""
+        indent = line[: len(line) - len(line.lstrip())]
+        out = [f"# {self.rel}:{start + 1}-{end + 1}"]
+        last = min(end, start + _CARD_VALUE_LINES - 1)
+        out.extend(
+            x if len(x) <= _CARD_LINE_CHARS else x[: _CARD_LINE_CHARS - 1] + "…"
+            for x in self._dedent(start, last, indent)
+        )
+        if end > last:
+            out.append("...")
+        if docstring is not None:
+            out.extend(self._doc_lines(docstring, indent))
         return "\n".join(out)
 
     def refs(self) -> list[tuple[str, str, int]]:
@@ -534,9 +594,11 @@ class _Builder:
         last = self.lines[end_line].rstrip("\r\n") if self.lines else ""
         docstring = ast.get_docstring(tree) or ""
         card = f"# {self.rel}:1-{end_line + 1} (module {self.module})"
-        if docstring:
-            card += f'\n"""{_first_paragraph(docstring)}"""'
         names = [name for _, _, name in children]
+        if docstring and tree.body and isinstance(tree.body[0], ast.Expr):
+            card += "\n" + "\n".join(self._doc_lines(tree.body[0], ""))
+        if names:
+            card += f"\n# defines: {_listing(names)}"
         identifiers, chains = _scan_words("".join(self._own_text(0, end_line, children)), names)
         self.chains.append((self.module, "module", "", chains))
         return Symbol(

@@ -1,11 +1,17 @@
-"""Retrieval: ranked candidates for a query, as planner Items, each with the reason it was found.
+"""Retrieval: ranked candidates for a query, as planner Items, each with the reason it was found
+(docs/retrieval.md).
 
-Scores combine BM25 over the symbol index (names split into sub-words, signatures, docstrings,
-identifiers) with named boosts (a symbol the query names outright, symbols in files the user
-has open or focused) and with graph relevance personalised for the request: definitions that
-the symbols the query names, the pins, the focus and the open files use or are used by (one
-hop in the reference graph, a few SQL lookups), and a small prior for centrality (PageRank,
-precomputed at index time). Every signal and its weight is written into the item's ``why``.
+Scores combine BM25 over the symbol index (stemmed sub-words of names, signatures, docstrings,
+identifiers, weighted by field) with named multipliers: a symbol the query names outright; the
+request's exact signals (traceback frames, ``path:line``, named files, dotted names, the error's
+exception and message: ``signals``); symbols in files the user has open or focused; the path's
+prior (tests, vendored copies, generated code and what lies outside the project's package rank
+lower unless the request is about them: ``priors``); graph relevance personalised for the
+request — definitions that the symbols the request points at, the pins, the focus and the open
+files use or are used by (one hop in the reference graph, a few SQL lookups) — and a small prior
+for centrality (PageRank, precomputed at index time). ``graph_fill`` offers the code around the
+best candidates below everything else. Every signal and its weight is written into the item's
+``why``.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ctx_lsp.core.items import Item, Mode
-from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item, touchpoints
-from ctx_lsp.workspace.index import code_words, query_names, query_terms
+from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
+from ctx_lsp.workspace.index import code_words, query_names, query_term_words
+from ctx_lsp.workspace.priors import Prior, prior_for, request_words
+from ctx_lsp.workspace.signals import Signals, read
 
 EXACT_NAME_BOOST = 2.0  # the query names the symbol (or its qualified name) outright, as code
 PLAIN_NAME_BOOST = 1.3  # ... with a plain word (``model``, ``sympify``): maybe a name, maybe English
@@ -27,6 +35,7 @@ MODE_LIMITS = {"off": 0, "light": 200, "heavy": 400}
 # Hits scoring below this fraction of the best hit share only a common word with the query:
 # offering them would fill a large budget with noise.
 MIN_RELATIVE_SCORE = 0.05
+FLOOR_RANK = 5  # ... of the hit at this rank
 # Graph relevance (see ``rank``).
 GRAPH_BOOST = 0.3  # a lexical hit next to a seed: × (1 + GRAPH_BOOST × strength)
 GRAPH_SHARE = 0.35  # a neighbour the query did not match: GRAPH_SHARE × strength × the seed's score
@@ -39,13 +48,26 @@ PLAIN_SEED_STRENGTH = 0.5  # a symbol named by a plain word
 FILE_SEED_STRENGTH = {"focus": 0.8, "open": 0.5}
 MAX_OPEN_FILE_SEEDS = 3
 MAX_STRENGTH = 1.5
-HEAVY_CARD_MIN_BODY = 400  # heavy mode: bodies at least this long also offer their card ...
-HEAVY_CARD_SHARE = 0.5  # ... at this share of the body's score
 MIN_CENTRALITY = 0.1  # below this percentile the prior is too small to be worth a line in ``why``
 EXPORT_LIST_FACTOR = 0.3  # ``__all__``: it names what a module exports, it does not explain it
 SPECIFIC_DEGREE = 3.0  # neighbours with up to ~9 connections count fully (see ``_specificity``)
+# Graph fill (see ``graph_fill``): code around the best candidates, scored below all of them.
+FILL_SEEDS = 5
+FILL_LIMIT = 60
+FILL_SHARE = 0.5  # the first fill item scores this share of the last candidate, the last half that
 
 COMMON_NAME = 3  # a plain word shared by more symbols than this is not taken as naming one
+# Exact signals (``signals.read``): what the request points at. A symbol pointed at scores at
+# least EXACT_BASE_SHARE of the best lexical score, times its boost, and seeds the graph.
+EXACT_BASE_SHARE = 0.5
+FRAME_BOOST = 3.0  # the innermost traceback frame in the project's files ...
+FRAME_DECAY = 0.6  # ... and each frame further out: × (1 + (FRAME_BOOST − 1) × FRAME_DECAY^k)
+MAX_FRAMES = 8  # project frames looked at, innermost first
+LINE_BOOST = 3.0  # ``path.py:123``: the symbol at that line
+DOTTED_BOOST = 2.5  # a dotted name (``pkg.mod.func``, ``Class.method``) that resolves to the symbol
+PATH_BOOST = 1.5  # a file the request names: its symbols (and its module card)
+MESSAGE_BOOST = 2.0  # a function whose code has the fixed text of the error's message
+RAISES_BOOST = 1.5  # a function that raises the project's exception the error names
 
 
 class Hit(Protocol):
@@ -55,7 +77,8 @@ class Hit(Protocol):
 
 
 class GraphView(Protocol):
-    """What ranking needs of the index's reference graph (``WorkspaceIndex`` provides it)."""
+    """What ranking needs of the index: the reference graph and, for the request's exact
+    signals, paths, lines and names (``WorkspaceIndex`` provides it)."""
 
     def neighbours(self, seeds: Iterable[str], per_seed: int = ...) -> list[tuple[str, str, str, int]]: ...
 
@@ -64,6 +87,14 @@ class GraphView(Protocol):
     def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]: ...
 
     def get_many(self, qualnames: Iterable[str]) -> dict[str, SymbolRow]: ...
+
+    def files_matching(self, written: str, limit: int = ...) -> list[str]: ...
+
+    def module_symbol(self, rel: str) -> SymbolRow | None: ...
+
+    def symbol_at(self, rel: str, line: int) -> SymbolRow | None: ...
+
+    def resolve_name(self, name: str, from_rel: str | None = ...) -> SymbolRow | None: ...
 
 
 def _short(qualname: str) -> str:
@@ -82,6 +113,7 @@ def rank(
     focus_path: str | None = None,
     seeds: Iterable[str] = (),
     graph: GraphView | None = None,
+    signals: Signals | None = None,
 ) -> list[tuple[SymbolRow, float, str]]:
     """Rescore lexical hits with the named boosts and, given the reference ``graph``, with
     graph relevance; returns (symbol, score, why), best first.
@@ -93,13 +125,22 @@ def rank(
     is not joins the candidates with a share of its seed's score. Every candidate then gets a
     small prior for its precomputed centrality. Only this neighbourhood is touched: a few
     indexed lookups, no graph algorithm on the request path.
+
+    Given the index (``graph``), the request's exact signals (``signals``, else read from
+    ``query``) point at symbols: traceback frames, ``path:line``, paths, dotted names, the
+    error's exception and message (see ``_exact_signals``). Last, each candidate's path prior
+    (tests, vendored, generated code, outside the package) scales it, unless the request is
+    about what the path holds.
     """
     hits = list(hits)
-    names = _names_in(query, hits)
-    terms = query_terms(query)
+    sig = signals if signals is not None else read(query)
+    text = sig.search_text
+    names = _names_in(text, hits)
+    terms = list(query_term_words(text).values())  # as ``matched`` names them
     n_terms = len(terms)
     open_list = list(dict.fromkeys(open_files))
     open_set = set(open_list)
+    priors: dict[str, Prior | None] = {}
     # qualname → [symbol, score, why parts]; the first hit of a qualname wins (overloads)
     entries: dict[str, list] = {}
     for hit in hits:
@@ -130,11 +171,108 @@ def rank(
             score *= EXPORT_LIST_FACTOR
             why.append(f"an export list (×{EXPORT_LIST_FACTOR})")
         entries[sym.qualname] = [sym, score, why]
+    explicit = dict.fromkeys(seeds, 1.0)
+    named_files: set[str] = set()
     if graph is not None:
-        _graph_relevance(entries, names, list(seeds), focus_path, open_list, graph)
+        pointed, named_files = _exact_signals(entries, sig, graph)
+        for q, strength in pointed.items():
+            explicit[q] = max(explicit.get(q, 0.0), strength)
+    words = request_words(sig.prose) | named_files
+    for entry in entries.values():
+        _apply_prior(entry, priors, words)
+    if graph is not None:
+        known = set(entries)
+        _graph_relevance(entries, names, explicit, focus_path, open_list, graph)
+        for q in entries.keys() - known:  # neighbours the graph added: their own prior
+            _apply_prior(entries[q], priors, words)
     ranked = [(e[0], round(e[1], 6), "; ".join(e[2])) for e in entries.values()]
     ranked.sort(key=lambda r: (-r[1], r[0].qualname, r[0].path, r[0].start_line))
     return ranked
+
+
+def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> tuple[dict[str, float], set[str]]:
+    """Boost (or add) the symbols the request points at, in place: traceback frames (the
+    innermost in the project's files weighs most; frames outside them, in site-packages,
+    leave the project's call site innermost), ``path:line``, named files, dotted names, the
+    error's exception class, and code with the message's text or raising that exception.
+    Returns the pointed symbols with their strength as graph seeds, and the named files."""
+    ref = max((e[1] for e in entries.values()), default=1.0) or 1.0
+    seeds: dict[str, float] = {}
+    files: set[str] = set()
+    matches: dict[str, list[str]] = {}
+
+    def rels(path: str) -> list[str]:
+        if path not in matches:
+            matches[path] = index.files_matching(path)
+        return matches[path]
+
+    boosts: dict[str, tuple[float, str]] = {}  # the strongest pointer at each symbol wins
+
+    def point(sym: SymbolRow, boost: float, label: str, strength: float) -> None:
+        if sym.qualname not in entries:
+            entries[sym.qualname] = [sym, 0.0, []]
+        if boost > boosts.get(sym.qualname, (0.0, ""))[0]:
+            boosts[sym.qualname] = (boost, label)
+        if strength > 0 and sym.kind != "module":
+            seeds[sym.qualname] = max(seeds.get(sym.qualname, 0.0), strength)
+
+    project = [(f, found[0]) for f in sig.frames if len(found := rels(f.path)) == 1]
+    framed: set[str] = set()
+    for k, (frame, rel) in enumerate(reversed(project[-MAX_FRAMES:])):
+        sym = index.symbol_at(rel, frame.line - 1)
+        if sym is None or sym.kind == "module" or sym.qualname in framed:
+            continue
+        framed.add(sym.qualname)
+        weight = FRAME_DECAY**k
+        where = "the innermost traceback frame in the project" if k == 0 else f"a traceback frame ({k} out)"
+        point(sym, 1 + (FRAME_BOOST - 1) * weight, f"{where}, {rel}:{frame.line}", weight)
+    for path, line in sig.locations:
+        for rel in rels(path):
+            files.add(rel)
+            sym = index.symbol_at(rel, line - 1) if line else None
+            if sym is not None and sym.kind != "module":
+                point(sym, LINE_BOOST, f"at {rel}:{line}, named in the request", 1.0)
+    for name in sig.dotted:
+        sym = index.resolve_name(name)
+        if sym is not None and sym.kind == "module":
+            files.add(sym.path)
+        elif sym is not None:
+            point(sym, DOTTED_BOOST, f"{name} named in the request", 1.0)
+    raised = []
+    for exc in sig.exceptions:
+        sym = index.resolve_name(exc)
+        if sym is not None and sym.kind == "class":
+            point(sym, EXACT_NAME_BOOST, f"the error's exception {exc}", 0.5)
+            raised.append(f"raise {exc}")
+    for rel in sorted(files):
+        sym = index.module_symbol(rel)
+        if sym is not None:
+            point(sym, PATH_BOOST, f"its file {rel} is named in the request", 0.0)
+    for q, entry in entries.items():
+        sym = entry[0]
+        if sym.path in files and sym.kind != "module":
+            point(sym, PATH_BOOST, f"in {sym.path}, named in the request", 0.0)
+        if sym.kind in ("function", "method") and (sig.fragments or raised):
+            fragment = next((f for f in sig.fragments if f in sym.body), None)
+            if fragment is not None:
+                point(sym, MESSAGE_BOOST, f"has the error message's text {fragment[:40]!r}", 0.5)
+            elif any(r in sym.body for r in raised):
+                point(sym, RAISES_BOOST, "raises the error's exception", 0.0)
+        found = boosts.get(q)
+        if found is not None:
+            boost, label = found
+            entry[1] = max(entry[1], ref * EXACT_BASE_SHARE) * boost
+            entry[2].append(f"{label} (×{boost:.2f})")
+    return seeds, files
+
+
+def _apply_prior(entry: list, priors: dict[str, Prior | None], words: frozenset[str]) -> None:
+    """Scale a candidate by its path's prior (test, vendored, generated, outside the package)."""
+    path = entry[0].path
+    prior = priors[path] if path in priors else priors.setdefault(path, prior_for(path, words))
+    if prior is not None:
+        entry[1] *= prior.factor
+        entry[2].append(prior.why)
 
 
 def _names_in(query: str, hits: list[Hit]) -> dict[str, str]:
@@ -166,7 +304,7 @@ def _specificity(degree: int) -> float:
 def _graph_relevance(
     entries: dict[str, list],
     names: dict[str, str],
-    explicit: Sequence[str],
+    explicit: dict[str, float],
     focus_path: str | None,
     open_files: Sequence[str],
     graph: GraphView,
@@ -177,8 +315,8 @@ def _graph_relevance(
     ref = by_score[0][1] if by_score else 1.0  # the scale of a strong lexical score
     # seed qualname → (strength, its score, label)
     seed_info: dict[str, tuple[float, float, str]] = {}
-    for q in explicit:
-        seed_info.setdefault(q, (1.0, ref, "seed"))
+    for q, strength in explicit.items():
+        seed_info.setdefault(q, (strength, ref, "seed"))
     for e in by_score:
         sym = e[0]
         named = names.get(sym.name.lower()) or names.get(sym.qualname.lower())
@@ -292,32 +430,65 @@ def with_activation(
     return out
 
 
+def graph_fill(ranked: list[tuple[SymbolRow, float, str]], graph: GraphView) -> list[tuple[SymbolRow, float, str]]:
+    """Code around the strongest candidates, for when lexical matching runs dry: the class of
+    each of the FILL_SEEDS best methods, then what each of them uses and what uses it (the
+    heaviest PER_SEED each way), best seed first. ``candidates`` offers them after everything
+    that scored, so they take only room nothing else wants."""
+    present = {r[0].qualname for r in ranked}
+    top = [r for r in ranked if r[0].kind != "module" and r[0].name != "__all__"][:FILL_SEEDS]
+    order: dict[str, str] = {}  # qualname → why, best seed first
+    for sym, _, _ in top:
+        if sym.kind == "method" and sym.parent not in present:
+            order.setdefault(sym.parent, f"graph fill: the class of {_short(sym.qualname)}")
+    seeds = [sym.qualname for sym, _, _ in top]
+    rank_of = {q: i for i, q in enumerate(seeds)}
+    near = sorted(graph.neighbours(seeds, PER_SEED), key=lambda n: (rank_of[n[0]], -n[3], n[1]))
+    for seed, nbr, relation, _ in near:
+        if nbr not in present:
+            verb = "used by" if relation == "calls" else "uses"
+            order.setdefault(nbr, f"graph fill: {verb} {_short(seed)}")
+    found = graph.get_many(order)
+    out = []
+    for q, why in order.items():
+        sym = found.get(q)
+        if sym is not None and sym.kind != "module" and sym.name != "__all__":
+            out.append((sym, 0.0, why))
+        if len(out) >= FILL_LIMIT:
+            break
+    return out
+
+
 def candidates(
     ranked: list[tuple[SymbolRow, float, str]],
     mode: Mode,
     calibration: float,
     *,
-    query: str = "",
     count: Callable[[str], int] | None = None,
+    fill: Sequence[tuple[SymbolRow, float, str]] = (),
 ) -> list[Item]:
-    """Light mode offers symbol cards, plus touchpoints when given the ``query`` and a token
-    ``count``; heavy mode offers bodies (a card when the body is the module itself) and more
-    of them, and for a long body its card too, at a lower score: the card gets in when the
-    body does not fit (the planner never includes two forms of one symbol); off offers
-    nothing."""
+    """Every ranked symbol in both forms, its card and (when it has one) its body, at its
+    score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
+    first (within the mode's depth share), then cards for breadth, and never two forms of one
+    symbol (``count`` counts a body's header exactly). Heavy mode looks at more symbols; off
+    offers nothing."""
     limit = MODE_LIMITS[mode]
-    floor = ranked[0][1] * MIN_RELATIVE_SCORE if ranked else 0.0
+    # relative to the fifth best: one symbol the request points at must not cut off the rest
+    floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0
     out: list[Item] = []
     for sym, score, why in ranked[:limit]:
         if score < floor:
             break
-        if mode == "heavy" and sym.kind != "module" and sym.body:
-            out.append(body_item(sym, calibration, score=score, why=why))
-            if sym.body_tokens >= HEAVY_CARD_MIN_BODY and sym.body_tokens >= 4 * sym.card_tokens:
-                fallback = f"{why}; its card, in case the body does not fit (×{HEAVY_CARD_SHARE})"
-                out.append(card_item(sym, calibration, score=round(score * HEAVY_CARD_SHARE, 6), why=fallback))
-        else:
-            out.append(card_item(sym, calibration, score=score, why=why))
-    if mode == "light" and query and count is not None:
-        out += touchpoints([r for r in ranked[:limit] if r[1] >= floor], query, count, calibration)
+        out.append(card_item(sym, calibration, score=score, why=why))
+        if sym.kind != "module" and sym.body:
+            out.append(body_item(sym, calibration, score=score, why=why, count=count))
+    # below everything that scored, in their order: what is left of the room
+    last = min((i.score or 0.0 for i in out), default=1.0)
+    known = {i.symbol for i in out if i.symbol}
+    fill = [r for r in fill if r[0].qualname not in known]
+    for n, (sym, _, why) in enumerate(fill):
+        score = round(last * FILL_SHARE * (1 - n / (2 * len(fill))), 6)
+        out.append(card_item(sym, calibration, score=score, why=why))
+        if sym.body:
+            out.append(body_item(sym, calibration, score=score, why=why, count=count))
     return out

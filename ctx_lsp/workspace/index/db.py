@@ -31,7 +31,9 @@ from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
 
 log = logging.getLogger("ctx_lsp.index")
-SCHEMA_VERSION = "4"  # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets
+# 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
+# terms; 6: module names of src/ layouts without "src."; 7: cards from the source as written
+SCHEMA_VERSION = "7"
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -209,6 +209,18 @@ class WorkspaceIndex:
         """The symbols of one file in source order (the module symbol first)."""
         return lookups.symbols_in(self._db, rel)
 
+    def files_matching(self, written: str, limit: int = 3) -> list[str]:
+        """The indexed files a path written in a request means: the file itself, or the files
+        whose path ends with what was written (``models.py``, ``app/models.py``), or that end an
+        absolute path (``/home/me/proj/src/app/models.py``, a traceback's), two components at
+        least unless all of one side matches; the longest match wins. More than ``limit`` equally
+        good files: the path is ambiguous, [] ."""
+        return lookups.files_matching(self._db, written, limit)
+
+    def module_symbol(self, rel: str) -> IndexedSymbol | None:
+        """The module symbol of an indexed file."""
+        return lookups.module_symbol(self._db, rel)
+
     def symbol_at(self, rel: str, line: int) -> IndexedSymbol | None:
         """The innermost symbol of ``rel`` whose range contains the 0-based ``line``."""
         return lookups.symbol_at(self._db, rel, line)

@@ -103,3 +103,33 @@ def stats(db: IndexDb) -> IndexSummary:
     )
     db.local.stats = (version, summary)
     return summary
+
+
+def files_matching(db: IndexDb, written: str, limit: int) -> list[str]:
+    """Indexed files a path as written in a request means (see ``WorkspaceIndex.files_matching``)."""
+    parts = [p for p in written.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or parts[-1] == "..":
+        return []
+    name = parts[-1]
+    # LIKE's "_" matches any character: the suffix test below is exact
+    rows = db.reader().execute("SELECT rel FROM files WHERE rel = ? OR rel LIKE ?", (name, "%/" + name)).fetchall()
+    best: list[str] = []
+    best_common = 0
+    for (rel,) in rows:
+        rel_parts = rel.split("/")
+        common = 0
+        while common < min(len(parts), len(rel_parts)) and parts[-1 - common] == rel_parts[-1 - common]:
+            common += 1
+        # the whole file path inside what was written (an absolute path), all of what was written
+        # at the end of the file's path (``app/models.py``), or two components at least
+        if common == len(rel_parts) or common == len(parts) or common >= 2:
+            if common > best_common:
+                best, best_common = [rel], common
+            elif common == best_common:
+                best.append(rel)
+    return sorted(best) if len(best) <= limit else []
+
+
+def module_symbol(db: IndexDb, rel: str) -> IndexedSymbol | None:
+    row = db.reader().execute(f"{SELECT_SYMBOLS} WHERE s.path = ? AND s.kind = 'module' LIMIT 1", (rel,)).fetchone()
+    return row_symbol(row) if row else None

@@ -170,7 +170,7 @@ def _follow(db: IndexDb, qualname: str, depth: int) -> IndexedSymbol | None:
                 if sym is not None:
                     return sym
         return None
-    return _unique_suffix(db, qualname)  # e.g. a src/ layout: ``pkg.mod`` is ``src.pkg.mod``
+    return _unique_suffix(db, qualname)  # e.g. ``Class.method`` of a module not named
 
 
 def _unique_suffix(db: IndexDb, name: str) -> IndexedSymbol | None:

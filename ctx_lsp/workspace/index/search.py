@@ -8,7 +8,7 @@ import sqlite3
 import msgspec
 
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol
-from ctx_lsp.workspace.index.terms import FTS_COLUMNS, query_terms
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS, query_term_words
 
 # bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
@@ -23,7 +23,7 @@ _COLUMN_LABELS = {
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
     """One search result: ``score`` is -bm25 (higher is better); ``matched`` says which query
-    terms matched in which field, e.g. ``"name: invoice total; path: billing"``."""
+    words matched (a stem of them) in which field, e.g. ``"name: invoice total; path: billing"``."""
 
     symbol: IndexedSymbol
     score: float
@@ -38,7 +38,8 @@ def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[
     term, so a one-line ``__all__ = ["calculate_invoice_total"]`` would otherwise outrank the
     definition of ``calculate_invoice_total``; a match on the symbol's own name must win.
     """
-    terms = query_terms(query)
+    words = query_term_words(query)
+    terms = list(words)
     if not terms or limit <= 0:
         return []
     any_term = " OR ".join(f'"{t}"' for t in terms)
@@ -78,11 +79,12 @@ def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[
     scored = [(-rank, found[i]) for i, rank in ranked if i in found]
     scored.sort(key=lambda x: (-x[0], x[1].qualname, x[1].path, x[1].start_line))
     hits = []
+    needles = [(f" {t} ", words[t]) for t in terms]  # terms are whole words of the space-joined texts
     for score, sym in scored[:limit]:
         parts = []
         for label, text in zip(FTS_COLUMNS, texts.get(sym.id, ()), strict=False):
-            words = set(text.split())
-            matched = [t for t in terms if t in words]
+            padded = f" {text} "
+            matched = [word for needle, word in needles if needle in padded]
             if matched:
                 parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
         hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts)))

@@ -3,7 +3,9 @@
 Search text is pre-split: identifiers become their lowercase sub-words plus the joined
 compound (``parseHTTPResponse`` → ``parse http response parsehttpresponse``), so a query for
 either spelling, snake_case or camelCase, matches; FTS5's ``unicode61`` tokenizer then only
-splits on the spaces we put there.
+splits on the spaces we put there. Every term is stemmed (Snowball's English stemmer, the
+successor of FTS5's ``porter``), in the index and in queries alike: "how are prices rounded"
+finds ``round_price``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import Stemmer
+
 from ctx_lsp.workspace.parse import ParsedModule
+
+_stem = Stemmer.Stemmer("english").stemWord
 
 # The columns of ``symbols_fts``, in table order (``fts_texts`` fills them in this order).
 FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
@@ -32,6 +38,13 @@ _QUERY_STOPWORDS = _STOPWORDS | _words(
     "where what which who whom whose why how when does do did can could should would "
     "defined define defines definition declared declare implemented implement implementation "
     "located please explain tell me my our we you i"
+    # English function words (the usual stopword lists): in a request written in prose they
+    # match docstrings and comments everywhere
+    " about above after again against all also am any because before being below between both"
+    " each few further had having he her here hers herself him himself his if itself just more"
+    " most myself no nor not now off once only other ours ourselves out over own same she so"
+    " some such than themselves them they through too under until up very while whom yours"
+    " yourself yourselves"
 )
 
 _IDENT_RE = re.compile(r"[^\W\d]\w*")
@@ -51,13 +64,13 @@ def split_identifier(name: str) -> str:
 
 @lru_cache(maxsize=131072)
 def _word_terms(word: str) -> str:
-    """Index terms of one identifier: its sub-words (no 1-char ones, no stopwords) and, when it
-    has several, the joined compound, so an exact-name query gets a rare, strong term."""
+    """Index terms of one identifier: its stemmed sub-words (no 1-char ones, no stopwords) and,
+    when it has several, the stemmed compound, so an exact-name query gets a rare, strong term."""
     subwords = _subwords(word)
-    parts = [p for p in subwords if len(p) > 1 and p not in _STOPWORDS]
+    parts = [_stem(p) for p in subwords if len(p) > 1 and p not in _STOPWORDS]
     whole = "".join(subwords)
     if len(subwords) > 1 and len(whole) > 1:
-        parts.append(whole)
+        parts.append(_stem(whole))
     return " ".join(parts)
 
 
@@ -69,16 +82,26 @@ def search_terms(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct search terms of a user query, in order; stopwords and 1-char terms dropped."""
-    seen: dict[str, None] = {}
+    """Distinct (stemmed) search terms of a user query, in order; stopwords and 1-char terms
+    dropped."""
+    return list(query_term_words(query))
+
+
+def query_term_words(query: str) -> dict[str, str]:
+    """``query_terms`` → the word each stands for as the query has it (lower-cased), for
+    people: ``matched`` and ``why`` say "price", not "pric"."""
+    seen: dict[str, str] = {}
     for word in _IDENT_RE.findall(query):
         subwords = _subwords(word)
         for p in subwords:
             if len(p) > 1 and p not in _QUERY_STOPWORDS:
-                seen.setdefault(p, None)
+                seen.setdefault(_stem(p), p)
         if len(subwords) > 1:  # the compound, as the index stores it
-            seen.setdefault("".join(subwords), None)
-    return list(seen)[:MAX_QUERY_TERMS]
+            whole = "".join(subwords)
+            seen.setdefault(_stem(whole), whole)
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
+    return dict(list(seen.items())[:MAX_QUERY_TERMS])
 
 
 def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
