@@ -21,7 +21,10 @@ Tokens are counted as UTF-8 bytes / 4 on the provider-ordered body (tools, syste
 same for both sides. Sent direct, a request over the model's window would be refused: it is still
 priced (what the client would pay if the provider took it), and counted.
 
-Targets (issue 20): through ≤ direct in every session and mode; ≤ 50% of direct at 200 and 500
+A session that fits ("30 fits": every tool output under 1,500 characters, nothing to shrink or
+shed) shows what the gateway costs where it has nothing to save.
+
+Targets (issue 20): through ≤ direct in every session and mode (the same where it fits); ≤ 50% of direct at 200 and 500
 turns; every forwarded request inside the window.
 """
 
@@ -58,6 +61,7 @@ SHAPES = {"claude": ("claude-sonnet-4-5", 200_000, 3.00), "codex": ("gpt-5", 400
 READ, WRITE = 0.1, 1.25
 RESULT_CHARS = 9_000
 TOOL_OUTPUT_CHARS = 30_000  # what Claude Code keeps of a command's output
+SMALL_CHARS = 1_500  # a session that fits: each tool output well under the shrink threshold
 
 
 def tokens(data: bytes) -> int:
@@ -314,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, nargs="+", default=[50, 200, 500])
     ap.add_argument("--modes", nargs="+", default=["off", "light"])
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES))
+    ap.add_argument(
+        "--fits",
+        type=int,
+        default=30,
+        help="turns of a session that fits the window, every tool output under the shrink threshold (0: none)",
+    )
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     files, greps, log = corpus(workspace)
@@ -322,8 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{head} {'tokens d → t':>20} {'over window d/t':>16}")
     for shape in args.shapes:
         make = claude_session if shape == "claude" else codex_session
-        for turns in args.turns:
-            bodies = make(turns, files, greps, log)
+        small = ([(p, t[:SMALL_CHARS]) for p, t in files], [g[:SMALL_CHARS] for g in greps], log[-SMALL_CHARS:])
+        runs = [(f"{turns}", make(turns, files, greps, log)) for turns in args.turns]
+        if args.fits:
+            runs.insert(0, (f"{args.fits} fits", make(args.fits, *small)))
+        for label, bodies in runs:
             d_cost, d_share, d_tokens, d_over = price(shape, bodies)
             for mode in args.modes:
                 sent = asyncio.run(through(workspace, shape, mode, bodies))
@@ -331,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 money = f"{d_cost:>9.2f} {t_cost:>10.2f} {t_cost / d_cost:>6.2f}"
                 cache = f"{d_share:>5.0%}/{t_share:<5.0%}"
                 moved = f"{d_tokens / 1e6:>8.2f}M → {t_tokens / 1e6:.2f}M"
-                print(f"{shape + ' ' + str(turns):<16} {mode:<6} {money} {cache} {moved} {d_over:>8}/{t_over:<7}")
+                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d_over:>8}/{t_over:<7}")
     return 0
 
 

@@ -72,6 +72,11 @@ class GatewayConfig(_Model):
     token: str | None = None  # required to listen on anything but loopback (clients send X-Ctx-Token)
     # tokens of retrieved context a request carries at most (sent once per user turn, then cached)
     context_budget: int = Field(8_000, ge=0)
+    # what pays for that context: "savings" — only what the gateway has saved this conversation
+    # (cache-weighted against sending direct), so a conversation that fits costs what it would
+    # direct; "always" — the context budget whatever it costs. None: "savings" in light mode,
+    # "always" in heavy mode (more context, knowingly paid for)
+    context_cost: Literal["savings", "always"] | None = None
     # review before send (the editor's server only): each request waits for Send, Cancel or a
     # re-plan in the editor; after the timeout it is sent as planned
     review: bool = False

@@ -114,6 +114,9 @@ class PlanRequest:
     # what retrieval chose for this turn's question in an earlier plan (the gateway: an agent loop
     # keeps its turn's context as it was, so the provider's cache keeps hitting): no new search
     candidates: list[Item] | None = None
+    # tokens the automatic context (scaffold, capsules, retrieved items) may take in all: the
+    # gateway's savings pay for it (None: only the budget limits it)
+    allowance: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +375,7 @@ class Engine:
             retrieval_set_id=retrieval_set_id,
             cluster_id=req.cluster_id,
             notes=tuple(notes),
+            allowance=req.allowance,
         )
         timings = {
             "inputs": (t_inputs - t0) * 1000,

@@ -48,6 +48,7 @@ def plan_input(
     conv: Conversation | None = None,
     mode: str = "light",
     rag_budget: int | None = None,
+    allowance: int | None = None,
 ) -> PlanInput:
     return PlanInput(
         model="test-model",
@@ -64,4 +65,5 @@ def plan_input(
         scaffold=scaffold,
         conversation=conv or conversation([{"role": "user", "content": "what does f do?"}]),
         candidates=candidates,
+        allowance=allowance,
     )

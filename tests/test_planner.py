@@ -63,6 +63,29 @@ def test_rag_budget_is_fixed_when_given():
     assert rag.count == 10
 
 
+def test_an_allowance_caps_the_automatic_context_scaffold_first_and_says_it_was_the_cost():
+    """The gateway pays for automatic context from its savings: the scaffold (the stable part)
+    takes the allowance first, retrieval what it leaves; what the allowance keeps out is
+    excluded for its cost, not for the budget, although the budget had room."""
+    scaffold = (item("scaffold", 300, section="system", kind="scaffold"),)
+    many = tuple(sym(f"s{i}", 100, score=100 - i, line=i * 10) for i in range(20))
+    free = plan(plan_input(candidates=many, scaffold=scaffold, rag_budget=3_000))
+    assert reasons(free)["scaffold"] == "scaffold"
+    assert sum(r == "relevant" for r in reasons(free).values()) == 20
+
+    capped = plan(plan_input(candidates=many, scaffold=scaffold, rag_budget=3_000, allowance=750))
+    r = reasons(capped)
+    assert r["scaffold"] == "scaffold"
+    assert [k for k, v in r.items() if v == "relevant"] == ["sym:s0", "sym:s1", "sym:s2", "sym:s3"]
+    assert {v for k, v in r.items() if k.startswith("sym:s") and v != "relevant"} == {"cost"}
+    out = next(i for i in capped.plan.excluded if i.id == "sym:s4")
+    assert "paid from what the gateway saved" in out.detail and "750 tokens" in out.detail
+
+    nothing = reasons(plan(plan_input(candidates=many, scaffold=scaffold, rag_budget=3_000, allowance=0)))
+    assert nothing["scaffold"] == "cost" and "relevant" not in nothing.values()
+    assert plan(plan_input(candidates=many, allowance=0)).plan.plan_id != plan(plan_input(candidates=many)).plan.plan_id
+
+
 def test_required_always_included_and_overflow_raises():
     big = item("sys", 9_500, section="system", kind="system_prompt", title="system prompt")
     with pytest.raises(ContextOverflow) as err:

@@ -19,7 +19,7 @@ PinPolicy = Literal["automatic", "ask", "unlimited"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 IncludedReason = Literal["required", "latest_user", "pinned", "recent", "relevant", "scaffold", "summary"]
-ExcludedReason = Literal["budget", "ttl_expired", "policy", "duplicate", "stale", "mode_off", "archived"]
+ExcludedReason = Literal["budget", "ttl_expired", "policy", "duplicate", "stale", "mode_off", "archived", "cost"]
 
 # Item kinds.
 SYSTEM_PROMPT = "system_prompt"
@@ -162,6 +162,9 @@ class PlanInput(msgspec.Struct, frozen=True, kw_only=True):
     retrieval_set_id: str | None = None
     cluster_id: str | None = None  # the query's cluster ("task"), from reflection
     notes: tuple[str, ...] = ()
+    # tokens the automatic context (scaffold, capsules, retrieved items) may take in all, beyond
+    # the budget: the gateway's savings pay for it (None: no such limit)
+    allowance: int | None = None
 
 
 # ---- the plan, as clients see it (docs/protocol.md; camelCase on the wire) ---------------------

@@ -10,8 +10,10 @@ every step shares the ledger of what was chosen and why; split, the order would 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Any
 
 import msgspec
 
@@ -137,10 +139,13 @@ def plan(inp: PlanInput) -> PlanResult:
     budgets = allocate(available, floors, demands, inp.budget.shares, fixed)
 
     base = {s: list(ledger.included[s]) for s in SECTIONS}
+    scaffold_cap, rag_cap = _allowances(inp)
     fills = {
-        "system": lambda b: _fill_scaffold(inp.scaffold, b - floors["system"]),
+        "system": lambda b: _within(_fill_scaffold, inp.scaffold, b - floors["system"], scaffold_cap, inp),
         "conversation": lambda b: _fill_conversation(inp, required_ids, b - floors["conversation"]),
-        "rag": lambda b: _fill_rag(eligible_rag, b - floors["rag"], inp.mode),
+        "rag": lambda b: _within(
+            lambda items, room: _fill_rag(items, room, inp.mode), eligible_rag, b - floors["rag"], rag_cap, inp
+        ),
     }
     results = _fill_sections(fills, budgets, floors, set(fixed or ()))
 
@@ -347,6 +352,32 @@ def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) ->
 
 
 _Fill = tuple[list[Chosen], list[_Excluded], bool]  # included, excluded, any excluded for budget
+
+
+def _allowances(inp: PlanInput) -> tuple[int | None, int | None]:
+    """How ``inp.allowance`` splits between the scaffold (first: it is the stable part of the
+    prompt) and retrieved items (what the scaffold leaves)."""
+    if inp.allowance is None:
+        return None, None
+    left = inp.allowance
+    for item in sorted(inp.scaffold, key=lambda i: (-i.priority, i.id)):
+        if not item.stale and item.tokens <= left:
+            left -= item.tokens
+    return inp.allowance, left
+
+
+def _within(fill: Callable[[Any, int], _Fill], items: Any, room: int, cap: int | None, inp: PlanInput) -> _Fill:
+    """A section's automatic items filled in ``room``, or in ``cap`` when that is smaller: then
+    what did not fit was kept out by what it costs, not by the budget — and says so."""
+    if cap is None or cap >= room:
+        return fill(items, room)
+    chosen, excluded, _ = fill(items, max(0, cap))
+    detail = (
+        f"automatic context is paid from what the gateway saved in this conversation "
+        f"({inp.allowance:,} tokens so far; gateway.context_cost)"
+    )
+    relabelled = [(i, "cost", detail, pin) if why == "budget" else (i, why, d, pin) for i, why, d, pin in excluded]
+    return chosen, relabelled, False  # more room would not help: it borrows none
 
 
 def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:

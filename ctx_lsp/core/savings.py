@@ -82,3 +82,21 @@ def totals(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Prices | None
     if priced:
         t.cost, t.direct_cost = round(cost, 6), round(direct, 6)
     return t
+
+
+# A model without prices is weighed with the providers' usual ratios: cache reads at a tenth of
+# the input price, cache writes at 1.25× (Anthropic's premium; the dearer case)
+RELATIVE_PRICES = Prices(input=1.0, output=0.0, cache_read=0.1, cache_write=1.25)
+
+
+def saved_tokens(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Prices | None], model: str) -> int:
+    """What the gateway has saved a conversation so far, in tokens of ``model`` at its full input
+    price: the same requests sent direct minus through ctx_lsp, cache-weighted (negative when it
+    cost more). Output costs the same both ways and cancels out."""
+    weighed = {name: p or RELATIVE_PRICES for name, p in prices.items()}
+    rows = [r for r in rows if r.get("model") in weighed]
+    t = totals(rows, weighed)
+    if t.cost is None or t.direct_cost is None:
+        return 0
+    unit = (weighed.get(model) or RELATIVE_PRICES).input / 1e6
+    return int((t.direct_cost - t.cost) / unit)

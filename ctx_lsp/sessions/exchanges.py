@@ -16,9 +16,10 @@ from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
 from ctx_lsp.core.render import Placement, place
+from ctx_lsp.core.savings import saved_tokens
 from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.tokens import scaled
-from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest
+from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
@@ -28,6 +29,9 @@ from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 
 TITLE_CHARS = 80
+# savings below this buy no automatic context yet: too little for a useful block, and what the
+# estimate of "direct" is unsure of
+MIN_ALLOWANCE = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,9 @@ class Exchanges:
         users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
         turn = (users[-1] if users else None, mode)
         context = self.contexts.get(ex.session)
+        kept_scaffold = kept[1] if kept is not None and kept[0] == key else None
+        kept_context = context[1] if context is not None and context[0] == turn else None
+        allowance = self._allowance(ex, model, mode, kept_scaffold, kept_context)
         request = PlanRequest(
             query=query,
             model=ex.model,
@@ -138,16 +145,19 @@ class Exchanges:
             system_prompt=ex.system,
             query_in_conversation=True,
             instructions=False,
-            scaffold=kept[1] if kept is not None and kept[0] == key else None,
-            candidates=context[1] if context is not None and context[0] == turn else None,
+            scaffold=kept_scaffold,
+            candidates=kept_context,
+            allowance=allowance,
         )
         outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
         after = (len(store.compactions(ex.session)), mode, versions)
         if request.scaffold is not None and after != key:  # it compacted: the prompt's start changes now
-            request = replace(request, scaffold=None)
+            allowance = self._allowance(ex, model, mode, None, kept_context)
+            request = replace(request, scaffold=None, allowance=allowance)
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
-        if request.scaffold is None:
-            self.scaffolds[ex.session] = (after, list(outcome.inputs.scaffold))
+        if request.scaffold is None:  # what was chosen is kept: what was not paid for stays out too
+            chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
+            self.scaffolds[ex.session] = (after, chosen_scaffold)
         if request.candidates is None:
             self.contexts[ex.session] = (turn, [c.item for c in outcome.result.chosen if c.item.section == "rag"])
         placement = place(outcome.result)
@@ -169,6 +179,31 @@ class Exchanges:
             client_tokens=sent + savings.shrunk,  # the client sent the outputs whole
             savings=savings,
         )
+
+    def _allowance(
+        self,
+        ex: Exchange,
+        model: ResolvedModel,
+        mode: Mode,
+        kept_scaffold: list[Item] | None,
+        kept_context: list[Item] | None,
+    ) -> int | None:
+        """Tokens the automatic context of this request (scaffold, capsules, retrieved code) may
+        take: with ``context_cost = "savings"``, what the gateway has saved this conversation so
+        far pays for what is chosen now; what an earlier request of it chose and kept is paid for
+        already. None: no such limit."""
+        paid_by = self.shared.engine.config.gateway.context_cost or ("always" if mode == "heavy" else "savings")
+        if mode == "off" or paid_by == "always":
+            return None
+        if kept_scaffold is not None and kept_context is not None:
+            return None
+        rows = self.shared.store.gateway_requests(ex.session)
+        prices = {r["model"]: self.shared.engine.resolve_model(r["model"]).spec.prices for r in rows if r["model"]}
+        saved = saved_tokens(rows, prices, model.spec.name)
+        p = model.spec.prices
+        new = int(saved * p.input / p.cache_write) if p and p.cache_write > p.input else saved
+        new = new if new >= MIN_ALLOWANCE else 0
+        return new + sum(i.tokens for i in (kept_scaffold or []) + (kept_context or []))
 
     def _shrink(self, ex: Exchange, new: list[Message]) -> list[Message]:
         """Big tool outputs seen for the first time, shortened (``core.shrink``); the originals are

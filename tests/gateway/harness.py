@@ -20,6 +20,9 @@ from tests.gateway.fake_upstream import FakeUpstream
 
 KEY = "sk-test-SECRET-4f9a2c7e"  # a key no byte of the store or the log may contain
 
+# the context is added whatever it costs (by default, light mode adds only what savings paid for)
+PAID_CONTEXT = '[gateway]\ncontext_cost = "always"\n'
+
 # a model with a small window, so a short test conversation overflows it
 TINY_MODEL = """
 [[models]]

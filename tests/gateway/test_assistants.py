@@ -19,6 +19,7 @@ from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions import SessionEngine
 from tests.gateway import assistants
+from tests.gateway.harness import PAID_CONTEXT
 from tests.gateway.netns import netns_unavailable, run_in_netns, run_offline, target_urls
 from tests.workspaces import copy_sample
 
@@ -52,6 +53,8 @@ def _reply(name: str) -> str:
 
 def _run(name: str, tmp_path: Path, *, gateway: bool = False):
     ws = copy_sample(tmp_path / "ws")
+    if gateway:  # the tests look for the context in the bodies sent: added whatever it costs
+        (ws / "ctx.toml").write_text(PAID_CONTEXT)
     inv = assistants.invocation(name, ws, PROMPT, target_urls(gateway), tmp_path / "home")
     return run_offline(
         inv.argv,

@@ -23,7 +23,7 @@ from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway.options import resolve
 from tests.gateway.fake_upstream import Reply
-from tests.gateway.harness import KEY, TINY_MODEL, running_gateway
+from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
 from tests.workspaces import copy_sample
 
 TOOL = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
@@ -32,7 +32,11 @@ READ = {"name": "read_file", "description": "Read a file", "input_schema": {"typ
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    return copy_sample(tmp_path / "ws")
+    """The sample workspace, its context paid for whatever it costs: these tests are about where
+    the context goes (test_gateway_cost.py: what pays for it by default)."""
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    return ws
 
 
 def _oai(url: str) -> openai.AsyncOpenAI:

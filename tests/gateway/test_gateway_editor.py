@@ -39,6 +39,10 @@ async def _until(predicate, timeout: float = 15.0):
     raise AssertionError("timed out")
 
 
+# the context is added whatever it costs: these tests look for it in the upstream's bodies
+PAID = 'context_cost = "always"\n'
+
+
 async def _editor(root: Path, up: FakeUpstream, extra: str = ""):
     port = _free_port()
     (root / "ctx.toml").write_text(
@@ -73,7 +77,7 @@ def _notes(client, method: str) -> list:
 async def test_conversations_active_one_and_the_exact_body_sent(tmp_path: Path) -> None:
     root = copy_sample(tmp_path / "ws")
     async with FakeUpstream() as up:
-        client, base = await _editor(root, up)
+        client, base = await _editor(root, up, PAID)
         try:
             async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0) as oai:
                 messages = [{"role": "system", "content": "Agent"}, {"role": "user", "content": QUESTION}]
@@ -172,7 +176,7 @@ async def test_review_before_send_replan_send_cancel_and_timeout(tmp_path: Path)
 async def test_a_saved_capsule_change_reaches_the_next_request(tmp_path: Path) -> None:
     root = copy_sample(tmp_path / "ws")
     async with FakeUpstream() as up:
-        client, base = await _editor(root, up)
+        client, base = await _editor(root, up, PAID)
         try:
             async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0) as oai:
                 messages = [{"role": "user", "content": QUESTION}]

@@ -32,6 +32,7 @@ def _workspace(tmp_path: Path) -> Path:
     ws = copy_sample(tmp_path / "ws")
     (ws / "ctx.toml").write_text(
         f'[gateway]\nopenai_upstream = "{UPSTREAM.openai}"\nanthropic_upstream = "{UPSTREAM.anthropic}"\n'
+        'context_cost = "always"\n'  # these tests look for the context in the bodies sent
     )
     return ws
 

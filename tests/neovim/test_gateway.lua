@@ -15,11 +15,13 @@ local BASE = "http://127.0.0.1:" .. H.gateway_port
 local FAKE_REPLY = "FAKE-UPSTREAM-REPLY: hello from the fake model."
 
 -- ---- the setup option reaches the server as camelCase settings ---------------------------------
-H.setup({ gateway = H.gateway_opts() })
+-- the context is added whatever it costs: the tests look for it in what was sent
+H.setup({ gateway = H.gateway_opts({ context_cost = "always" }) })
 H.eq(require("ctx_lsp.config").server_settings().gateway, {
   listen = "127.0.0.1:" .. H.gateway_port,
   openaiUpstream = H.openai_upstream,
   anthropicUpstream = H.anthropic_upstream,
+  contextCost = "always",
 }, "gateway settings")
 H.eq(ctx.gateway_status(), "", "no gateway before the server is up")
 H.open("shop/billing/discounts.py")

@@ -15,6 +15,7 @@ export const GATEWAY_SETTINGS = {
   anthropicUpstream: "string",
   review: "boolean",
   reviewTimeout: "number",
+  contextCost: "string",
 } as const;
 export type GatewaySettingKey = keyof typeof GATEWAY_SETTINGS;
 

@@ -55,6 +55,7 @@ export const REASONS: Readonly<Record<string, string>> = {
   stale: "the code changed since it was summarised",
   mode_off: "retrieval mode is off",
   archived: "archived by a compaction",
+  cost: "not paid for yet: the gateway adds context from what it saved this conversation",
 };
 
 export function sectionTitle(name: string): string {

@@ -26,6 +26,7 @@ local M = {}
 ---@field mode? "off"|"light"|"heavy" the gateway's retrieval mode (default: the workspace's)
 ---@field token? string              X-Ctx-Token the assistants send (required off loopback)
 ---@field context_budget? integer    tokens of retrieved code a request carries at most
+---@field context_cost? "savings"|"always" what pays for it (default: savings in light mode)
 ---@field review? boolean            review before send: each request waits for :CtxReview
 ---@field review_timeout? number     seconds until a request under review is sent as planned
 

@@ -753,6 +753,8 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
       "ctx.gateway.listen": `127.0.0.1:${run.gatewayPort}`,
       "ctx.gateway.openaiUpstream": `${upstream}/v1`,
       "ctx.gateway.anthropicUpstream": upstream,
+      // the steps below look for the context in the sent bodies: added whatever it costs
+      "ctx.gateway.contextCost": "always",
     };
     workspaceSettings(run.gatewaySettings);
     // ctx.session changed: the server restarts; its gateway listens after the first indexing.

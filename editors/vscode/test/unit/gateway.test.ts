@@ -25,9 +25,10 @@ describe("the gateway settings sent to the server", () => {
   });
   test("the set values, trimmed; empty strings, wrong types and non-positive timeouts left out", () => {
     const got = gatewaySettings(
-      from({ listen: " 127.0.0.1:8787 ", openaiUpstream: "", anthropicUpstream: 3, review: true, reviewTimeout: 0 }),
+      from({ listen: " 127.0.0.1:8787 ", openaiUpstream: "", anthropicUpstream: 3, review: true, reviewTimeout: 0, contextCost: "" }),
     );
     assert.deepEqual(got, { listen: "127.0.0.1:8787", review: true });
+    assert.deepEqual(gatewaySettings(from({ contextCost: "always" })), { contextCost: "always" });
   });
   test("over a gateway object of ctx.server.settings", () => {
     const got = gatewaySettings(from({ review: false, reviewTimeout: 30 }), { listen: "127.0.0.1:0", contextBudget: 4000 });

@@ -1,0 +1,79 @@
+"""What pays for the context the gateway adds. By default (light mode) only what the gateway has
+saved the conversation so far, cache-weighted against sending direct: a conversation that fits,
+with nothing to shrink, goes upstream as the client sent it — it costs what it would direct."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openai
+
+from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
+from tests.gateway.fake_upstream import Reply
+from tests.gateway.harness import KEY, running_gateway
+from tests.workspaces import copy_sample
+
+QUESTION = "How is stock reserved in the inventory?"
+
+
+def _client(url: str, sent: list[bytes]) -> openai.AsyncOpenAI:
+    async def keep(request) -> None:  # the SDK's own HTTP client: the bytes it sends
+        sent.append(request.content)
+
+    http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [keep]})
+    return openai.AsyncOpenAI(base_url=url, api_key=KEY, max_retries=0, http_client=http)
+
+
+async def test_a_conversation_that_fits_goes_as_the_client_sent_it_and_the_plan_says_why(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    sent: list[bytes] = []
+    async with running_gateway(ws) as gw, _client(gw.openai_url, sent) as client:
+        messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
+        for question in (QUESTION, "And how are invoices rounded?"):
+            messages.append({"role": "user", "content": question})
+            r = await client.chat.completions.create(model="gpt-4o", messages=messages)
+            messages.append({"role": "assistant", "content": r.choices[0].message.content})
+        assert [r.body for r in gw.up.model_requests] == sent  # byte for byte
+        record = gw.gateway.status.last
+        plan = (await gw.call(gw.sessions.outcome, record.session, record.plan_id)).result.plan
+    out = {i.reason for i in plan.excluded if i.section == "rag" or i.kind == "scaffold"}
+    assert out == {"cost"}, out
+    why = next(i for i in plan.excluded if i.reason == "cost")
+    assert "paid from what the gateway saved" in why.detail
+
+
+async def test_savings_from_a_shrunk_tool_output_buy_the_next_turn_its_context(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    log = "\n".join(f"tests/test_stock.py::test_ok_{n} PASSED [{n % 100:>3}%]" for n in range(600))
+    log += "\nFAILED tests/test_stock.py::test_reserve - AssertionError: oversold widget\n1 failed, 600 passed"
+    sent: list[bytes] = []
+    async with running_gateway(ws) as gw, _client(gw.openai_url, sent) as client:
+        gw.up.queue(Reply.tool_call("bash", {"command": "pytest"}), Reply.text("One test fails."))
+        messages: list[dict] = [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Run the tests."},
+        ]
+        r = await client.chat.completions.create(model="gpt-4o", messages=messages)
+        call = r.choices[0].message.tool_calls[0]
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call.id, "type": "function", "function": dict(name="bash", arguments="{}")}],
+            },
+            {"role": "tool", "tool_call_id": call.id, "content": log},
+        ]
+        r = await client.chat.completions.create(model="gpt-4o", messages=messages)
+        shrunk = gw.up.model_requests[-1].body.decode()
+        assert "shortened" in json.dumps(gw.up.model_requests[-1].json["messages"][-1])
+        messages += [{"role": "assistant", "content": r.choices[0].message.content}]
+        messages.append({"role": "user", "content": QUESTION})
+        await client.chat.completions.create(model="gpt-4o", messages=messages)
+        body = gw.up.model_requests[-1].body.decode()
+        record = gw.gateway.status.last
+        plan = (await gw.call(gw.sessions.outcome, record.session, record.plan_id)).result.plan
+    # nothing was saved yet when the shrinking request was planned: it added nothing
+    assert STABLE_HEADER not in shrunk and CONTEXT_HEADER not in shrunk
+    assert CONTEXT_HEADER in body and "shop/inventory.py" in body
+    assert any(i.reason == "relevant" for i in plan.included)
