@@ -165,13 +165,16 @@ def peak_rss_mb(pid: int) -> float:
 
 def test_requests_before_initialize_get_32003_at_once(raw: Raw, ws: Path):
     uri = (ws / "shop/billing/invoice.py").as_uri()
+    # the process is up (its start-up alone can take seconds on a loaded machine): what follows is timed
+    raw.write(request(0, "ctx/showBudget", {}))
+    raw.error(0, -32003, timeout=60)
     doc = {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}
     raw.write(notification("textDocument/didOpen", {"textDocument": doc}))  # dropped
+    started = time.monotonic()
     raw.write(request(1, "ctx/planContext", {"query": "how is the invoice total calculated?"}))
     raw.write(request(2, "ctx/pinSymbol", {"symbol": "shop.inventory.Product"}))
     raw.write(request(3, "workspace/executeCommand", {"command": "ctx.pinSymbol", "arguments": [uri, "x"]}))
     raw.write(request(4, "textDocument/codeLens", {"textDocument": {"uri": uri}}))
-    started = time.monotonic()
     for msg_id, method in ((1, "ctx/planContext"), (2, "ctx/pinSymbol"), (3, "workspace/executeCommand")):
         err = raw.error(msg_id, -32003, timeout=5)
         assert "not initialized" in err["message"] and method in err["message"]
