@@ -15,18 +15,28 @@ from ctx_lsp.engine import Engine
 from ctx_lsp.sessions.engine import SessionEngine
 
 
-def stats(workspace: Path, session: str | None, as_json: bool, out: Callable[[str], None] = print) -> int:
-    sessions = SessionEngine(Engine(workspace))
+def gateway_totals(
+    workspace: Path | Engine, session: str | None = None, since: float | None = None
+) -> tuple[dict[str, Totals], Totals]:
+    """The recorded gateway requests of ``workspace`` (of one session; created at or after
+    ``since``), summed per session and in all, money at each model's prices."""
+    sessions = SessionEngine(workspace if isinstance(workspace, Engine) else Engine(workspace))
     try:
         rows = sessions.store.gateway_requests(session)
+        if since is not None:
+            rows = [r for r in rows if r["created"] >= since]
         prices = {m: sessions.engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
-        by_session: dict[str, list[dict]] = {}
-        for r in rows:
-            by_session.setdefault(r["session"], []).append(r)
-        each = {name: totals(rs, prices) for name, rs in by_session.items()}
-        total = totals(rows, prices)
     finally:
         sessions.close()
+    by_session: dict[str, list[dict]] = {}
+    for r in rows:
+        by_session.setdefault(r["session"], []).append(r)
+    return {name: totals(rs, prices) for name, rs in by_session.items()}, totals(rows, prices)
+
+
+def stats(workspace: Path, session: str | None, as_json: bool, out: Callable[[str], None] = print) -> int:
+    each, total = gateway_totals(workspace, session)
+    rows = total.requests
     if as_json:
         out(json.dumps({"sessions": msgspec.to_builtins(each), "total": msgspec.to_builtins(total)}, indent=2))
         return 0

@@ -16,11 +16,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctx_lsp.cli_stats import gateway_totals
 from ctx_lsp.core.meter import format_tokens
+from ctx_lsp.core.savings import Totals
 from ctx_lsp.engine import Engine, UserError
 from ctx_lsp.gateway.options import GatewayOptions, resolve
 from ctx_lsp.gateway.status import Status
@@ -126,8 +129,9 @@ def _warn_direct(program: str, err: BaseException) -> None:
     print(f"ctx-lsp: the gateway did not start ({err}); running {program} straight to its provider", file=sys.stderr)
 
 
-def summary(status: Status) -> str:
-    """One line at exit: requests, input the client sent vs what was forwarded, cache share."""
+def summary(status: Status, cost: Totals | None = None) -> str:
+    """One line at exit: requests, input the client sent vs what was forwarded, cache share, and
+    (``cost``: what was recorded for this run) the input cost through ctx_lsp vs sent direct."""
     c = status.counts
     sent, forwarded = c["client_tokens"], c["forwarded_tokens"]
     line = f"ctx-lsp: {c['requests']} requests through the gateway"
@@ -135,9 +139,19 @@ def summary(status: Status) -> str:
         line += f" · input {format_tokens(sent)} sent by the assistant → {format_tokens(forwarded)} forwarded"
     if c["input_tokens"]:
         line += f" · provider cache {round(100 * c['cached_tokens'] / c['input_tokens'])}%"
+    if cost is not None and cost.cost is not None and cost.direct_cost:
+        line += f" · cost ${cost.cost:,.4f} through ctx_lsp vs ${cost.direct_cost:,.4f} direct ({cost.ratio:.2f}×)"
     if c["fail_open"]:
         line += f" · {c['fail_open']} forwarded unchanged (see the log)"
     return line
+
+
+def _cost(root: Path, since: float) -> Totals | None:
+    try:
+        return gateway_totals(root, since=since)[1]
+    except Exception as err:  # the summary is a courtesy: never the assistant's exit status
+        print(f"ctx-lsp: what this run cost could not be read: {err}", file=sys.stderr)
+        return None
 
 
 def run(assistant: str, args: list[str], workspace: Path, print_env: bool, listen: str | None) -> int:
@@ -176,14 +190,15 @@ def run(assistant: str, args: list[str], workspace: Path, print_env: bool, liste
     except OSError as err:
         print(f"ctx-lsp: cannot run {how.argv[0]}: {err}", file=sys.stderr)
         return EXIT_NOT_INSTALLED
+    started = time.time()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the assistant's to handle
     try:
         code = proc.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
         if gateway is not None:
+            gateway.stop()  # its last records are written
             if gateway.status is not None:
-                print(summary(gateway.status), file=sys.stderr)
-            gateway.stop()
+                print(summary(gateway.status, _cost(engine.root, started)), file=sys.stderr)
         shutil.rmtree(scratch, ignore_errors=True)
     return code if code >= 0 else 128 - code

@@ -5,6 +5,7 @@ the assistant's output and exit status are its own, and one summary line follows
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,8 @@ def test_wrap_passes_the_exit_status_and_the_environment(netns: None, tmp_path: 
     assert r.rc == 5, r.summary()
     assert "via wrap http://127.0.0.1:" in r.stdout
     assert "1 requests through the gateway" in r.stderr and "forwarded" in r.stderr, r.summary()
+    # gpt-4o has list prices: what this run's input cost, through ctx_lsp and sent direct
+    assert re.search(r"cost \$[\d.]+ through ctx_lsp vs \$[\d.]+ direct \([\d.]+×\)", r.stderr), r.summary()
     assert json.loads(r.requests[-1]["body"])["messages"][0]["content"].startswith(STABLE_HEADER)
 
 
