@@ -16,6 +16,7 @@ from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
 from ctx_lsp.core.render import Placement, place
+from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest
@@ -23,7 +24,7 @@ from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.planning import Planning
-from ctx_lsp.sessions.shared import Shared
+from ctx_lsp.sessions.shared import NotFound, Shared
 from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 
@@ -203,6 +204,21 @@ class Exchanges:
         """What one request through the gateway sent, saved and cost (``ctx-lsp stats``)."""
         self.shared.require_memory()
         self.shared.store.record_gateway_request(row)
+
+    def report(self, session: str | None = None) -> GatewayReport:
+        """The gateway report (``core.report``) of every session, or of one: NotFound when no
+        request of that session went through the gateway."""
+        self.shared.require_memory()
+        store = self.shared.store
+        if session is None:
+            rows = store.gateway_requests()
+        elif not (rows := store.gateway_requests(session) if session else []):  # the store reads "" as all
+            known = list(dict.fromkeys(r["session"] for r in store.gateway_requests()))
+            hint = f"; sessions with requests: {', '.join(known[:5])}{' …' if len(known) > 5 else ''}" if known else ""
+            raise NotFound(f"no requests through the gateway in session {session!r}{hint}")
+        engine = self.shared.engine
+        prices = {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
+        return build_report(rows, prices)
 
     def original(self, mid: str, session: str | None = None) -> tuple[str, str, str] | None:
         return self.shared.store.original(mid, session)
