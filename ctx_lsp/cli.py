@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(what the client sent vs what was forwarded vs the provider's count) and one of its cache share, "
         "each with its numbers in a table; and the totals per session and overall, the same as `ctx-lsp stats`: "
         "what each mechanism saved, and the cost through ctx_lsp vs sending direct. The running gateway "
-        "serves the same page at GET /ctx/report.",
+        "serves the same page at GET /ctx/report. Example: ctx-lsp report --html . -o report.html",
     )
     r.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
     r.add_argument("--session", help="only this session (its plans; with --html, its gateway requests)")
