@@ -4,6 +4,7 @@
     ctx-lsp index WORKSPACE                  build or refresh the workspace index
     ctx-lsp models                           list the built-in model registry
     ctx-lsp report [WORKSPACE]               estimator accuracy and plan statistics
+    ctx-lsp report --html [WORKSPACE]        the gateway's savings as an HTML page with charts
     ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
     ctx-lsp serve                            the language server, for editors (stdio)
     ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
@@ -106,11 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser(
         "report",
-        help="estimator accuracy and plan statistics from the workspace store",
-        description="Estimate vs actual input tokens per model (from usage reports) and plan statistics.",
+        help="estimator accuracy and plan statistics; --html: the gateway's savings as a page with charts",
+        description="Estimate vs actual input tokens per model (from usage reports) and plan statistics. "
+        "With --html: one self-contained HTML page (inline SVG, nothing loaded from the network, light and "
+        "dark) of the requests through the gateway — per session, a chart of each request's input tokens "
+        "(what the client sent vs what was forwarded vs the provider's count) and one of its cache share, "
+        "each with its numbers in a table; and the totals per session and overall, the same as `ctx-lsp stats`: "
+        "what each mechanism saved, and the cost through ctx_lsp vs sending direct. The running gateway "
+        "serves the same page at GET /ctx/report. Example: ctx-lsp report --html . -o report.html",
     )
-    r.add_argument("workspace", type=Path, nargs="?", default=Path("."))
-    r.add_argument("--session", help="only this session's plans")
+    r.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
+    r.add_argument("--session", help="only this session (its plans; with --html, its gateway requests)")
+    r.add_argument("--html", action="store_true", help="the gateway report as an HTML page (stdout, or -o FILE)")
+    r.add_argument("-o", "--output", type=Path, metavar="FILE", help="with --html: write the page to FILE")
 
     rp = sub.add_parser(
         "replay",
@@ -328,6 +337,12 @@ def _session_engine(workspace: Path):
 def _cmd_report(args: argparse.Namespace) -> int:
     from ctx_lsp.memory.telemetry import estimator_accuracy, plan_stats, session_feedback
 
+    if args.html:
+        from ctx_lsp.cli_stats import html_report
+
+        return html_report(args.workspace, args.session, args.output)
+    if args.output is not None:
+        raise UserError("-o writes the HTML report: add --html")
     engine = _session_engine(args.workspace)
     try:
         engine.require_memory()

@@ -1,18 +1,21 @@
 """``ctx-lsp stats``: what the gateway sent, saved and cost, per session and in total — the
-provider's own counts, cache reads and writes included, against the same requests sent direct."""
+provider's own counts, cache reads and writes included, against the same requests sent direct.
+``ctx-lsp report --html``: the same as a page, with each session's requests charted."""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
 from ctx_lsp.core.meter import format_tokens
-from ctx_lsp.core.savings import Totals, totals
-from ctx_lsp.engine import Engine
+from ctx_lsp.core.savings import Totals
+from ctx_lsp.engine import Engine, UserError
 from ctx_lsp.sessions.engine import SessionEngine
+from ctx_lsp.sessions.shared import NotFound
 
 
 def gateway_totals(
@@ -22,16 +25,12 @@ def gateway_totals(
     ``since``), summed per session and in all, money at each model's prices."""
     sessions = SessionEngine(workspace if isinstance(workspace, Engine) else Engine(workspace))
     try:
-        rows = sessions.store.gateway_requests(session)
-        if since is not None:
-            rows = [r for r in rows if r["created"] >= since]
-        prices = {m: sessions.engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
+        report = sessions.gateway_report(session, since)
+    except NotFound:  # no request of that session: nothing to sum
+        return {}, Totals()
     finally:
         sessions.close()
-    by_session: dict[str, list[dict]] = {}
-    for r in rows:
-        by_session.setdefault(r["session"], []).append(r)
-    return {name: totals(rs, prices) for name, rs in by_session.items()}, totals(rows, prices)
+    return {s.session: s.totals for s in report.sessions}, report.total
 
 
 def stats(workspace: Path, session: str | None, as_json: bool, out: Callable[[str], None] = print) -> int:
@@ -49,6 +48,30 @@ def stats(workspace: Path, session: str | None, as_json: bool, out: Callable[[st
     )
     for name, t in [*each.items(), ("total", total)]:
         out(_line(name, t))
+    return 0
+
+
+def html_report(workspace: Path, session: str | None, output: Path | None, out: Callable[[str], None] = print) -> int:
+    """The page on stdout, or written to ``output`` (its path printed). An unknown session is a
+    NotFound (a user error: exit 2); an empty store a page that says how to start the gateway."""
+    from ctx_lsp.report_html import render
+
+    sessions = SessionEngine(Engine(workspace))
+    try:
+        sessions.require_memory()
+        report = sessions.gateway_report(session)
+        root = str(sessions.engine.root)
+    finally:
+        sessions.close()
+    page = render(report, root)
+    if output is None:
+        sys.stdout.write(page)
+        return 0
+    try:
+        output.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"cannot write {output}: {err.strerror or err}") from None
+    out(str(output.resolve()))
     return 0
 
 

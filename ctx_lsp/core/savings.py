@@ -34,6 +34,11 @@ class Totals(msgspec.Struct, kw_only=True):
         return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
     @property
+    def direct_cache_share(self) -> float:
+        """The share of the client's own input the provider would have served from its cache."""
+        return self.direct_cached / self.client_tokens if self.client_tokens else 0.0
+
+    @property
     def ratio(self) -> float | None:
         if self.cost is None or not self.direct_cost:
             return None

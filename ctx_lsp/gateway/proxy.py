@@ -8,6 +8,7 @@ and never stored, logged or echoed."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
@@ -20,6 +21,7 @@ import aiohttp
 import msgspec
 from aiohttp import web
 
+from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.savings import Totals, totals
 from ctx_lsp.gateway import body as b
@@ -34,6 +36,7 @@ from ctx_lsp.gateway.status import GatewayRecord, Status
 from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of
 from ctx_lsp.sessions.engine import SessionEngine
 from ctx_lsp.sessions.exchanges import ExchangePlan
+from ctx_lsp.sessions.shared import NotFound
 
 log = logging.getLogger("ctx_lsp.gateway")
 T = TypeVar("T")
@@ -121,6 +124,7 @@ class Gateway:
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
         app.router.add_get("/", self._hello)  # and HEAD /, which Claude Code sends first
         app.router.add_get("/ctx/status", self._status)
+        app.router.add_get("/ctx/report", self._report)
         for path, api in (
             ("/v1/messages", ANTHROPIC),
             ("/v1/chat/completions", CHAT),
@@ -180,6 +184,20 @@ class Gateway:
         except Exception:  # the status page answers even when the store cannot
             log.exception("gateway: totals for /ctx/status failed")
         return web.json_response(snapshot)
+
+    async def _report(self, request: web.Request) -> web.Response:
+        """The gateway report as a page (``ctx-lsp report --html``); ``?session=`` for one session."""
+        session = request.query.get("session")
+        workspace = str(self.sessions.engine.root)
+        try:
+            report = await self.run(self.sessions.gateway_report, session)
+        except NotFound as err:
+            return _html(404, report_html.error_page(str(err)))
+        except Exception as err:  # an unreadable store: say so, as a page
+            log.exception("gateway: the report for /ctx/report failed")
+            return _html(503, report_html.error_page(f"the report could not be made: {err}"))
+        # rendering reads only the report: off the engine's worker, so requests are not held
+        return _html(200, await asyncio.to_thread(report_html.render, report, workspace))
 
     # ---- the APIs -----------------------------------------------------------------------------
 
@@ -457,6 +475,12 @@ def _api_of(request: web.Request) -> Api:
 
 def _reply(api: Api, status: int, message: str) -> web.Response:
     return web.Response(status=status, body=api.error(status, message), content_type="application/json")
+
+
+def _html(status: int, page: str) -> web.Response:
+    # the page itself allows no script and no loads; the header says so before it is parsed
+    headers = {"Content-Security-Policy": report_html.CSP, "Cache-Control": "no-store"}
+    return web.Response(status=status, text=page, content_type="text/html", charset="utf-8", headers=headers)
 
 
 def _origin(url: str) -> str:

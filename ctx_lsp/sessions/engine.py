@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctx_lsp.core.items import Message, Mode, PlanItem
 from ctx_lsp.core.planner import PlanResult
+from ctx_lsp.core.report import GatewayReport
 from ctx_lsp.engine import CodeSearch, Engine, PlanOutcome
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.memory.store import MemoryStore, SessionRecord, StoredMessage
@@ -163,6 +164,10 @@ class SessionEngine:
 
     def record_gateway_request(self, row: dict[str, int | str | None]) -> None:
         self._exchanges.record_request(row)
+
+    def gateway_report(self, session: str | None = None, since: float | None = None) -> GatewayReport:
+        """Per session and overall: each request's tokens and cache share, and the totals."""
+        return self._exchanges.report(session, since)
 
     def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
         """A tool output the gateway shortened, whole: (session, kind, text), or None."""

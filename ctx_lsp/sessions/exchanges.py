@@ -9,13 +9,16 @@ retrieval only what the conversation leaves — a request that fits goes out as 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import msgspec
 
 from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
+from ctx_lsp.core.models import Prices
 from ctx_lsp.core.render import Placement, place
+from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.savings import saved_tokens
 from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.tokens import scaled
@@ -24,7 +27,7 @@ from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.planning import Planning
-from ctx_lsp.sessions.shared import Shared
+from ctx_lsp.sessions.shared import NotFound, Shared
 from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 
@@ -198,8 +201,7 @@ class Exchanges:
         if kept_scaffold is not None and kept_context is not None:
             return None
         rows = self.shared.store.gateway_requests(ex.session)
-        prices = {r["model"]: self.shared.engine.resolve_model(r["model"]).spec.prices for r in rows if r["model"]}
-        saved = saved_tokens(rows, prices, model.spec.name)
+        saved = saved_tokens(rows, self._prices(rows), model.spec.name)
         p = model.spec.prices
         new = int(saved * p.input / p.cache_write) if p and p.cache_write > p.input else saved
         new = new if new >= MIN_ALLOWANCE else 0
@@ -238,6 +240,27 @@ class Exchanges:
         """What one request through the gateway sent, saved and cost (``ctx-lsp stats``)."""
         self.shared.require_memory()
         self.shared.store.record_gateway_request(row)
+
+    def report(self, session: str | None = None, since: float | None = None) -> GatewayReport:
+        """The gateway report (``core.report``) of every session, or of one: NotFound when no
+        request of that session went through the gateway. ``since``: only the requests recorded
+        at or after that time (seconds since the epoch)."""
+        self.shared.require_memory()
+        store = self.shared.store
+        if session is None:
+            rows = store.gateway_requests()
+        elif not (rows := store.gateway_requests(session) if session else []):  # the store reads "" as all
+            known = list(dict.fromkeys(r["session"] for r in store.gateway_requests()))
+            hint = f"; sessions with requests: {', '.join(known[:5])}{' …' if len(known) > 5 else ''}" if known else ""
+            raise NotFound(f"no requests through the gateway in session {session!r}{hint}")
+        if since is not None:
+            rows = [r for r in rows if r["created"] >= since]
+        return build_report(rows, self._prices(rows))
+
+    def _prices(self, rows: list[dict[str, Any]]) -> dict[str, Prices | None]:
+        """The prices of the models ``rows`` name (None: a model without prices)."""
+        engine = self.shared.engine
+        return {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
 
     def original(self, mid: str, session: str | None = None) -> tuple[str, str, str] | None:
         return self.shared.store.original(mid, session)
