@@ -40,5 +40,7 @@ def test_savings_cache_weighted_against_direct() -> None:
     assert savings_label(Totals(cost=0.80, direct_cost=2.00), with_share=True) == "saved $1.20 (60%)"
     assert savings_label(Totals(cost=0.13, direct_cost=0.10)) == "cost +$0.03"
     assert savings_label(Totals(cost=1234.5, direct_cost=2345.6)) == "saved $1,111.10"
+    assert savings_label(Totals(cost=0.0143, direct_cost=0.01)) == "cost +$0.0043"  # not "cost +$0.00"
+    assert savings_label(Totals(cost=0.1, direct_cost=0.10004)) == "saved $0.00"
     assert savings_label(Totals()) == ""  # no request with prices
     assert savings_label(Totals(cost=0.0, direct_cost=0.0)) == ""

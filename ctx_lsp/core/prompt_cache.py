@@ -52,5 +52,13 @@ def savings_label(t: Totals, with_share: bool = False) -> str:
         return ""
     saved = t.direct_cost - t.cost
     if saved < 0:
-        return f"cost +${-saved:,.2f}"
-    return f"saved ${saved:,.2f}" + (f" ({saved / t.direct_cost:.0%})" if with_share else "")
+        return f"cost +{dollars(-saved)}"
+    return f"saved {dollars(saved)}" + (f" ({saved / t.direct_cost:.0%})" if with_share else "")
+
+
+def dollars(x: float) -> str:
+    """``$1,234.50``; under a cent to a hundredth of one (``$0.0043``), where cents alone would
+    say ``cost +$0.00`` after a conversation's first requests."""
+    if 0.0001 <= abs(x) < 0.01:
+        return f"${x:.4f}"
+    return f"${x:,.2f}"
