@@ -31,6 +31,8 @@ def test_cache_read_price_in_words_and_dollars() -> None:
     assert cache_read_price(quarter).startswith("a quarter of the input price")
     odd = Prices(input=1.0, output=2.0, cache_read=0.4, cache_write=1.0)
     assert cache_read_price(odd).startswith("40% of the input price")
+    mini = cache_read_price(PRICES["gpt-4o-mini"])
+    assert mini == "half the input price ($0.075 vs $0.15 per million tokens)"
     assert cache_read_price(None) == ""
     assert cache_read_price(Prices(input=0.0, output=0.0, cache_read=0.0, cache_write=0.0)) == ""
 

@@ -41,7 +41,14 @@ def cache_read_price(prices: Prices | None) -> str:
         return ""
     share = prices.cache_read / prices.input
     words = {0.1: "a tenth of", 0.25: "a quarter of", 0.5: "half"}.get(round(share, 3), f"{share:.0%} of")
-    return f"{words} the input price (${prices.cache_read:,.2f} vs ${prices.input:,.2f} per million tokens)"
+    read, fresh = _per_million(prices.cache_read), _per_million(prices.input)
+    return f"{words} the input price ({read} vs {fresh} per million tokens)"
+
+
+def _per_million(x: float) -> str:
+    """A list price: ``$2.50``, and the tenths of a cent small models have (``$0.075``)."""
+    s = f"{x:,.3f}"
+    return f"${s[:-1] if s.endswith('0') else s}"
 
 
 def savings_label(t: Totals, with_share: bool = False) -> str:
