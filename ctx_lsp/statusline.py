@@ -15,11 +15,10 @@ from typing import Any
 
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.meter import format_tokens
+from ctx_lsp.core.prompt_cache import cache_label, savings_label
 from ctx_lsp.core.savings import totals
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions.engine import SessionEngine
-
-CACHE_TTL_SECONDS = 300  # the providers' default prompt-cache lifetime (Anthropic: 5 minutes)
 
 
 def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> str:
@@ -49,14 +48,9 @@ def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> s
         sessions.close()
     used = last["input_tokens"] or last["forwarded_tokens"]
     parts = [f"ctx {format_tokens(used)}" + (f"/{format_tokens(budget)}" if budget else "")]
-    age = (now or time.time()) - last["created"]
-    if age < CACHE_TTL_SECONDS:
-        parts.append(f"cache warm {int((CACHE_TTL_SECONDS - age) // 60)}m{int((CACHE_TTL_SECONDS - age) % 60):02d}s")
-    else:
-        parts.append("cache cold")
-    if t.cost is not None and t.direct_cost:
-        saved = t.direct_cost - t.cost
-        parts.append(f"saved ${saved:,.2f} ({saved / t.direct_cost:.0%})" if saved >= 0 else f"cost +${-saved:,.2f}")
+    parts.append(f"cache {cache_label(last['created'], now or time.time())}")
+    if saved := savings_label(t, with_share=True):
+        parts.append(saved)
     return " · ".join(parts)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcServerError
 
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, cache_label, cache_read_price, savings_label, warm_until
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway.options import resolve
 from ctx_lsp.gateway.preview import preview
@@ -42,13 +43,21 @@ class Seen:
     last: float = field(default_factory=time.time)
 
 
+@dataclass(slots=True, frozen=True)
+class Money:
+    """A conversation's money as the meter says it, as last summed on the worker."""
+
+    saved: str = ""  # "saved $1.20" / "cost +$0.03"; "" for a model without prices
+    cache_read_price: str = ""  # "half the input price ($1.25 vs $2.50 per million tokens)"
+
+
 @dataclass(slots=True)
 class EditorGateway:
     gateway: Gateway
     chosen: bool = False  # the user picked the active conversation: it no longer follows traffic
     seen: dict[str, Seen] = field(default_factory=dict)
     reviews: dict[str, asyncio.Future[str]] = field(default_factory=dict)
-    saved: dict[str, str] = field(default_factory=dict)  # by session: "saved $1.20 (38%)", as last summed
+    money: dict[str, Money] = field(default_factory=dict)  # by session
 
 
 async def start(ls: CtxServer) -> None:
@@ -96,26 +105,40 @@ def _on_record(ls: CtxServer, record: GatewayRecord) -> None:
     ls.notify("ctx/gatewayRequest", convert.gateway_request(record))
     if state is None or record.session is None or record.plan_id is None:
         return
-    ls.spawn(_sum_savings(ls, state, record.session))
     seen = state.seen.setdefault(record.session, Seen(record.model))
     seen.model, seen.requests, seen.last = record.model, seen.requests + 1, time.time()
     if not state.chosen:
         ls.session_id = record.session
+    ls.spawn(_after_request(ls, state, record.session))
     if record.session == ls.session_id:
         ls.spawn(_announce(ls, record.session, record.plan_id))
 
 
-async def _sum_savings(ls: CtxServer, state: EditorGateway, session: str) -> None:
-    """The conversation's savings, cache-weighted against sending direct, for the meter."""
+async def _after_request(ls: CtxServer, state: EditorGateway, session: str) -> None:
+    """The savings summed again with this request's usage, then ``ctx/gatewayStatusChanged``:
+    the editors' meters show the new savings and restart the cache countdown from it."""
+    await _sum_money(ls, state, session)
+    if ls.gateway is state:  # not after the gateway stopped
+        ls.notify("ctx/gatewayStatusChanged", status(ls))
+
+
+async def _sum_money(ls: CtxServer, state: EditorGateway, session: str) -> None:
+    """The conversation's savings (cache-weighted against sending direct) and what its model's
+    cache reads cost. No wait for the request's own record: the gateway queued storing it on the
+    same one-thread worker before telling the editor, so this runs after it."""
+    seen = state.seen.get(session)
+    sessions = ls.sessions
+
+    def summed() -> Money:
+        t = state.gateway.totals(session)
+        model = seen.model if seen else sessions.conversation_summary(session).model
+        prices = sessions.engine.resolve_model(model).spec.prices if model else None
+        return Money(savings_label(t), cache_read_price(prices))
+
     try:
-        await asyncio.sleep(0.2)  # after the request's own record is stored
-        t = await ls.run(state.gateway.totals, session)
+        state.money[session] = await ls.run(summed)
     except Exception:
         log.exception("gateway: summing savings failed")
-        return
-    if t.cost is not None and t.direct_cost:
-        saved = t.direct_cost - t.cost
-        state.saved[session] = f"saved ${saved:,.2f}" if saved >= 0 else f"cost +${-saved:,.2f}"
 
 
 async def _announce(ls: CtxServer, session: str, plan_id: str) -> None:
@@ -177,18 +200,6 @@ def decide(ls: CtxServer, p: P.ReviewDecisionParams) -> P.ReviewDecisionResult:
 # ---- what the editor asks ---------------------------------------------------------------------
 
 
-CACHE_TTL_SECONDS = 300  # the providers' default prompt-cache lifetime
-
-
-def _cache(state: EditorGateway, session: str) -> str:
-    """Whether the active conversation's prompt cache is still warm at the provider, and for how long."""
-    seen = state.seen.get(session)
-    if seen is None:
-        return ""
-    left = CACHE_TTL_SECONDS - (time.time() - seen.last)
-    return f"warm {int(left // 60)}m{int(left % 60):02d}s" if left > 0 else "cold"
-
-
 def status(ls: CtxServer) -> P.GatewayStatus:
     state: EditorGateway | None = ls.gateway
     if state is None:
@@ -201,11 +212,20 @@ def status(ls: CtxServer) -> P.GatewayStatus:
             active_session=ls.session_id,
             label="",
             cache="",
+            cache_warm_until=None,
+            cache_ttl_seconds=CACHE_TTL_SECONDS,
+            cache_read_price="",
             saved="",
             latest=None,
         )
     st = state.gateway.status
     latest = convert.gateway_request(st.last) if st.last else None
+    # The provider's cache of the active conversation, from its latest request since this server
+    # started (of a conversation served only before, the state is unknown: "" and None).
+    seen = state.seen.get(ls.session_id)
+    last, now = (seen.last if seen else None), time.time()
+    until = warm_until(last, now)
+    money = state.money.get(ls.session_id, Money())
     return P.GatewayStatus(
         listening=st.url,
         requests=st.counts["requests"],
@@ -214,8 +234,11 @@ def status(ls: CtxServer) -> P.GatewayStatus:
         review=state.gateway.reviewer is not None,
         active_session=ls.session_id,
         label=latest.label if latest else f"⇄ {st.counts['requests']}",
-        cache=_cache(state, ls.session_id),
-        saved=state.saved.get(ls.session_id, ""),
+        cache=cache_label(last, now),
+        cache_warm_until=None if until is None else round(until * 1000),
+        cache_ttl_seconds=CACHE_TTL_SECONDS,
+        cache_read_price=money.cache_read_price,
+        saved=money.saved,
         latest=latest,
     )
 
@@ -254,6 +277,8 @@ async def set_active(ls: CtxServer, session: str) -> P.GatewayStatus:
     ls.session_id = session
     if state is not None:
         state.chosen = True
+        if session not in state.money:  # a conversation served before this server started
+            await _sum_money(ls, state, session)
     await replan.announce(ls, session, None)
     return status(ls)
 

@@ -403,6 +403,11 @@ class GatewayStatus(_P):
     active_session: str  # where pins and plans without a session go
     label: str
     cache: str  # the active conversation's prompt cache: "warm 4m12s" (the provider's 5-minute TTL), "cold", ""
+    # When that cache goes cold, in epoch milliseconds (None: cold, or no request yet): a status bar
+    # counts down from it, where the "warm 4m12s" snapshot would go stale.
+    cache_warm_until: int | None
+    cache_ttl_seconds: int  # the lifetime the server counts (the providers' default)
+    cache_read_price: str  # what a warm cache charges for the repeated prefix, e.g. "half the input price (…)"
     saved: str  # what the active conversation saved so far, cache-weighted against sending direct
     latest: GatewayRequest | None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from pathlib import Path
 
 import openai
@@ -113,6 +114,36 @@ async def test_conversations_active_one_and_the_exact_body_sent(tmp_path: Path) 
                 await asyncio.sleep(0.5)
                 status = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
                 assert status.saved.startswith(("saved $", "cost +$"))  # gpt-4o has prices
+        finally:
+            await client.shutdown_session()
+
+
+async def test_the_meter_counts_the_cache_down_and_says_what_was_saved(tmp_path: Path) -> None:
+    """After a request: the active conversation's cache is warm until about now + the provider's
+    5-minute TTL (a timestamp, so a status bar can count down), and what it saved is told — in a
+    ctx/gatewayStatusChanged once the request's usage is summed, not only when asked."""
+    root = copy_sample(tmp_path / "ws")
+    async with FakeUpstream() as up:
+        client, base = await _editor(root, up)
+        try:
+            before = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
+            assert (before.cache, before.cache_warm_until, before.saved) == ("", None, "")  # no request yet
+            assert before.cache_ttl_seconds == 300
+            told = len(_notes(client, "ctx/gatewayStatusChanged"))
+            async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0) as oai:
+                messages = [{"role": "system", "content": "Agent"}, {"role": "user", "content": QUESTION}]
+                await oai.chat.completions.create(model="gpt-4o", messages=messages)
+            sent = time.time()
+            changed = await _until(lambda: _notes(client, "ctx/gatewayStatusChanged")[told:])
+            note = exactly(P.GatewayStatus, changed[0])
+            assert note.requests == 1 and note.saved.startswith(("saved $", "cost +$")), note  # gpt-4o has prices
+            status = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
+            for st in (note, status):
+                assert st.cache_warm_until is not None
+                assert (sent + 290) * 1000 <= st.cache_warm_until <= (sent + 301) * 1000, st.cache_warm_until
+                assert st.cache.startswith(("warm 4m", "warm 5m"))
+                assert st.cache_read_price == "half the input price ($1.25 vs $2.50 per million tokens)"
+            assert status.saved == note.saved and status.active_session == note.active_session
         finally:
             await client.shutdown_session()
 

@@ -1,11 +1,13 @@
 -- The gateway in the editor's server, from Neovim: `gateway = { listen = … }` starts it, the
 -- openai SDK sends requests through it to the fake upstream (test_neovim.py starts that), the
--- statusline shows the server's label, :CtxConversations picks the active conversation, the
+-- statusline shows the server's label, the prompt cache counting down (cold at its time, with no
+-- server) and the savings, :CtxConversations picks the active conversation, the
 -- tree follows it, :CtxPin reaches the assistant's next request, :CtxPreview shows the body sent
 -- (:CtxPreview! the plan's prompt rendered) and :checkhealth says where the gateway listens.
 local H = dofile(os.getenv("CTX_REPO") .. "/tests/neovim/helpers.lua")
 local ctx = require("ctx_lsp")
 local client = require("ctx_lsp.client")
+local prompt_cache = require("ctx_lsp.prompt_cache")
 local tree = require("ctx_lsp.tree")
 
 local QUESTION_A = "How is stock reserved in the inventory?"
@@ -42,8 +44,19 @@ H.wait("the statusline to show the request", function()
 end)
 local req_a = client.state.gateway_request
 H.log("statusline: " .. ctx.statusline() .. " · " .. vim.inspect(req_a))
-H.eq(ctx.statusline(), "ctx " .. req_a.label, "the server's label, as it is")
 H.truthy(req_a.label:find("/") and req_a.label:find("cache"), "label: " .. req_a.label)
+-- ctx/gatewayStatusChanged, once the request's usage is summed: the cache warm, the savings
+H.wait("the cache warm and the savings in the statusline", function()
+  local line = ctx.statusline()
+  return line:find(" · cache warm %d+:%d%d") and (line:find(" · saved %$[%d.,]+$") or line:find(" · cost %+%$[%d.,]+$"))
+end)
+local line = ctx.statusline()
+H.log("statusline: " .. line)
+H.truthy(vim.startswith(line, "ctx " .. req_a.label .. " · cache warm "), "the server's label as it is, then the cache: " .. line)
+local left = ctx.gateway().cacheWarmUntil - prompt_cache.now_ms()
+H.truthy(left > 290000 and left <= 301000, "warm for the provider's 5 minutes from now: " .. left .. " ms")
+H.truthy(line:match("cache warm (%d+):") == "4" or line:match("cache warm (%d+):") == "5", "minutes left: " .. line)
+H.truthy(prompt_cache.ticking(), "a timer redraws the statusline while the cache is warm")
 H.eq(#H.upstream_bodies(), 1, "the fake upstream got it")
 H.truthy(not vim.inspect(H.upstream_bodies()[1]):find(PINNED, 1, true), "nothing pinned yet")
 H.truthy(
@@ -170,6 +183,27 @@ H.truthy(
   vim.api.nvim_buf_get_lines(pbuf, 0, 1, false)[1]:find("^<!%-%- ctx prompt preview: plan "),
   "the plan's prompt rendered"
 )
+
+-- ---- the countdown ends without the server: cold at cacheWarmUntil, and the timer stops ----------
+local redraws = 0
+local notifications = require("ctx_lsp.client.notifications")
+local redraw = notifications.redraw
+notifications.redraw = function()
+  redraws = redraws + 1
+  redraw()
+end
+local saved = ctx.gateway().saved
+ctx.gateway().cacheWarmUntil = prompt_cache.now_ms() + 1500 -- as if the last request were 4:58.5 ago
+H.truthy(ctx.statusline():find(" · cache warm 0:02 · ", 1, true), "almost cold: " .. ctx.statusline())
+H.wait("the statusline to say cold", function()
+  return ctx.statusline():find(" · cache cold · ", 1, true) ~= nil
+end)
+H.wait("the timer to stop", function()
+  return not prompt_cache.ticking()
+end)
+H.truthy(redraws >= 1, "the timer redrew the statusline")
+H.eq(ctx.statusline():sub(-#saved), saved, "the savings stay")
+notifications.redraw = redraw
 
 -- ---- :checkhealth ctx_lsp: where the gateway listens ---------------------------------------------
 vim.cmd("checkhealth ctx_lsp")

@@ -1,4 +1,5 @@
--- The meter's pure formatting (no server): the same numbers as ctx_lsp/core/meter.py.
+-- The meter's pure formatting (no server): the same numbers as ctx_lsp/core/meter.py; the
+-- gateway's line with its prompt-cache countdown.
 local meter = require("ctx_lsp.meter")
 
 local function eq(a, b, what)
@@ -67,6 +68,33 @@ require("ctx_lsp.client").state.meter = { used = 118000, promptBudget = 120000, 
 eq(ctx.statusline(), "ctx 118k/120k ▰▰▰▰▰ 98%", "statusline")
 eq(ctx.statusline({ highlight = true }), "%#CtxMeterError#ctx 118k/120k ▰▰▰▰▰ 98%%%*", "statusline with highlight")
 eq(ctx.statusline_hl(), "CtxMeterError", "statusline_hl")
+
+-- the gateway's line: the server's label, the prompt cache counted down from the server's
+-- cacheWarmUntil (epoch ms) at render time, the server's savings words
+local prompt_cache = require("ctx_lsp.prompt_cache")
+local UNTIL = 1795586280430
+local warm = { cache = "warm 5m00s", cacheWarmUntil = UNTIL }
+eq(prompt_cache.clock(252000), "4:12", "clock")
+eq(prompt_cache.clock(251001), "4:12", "clock rounds up")
+eq(prompt_cache.clock(251000), "4:11", "clock on the second")
+eq(prompt_cache.clock(1), "0:01", "clock: the last second")
+eq(prompt_cache.text(warm, UNTIL - 252000), "cache warm 4:12", "warm")
+eq(prompt_cache.text(warm, UNTIL - 1), "cache warm 0:01", "warm: the last millisecond")
+eq(prompt_cache.text(warm, UNTIL), "cache cold", "cold at the server's time")
+eq(prompt_cache.text({ cache = "cold", cacheWarmUntil = vim.NIL }, UNTIL), "cache cold", "cold (the server said so)")
+eq(prompt_cache.text({ cache = "", cacheWarmUntil = vim.NIL }, UNTIL), "", "unknown: no request yet")
+eq(prompt_cache.text(nil, UNTIL), "", "no status")
+local near = prompt_cache.now_ms()
+assert(math.abs(near - os.time() * 1000) < 2000, "now_ms is epoch milliseconds: " .. near)
+local st = require("ctx_lsp.client").state
+st.gateway = { listening = "http://127.0.0.1:1", label = "⇄ 2 · 1.7k/122k · cache 0%", saved = "saved $1.20" }
+st.gateway.cache, st.gateway.cacheWarmUntil = "warm 5m00s", UNTIL
+local gw = require("ctx_lsp.gateway")
+eq(gw.statusline(UNTIL - 252000), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 4:12 · saved $1.20", "gateway line")
+eq(gw.statusline(UNTIL + 1), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold · saved $1.20", "gateway line, cold")
+st.gateway.cache, st.gateway.cacheWarmUntil, st.gateway.saved = "", vim.NIL, ""
+eq(gw.statusline(UNTIL), "ctx ⇄ 2 · 1.7k/122k · cache 0%", "gateway line: the label alone")
+st.gateway = nil
 
 -- commands exist (plugin/ctx_lsp.lua ran)
 for _, c in ipairs({ "CtxPlan", "CtxPin", "CtxUnpin", "CtxPreview", "CtxMode", "CtxCompact", "CtxBudget" }) do

@@ -1,8 +1,9 @@
 // The gateway the editor's server runs (`gateway.listen`): its status as the server last said it,
 // the latest request, the reviews (review before send), and the requests about them
 // (ctx/gatewayStatus, ctx/listConversations, ctx/setActiveConversation, ctx/gatewayPreview,
-// ctx/reviewDecision). The server's ctx/gatewayRequest, ctx/reviewRequest and ctx/reviewResolved
-// notifications keep it current. Views read it; nothing here decides anything.
+// ctx/reviewDecision). The server's ctx/gatewayRequest, ctx/gatewayStatusChanged (after each
+// request's savings are summed), ctx/reviewRequest and ctx/reviewResolved notifications keep it
+// current. Views read it; nothing here decides anything.
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import { log } from "./common/log";
@@ -30,7 +31,7 @@ export interface Review {
 export type GatewayChange = "status" | "request" | "review";
 
 export class GatewayClient implements vscode.Disposable {
-  /** The server's ctx/gatewayStatus, kept current by ctx/gatewayRequest; undefined: none listens. */
+  /** The server's ctx/gatewayStatus, kept current by its notifications; undefined: none listens. */
   status: GatewayStatus | undefined;
   readonly reviews = new Map<string, Review>();
   private readonly emitter = new vscode.EventEmitter<{ change: GatewayChange; reviewId?: string }>();
@@ -129,6 +130,7 @@ export class GatewayClient implements vscode.Disposable {
   register(client: LanguageClient): vscode.Disposable[] {
     return [
       onNotification(client, "ctx/gatewayRequest", (r) => this.onRequest(r)),
+      onNotification(client, "ctx/gatewayStatusChanged", (s) => this.onStatus(s)),
       onNotification(client, "ctx/reviewRequest", (r) => this.onReviewRequest(r)),
       onNotification(client, "ctx/reviewResolved", (r) => this.onReviewResolved(r)),
     ];
@@ -141,6 +143,13 @@ export class GatewayClient implements vscode.Disposable {
     }
     // The counts the notification does not carry (planned, fail open, the active conversation).
     void this.refreshStatus().catch((err) => log.warn(`gateway status: ${describeError(err, "ctx/gatewayStatus")}`));
+  }
+
+  /** The whole status, as the server has it now: its gateway started, or a request was summed. */
+  private onStatus(s: GatewayStatus): void {
+    if (s.listening && !this.listening) log.info(`gateway listening on ${s.listening}${s.review ? " (review before send)" : ""}`);
+    this.status = s;
+    this.fire("status");
   }
 
   private onReviewRequest(r: ReviewRequest): void {

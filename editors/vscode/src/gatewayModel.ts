@@ -1,8 +1,10 @@
 // The words of the gateway the editor's server runs: the status bar item, the conversations
 // picker, the sent-request and review documents, the review's outcome, and the `gateway` object
 // of the server settings. PURE: no vscode import (unit-tested under node:test). Every number
-// comes from the server (its `label`, its counts); this module only formats them.
+// comes from the server (its `label`, its counts); this module only formats them (and counts the
+// prompt cache down from the server's timestamp: promptCache.ts).
 import { groupDigits } from "./meter";
+import { cacheText, cacheTooltip, savedTooltip, type CacheFields } from "./promptCache";
 import type { GatewayConversation, GatewayPreview, GatewayRequest, GatewayStatus, ReviewRequest, ReviewResolved } from "./protocol.generated";
 import { escapeMd, plural } from "./words";
 
@@ -50,10 +52,17 @@ export function gatewaySettings(
 
 // ---- the status bar item ------------------------------------------------------------------------
 
-/** "ctx ⇄ 12 · 41.2k/180k · cache 83%": the server's label. */
-export function gatewayText(label: string | undefined): string {
-  const l = (label ?? "").trim();
-  return l ? `ctx ${l}` : "ctx ⇄";
+export type StatusText = Pick<GatewayStatus, "label" | "cache" | "cacheWarmUntil" | "saved">;
+
+/**
+ * "ctx ⇄ 12 · 41.2k/180k · cache 83% · cache warm 4:12 · saved $1.20": the server's label of the
+ * latest request, the active conversation's prompt cache at `nowMs` (counted down from the
+ * server's cacheWarmUntil) and the server's savings words; before the conversation's first
+ * request, the label alone.
+ */
+export function gatewayText(s: StatusText, nowMs: number): string {
+  const label = s.label.trim();
+  return [label ? `ctx ${label}` : "ctx ⇄", cacheText(s, nowMs), s.saved.trim()].filter(Boolean).join(" · ");
 }
 
 /** The Anthropic and OpenAI base URLs of a gateway listening at `url` ("http://127.0.0.1:8787"). */
@@ -66,10 +75,15 @@ function num(n: number | null | undefined): string {
   return n === null || n === undefined ? "–" : groupDigits(n);
 }
 
-/** The tooltip, as Markdown: where it listens, the latest request's numbers, review mode. */
+/**
+ * The tooltip, as Markdown: where it listens, the active conversation's prompt cache at `nowMs`
+ * and its savings, the latest request's numbers, review mode.
+ */
 export function gatewayTooltip(
-  status: Pick<GatewayStatus, "listening" | "review" | "requests" | "planned" | "failOpen" | "activeSession">,
+  status: Pick<GatewayStatus, "listening" | "review" | "requests" | "planned" | "failOpen" | "activeSession" | "saved"> &
+    CacheFields,
   latest: GatewayRequest | null | undefined,
+  nowMs: number,
   waiting = 0,
 ): string {
   const lines: string[] = [];
@@ -83,6 +97,7 @@ export function gatewayTooltip(
     `${plural(status.requests, "request")} · ${status.planned} planned · ${status.failOpen} sent as the client sent them (fail open)`,
   );
   lines.push("");
+  for (const line of [cacheTooltip(status, nowMs), savedTooltip(status.saved)]) if (line) lines.push(line, "");
   if (latest) {
     lines.push(`**Latest request** · \`${latest.session ?? "–"}\` · ${latest.model ?? "–"}`);
     lines.push("");

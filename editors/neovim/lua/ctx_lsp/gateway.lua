@@ -1,11 +1,13 @@
 ---@brief The gateway the editor's server runs (`gateway.listen`): its status (ctx/gatewayStatus,
---- asked once the workspace is indexed, then kept current by ctx/gatewayRequest), the
---- statusline's `ctx ⇄ …` (the server's label, as it is), :CtxConversations
---- (ctx/listConversations → ctx/setActiveConversation), and the tree following the active
---- conversation's plans.
+--- asked once the workspace is indexed, then kept current by ctx/gatewayRequest and
+--- ctx/gatewayStatusChanged), the statusline's `ctx ⇄ … · cache warm 4:12 · saved $1.20` (the
+--- server's label as it is, the active conversation's prompt cache counted down from the server's
+--- timestamp, the server's savings words), :CtxConversations (ctx/listConversations →
+--- ctx/setActiveConversation), and the tree following the active conversation's plans.
 
 local client = require("ctx_lsp.client")
 local config = require("ctx_lsp.config")
+local prompt_cache = require("ctx_lsp.prompt_cache")
 local util = require("ctx_lsp.util")
 local present = util.present
 
@@ -23,17 +25,40 @@ function M.listening()
   return nil
 end
 
---- "ctx ⇄ 12 · 41.2k/180k · cache 83%" (the server's label), or "" when no gateway listens.
+--- "ctx ⇄ 12 · 41.2k/180k · cache 83% · cache warm 4:12 · saved $1.20": the server's label of
+--- the latest request, the active conversation's prompt cache now (counted down from the
+--- server's `cacheWarmUntil`: "cache cold" from that time on, nothing before its first request)
+--- and what it saved, cache-weighted against sending direct (the server's words); "" when no
+--- gateway listens.
+---@param now? integer epoch milliseconds (tests)
 ---@return string
-function M.statusline()
+function M.statusline(now)
   if not M.listening() then
     return ""
   end
-  local label = client.state.gateway.label
+  local st = client.state.gateway
+  local label = st.label
   if type(label) ~= "string" or label == "" then
     label = "⇄"
   end
-  return "ctx " .. label
+  local parts = { "ctx " .. label }
+  for _, part in ipairs({ prompt_cache.text(st, now), st.saved }) do
+    if type(part) == "string" and part ~= "" then
+      table.insert(parts, part)
+    end
+  end
+  return table.concat(parts, " · ")
+end
+
+local function redraw()
+  require("ctx_lsp.client.notifications").redraw()
+end
+
+--- A new status: keep the statusline's cache countdown moving while it is warm.
+local function follow_cache()
+  prompt_cache.follow(function()
+    return client.state.gateway
+  end, redraw)
 end
 
 --- Ask the server for the gateway's status (quietly: an older server has no gateway).
@@ -45,8 +70,9 @@ function M.refresh(done)
     end
     local was = M.listening()
     client.state.gateway = status
+    follow_cache()
     if M.listening() ~= was then
-      require("ctx_lsp.client.notifications").redraw()
+      redraw()
       util.event("CtxGatewayStatus", status)
     end
     if done then
@@ -69,6 +95,19 @@ function M.on_indexed()
     end)
   end
   try()
+end
+
+--- ctx/gatewayStatusChanged: the gateway started (or could not), or a request's usage was summed:
+--- the whole status, with the cache's new time and the savings.
+---@param status table a GatewayStatus
+function M.on_status(status)
+  if type(status) ~= "table" then
+    return
+  end
+  client.state.gateway = status
+  follow_cache()
+  redraw()
+  util.event("CtxGatewayStatus", status)
 end
 
 --- ctx/gatewayRequest: an assistant's request went through; its label goes to the statusline.
@@ -120,7 +159,8 @@ end
 function M.activate(conv, done)
   client.request("ctx/setActiveConversation", { session = conv.session }, function(status)
     client.state.gateway = status
-    require("ctx_lsp.client.notifications").redraw()
+    follow_cache()
+    redraw()
     client.notify(("active conversation: %s"):format(present(conv.title) and conv.title or conv.session))
     util.event("CtxGatewayStatus", status)
     if done then

@@ -76,8 +76,8 @@ end
 -- ---- statusline -------------------------------------------------------------------------------
 
 --- The budget meter for a statusline: "ctx 41.2k/122k ▰▱▱▱▱ 34%" ("" until the server sent one);
---- while the server's gateway listens, its label instead: "ctx ⇄ 12 · 41.2k/180k · cache 83%"
---- ({ gateway = false }: the meter still). With { highlight = true } it is wrapped in
+--- while the server's gateway listens, its line instead: "ctx ⇄ 12 · 41.2k/180k · cache 83% ·
+--- cache warm 4:12 · saved $1.20" ({ gateway = false }: the meter still). With { highlight = true } it is wrapped in
 --- %#CtxMeter…# … %* for 'statusline'.
 ---@param opts? { highlight?: boolean, gateway?: boolean }
 ---@return string
@@ -104,15 +104,18 @@ function M.statusline_hl()
   return require("ctx_lsp.meter").hl_group(type(m) == "table" and m.percent or 0)
 end
 
---- The gateway for a statusline: "ctx ⇄ 12 · 41.2k/180k · cache 83%" — the server's label of
---- the latest request (requests so far, its input / prompt budget, the provider's cache share) —
---- or "" when the server runs no gateway.
+--- The gateway for a statusline: "ctx ⇄ 12 · 41.2k/180k · cache 83% · cache warm 4:12 · saved
+--- $1.20" — the server's label of the latest request (requests so far, its input / prompt budget,
+--- the provider's cache share), the active conversation's prompt cache (warm with the time left
+--- of the provider's 5-minute TTL, counted down at each redraw, or cold) and what it saved,
+--- cache-weighted against sending direct — or "" when the server runs no gateway.
 ---@return string
 function M.gateway_status()
   return require("ctx_lsp.gateway").statusline()
 end
 
---- The last ctx/gatewayStatus, kept current by each ctx/gatewayRequest (or nil).
+--- The last ctx/gatewayStatus, kept current by each ctx/gatewayRequest and
+--- ctx/gatewayStatusChanged (or nil).
 ---@return table?
 function M.gateway()
   return client().state.gateway

@@ -11,9 +11,10 @@
 // "Suggested" and an automatic pin with an Undo notification; a crashed server is restarted with
 // a notification. Then the gateway in the server, from the workspace's settings, with the openai
 // SDK as the assistant and tests/gateway/fake_upstream.py as the provider (it records every body):
-// the status bar shows each request, Select Conversation lists them, Show Sent Request shows the
-// body sent, a code-lens pin is in the next body; review before send: Send releases a held
-// request, an unpin and Re-plan update its preview in place, Cancel makes the SDK raise HTTP 400.
+// the status bar shows each request (with the conversation's prompt cache counting down and what
+// it saved), Select Conversation lists them, Show Sent Request shows the body sent, a code-lens
+// pin is in the next body; review before send: Send releases a held request, an unpin and
+// Re-plan update its preview in place, Cancel makes the SDK raise HTTP 400.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -375,6 +376,16 @@ function expectedLabel(last) {
   if (used !== undefined && last.promptBudget) parts.push(`${formatTokens(used)}/${formatTokens(last.promptBudget)}`);
   if (last.inputTokens && last.cachedInputTokens !== undefined) parts.push(`cache ${Math.round((100 * last.cachedInputTokens) / last.inputTokens)}%`);
   return `ctx ${parts.join(" · ")}`;
+}
+
+/**
+ * The gateway item's text in its parts: the server's label of the latest request, the active
+ * conversation's prompt cache counting down ("cache warm 4:12", "cache cold") and its savings
+ * ("saved $1.20", "cost +$0.0003"), each part "" when absent.
+ */
+function gatewayParts(text) {
+  const m = /^(.*?)(?: · (cache warm \d+:\d\d|cache cold))?(?: · ((?:saved |cost \+)\$[\d,.]+))?$/.exec(text);
+  return { label: m[1], cache: m[2] ?? "", saved: m[3] ?? "" };
 }
 
 /** The workspace's .vscode/settings.json (VS Code reads it again when it changes). */
@@ -745,7 +756,7 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
   // gateway's active conversation); the openai SDK is the assistant, tests/gateway/fake_upstream.py
   // the provider, whose record file holds every body it received.
 
-  step("the gateway from the workspace settings: an assistant's request shows in the status bar", async () => {
+  step("the gateway from the workspace settings: an assistant's request shows in the status bar, the cache warm and the savings", async () => {
     const upstream = await startFakeUpstream();
     run.gatewayPort = await freePort();
     run.gatewaySettings = {
@@ -777,8 +788,20 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.equal(st.counts.requests, 1);
     run.planA = st.last.planId;
     const want = expectedLabel(st.last);
-    const text = await waitGateway((t) => t === want, JSON.stringify(want));
+    // Then the active conversation's cache, warm for the provider's 5 minutes, and what it saved
+    // (gpt-4o has prices): ctx/gatewayStatusChanged brings them once the request's usage is summed.
+    const text = await waitGateway((t) => {
+      const p = gatewayParts(t);
+      return p.label === want && p.cache.startsWith("cache warm ") && p.saved !== "";
+    }, `${JSON.stringify(want)}, the cache warm and the savings`);
     say(`status bar: ${text} (plan ${run.planA})`);
+    assert.ok(text.includes(" · cache warm "), text);
+    assert.ok(text.includes(" · saved $") || text.includes(" · cost +$"), text);
+    const [, m, ss] = /cache warm (\d+):(\d\d)/.exec(text);
+    assert.ok(Number(m) * 60 + Number(ss) > 240, `just sent: more than 4 minutes left (${text})`);
+    // The countdown ticks in the editor, without the server.
+    const later = await waitGateway((t) => gatewayParts(t).cache.startsWith("cache warm ") && gatewayParts(t).cache !== gatewayParts(text).cache, "the countdown to tick", 5000);
+    say(`a moment later: ${later}`);
     // The Context view follows the active conversation: the plan that request carried.
     await runCommand("ctx: Show Context View");
     await waitRows((rows) => rows.some((r) => r.startsWith(`plan ${run.planA}:`)), `the plan ${run.planA} of the request`);
@@ -791,6 +814,8 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.ok(tip.includes(`input (provider) ${st.last.inputTokens.toLocaleString("en-US")}`), tip);
     assert.ok(tip.includes(`estimated input ${st.last.estimatedInput.toLocaleString("en-US")}`), tip);
     assert.ok(tip.includes(run.planA), tip);
+    assert.match(tip, /The provider's prompt cache for this conversation: warm for \d+ min( \d+ s)? more \(5-minute TTL\) — the next request reads the repeated prefix at half the input price/, tip);
+    assert.ok(tip.includes("cache-weighted against sending the same requests direct"), tip);
     await screenshot("gateway-status-bar");
     await page.mouse.move(700, 400);
   });
@@ -800,7 +825,7 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.ok(reply.ok, JSON.stringify(reply));
     const st = await gatewayStatusPage();
     const planB = st.last.planId;
-    await waitGateway((t) => t === expectedLabel(st.last), "the second request");
+    await waitGateway((t) => gatewayParts(t).label === expectedLabel(st.last), "the second request");
     // Until one is chosen, the active conversation is the one that sent last.
     await waitRows((rows) => rows.some((r) => r.startsWith(`plan ${planB}:`)), "the view on the newest conversation");
     await gatewayItem().click();
@@ -854,7 +879,7 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.ok(body.includes("Which products run low on stock?"));
     assert.ok(body.includes(TAX_FOR_BODY), "the pinned tax_for's code is in the upstream body");
     const st = await gatewayStatusPage();
-    const text = await waitGateway((t) => t === expectedLabel(st.last), "the third request");
+    const text = await waitGateway((t) => gatewayParts(t).label === expectedLabel(st.last), "the third request");
     say(`the upstream body of request 3 carries “${TAX_FOR_BODY}”; status bar: ${text}`);
     await screenshot("pin-reaches-the-assistant");
   });

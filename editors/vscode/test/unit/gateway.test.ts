@@ -40,22 +40,35 @@ describe("the gateway settings sent to the server", () => {
 });
 
 describe("the status bar item", () => {
-  test("shows the server's label", () => {
+  // The fixture's status was taken just after a request: its cache warm until cacheWarmUntil.
+  const until = fx.gatewayStatus().cacheWarmUntil as number;
+  const cold = { cache: "", cacheWarmUntil: null, saved: "" };
+  test("shows the server's label, the cache counting down to its time, and the savings", () => {
     const s = fx.gatewayStatus();
     assert.equal(s.label, "⇄ 2 · 1.7k/122k · cache 0%");
-    assert.equal(gatewayText(s.label), "ctx ⇄ 2 · 1.7k/122k · cache 0%");
-    assert.equal(gatewayText(fx.gatewayRequests()[0].label), "ctx ⇄ 1 · 2.4k/122k · cache 0%");
+    assert.match(s.saved, /^cost \+\$0\.\d+$/); // gpt-4o-mini: the first requests cost a little more
+    assert.equal(gatewayText(s, until - 252_000), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 4:12 · ${s.saved}`);
+    assert.equal(gatewayText(s, until - 251_400), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 4:12 · ${s.saved}`);
+    assert.equal(gatewayText(s, until - 900), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 0:01 · ${s.saved}`);
+    assert.equal(gatewayText({ ...s, saved: "saved $1.20" }, until - 1000), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 0:01 · saved $1.20");
   });
-  test("no label yet: the arrows alone", () => {
-    assert.equal(gatewayText(""), "ctx ⇄");
-    assert.equal(gatewayText(undefined), "ctx ⇄");
+  test("at the cache's time, cold: no request to the server needed", () => {
+    const s = fx.gatewayStatus();
+    assert.equal(gatewayText(s, until), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold · ${s.saved}`);
+    assert.equal(gatewayText(s, until + 3_600_000), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold · ${s.saved}`);
+    assert.equal(gatewayText({ ...s, cache: "cold", cacheWarmUntil: null, saved: "" }, until), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold");
+  });
+  test("no request of the active conversation yet: the label alone; no label yet: the arrows", () => {
+    assert.equal(gatewayText({ ...cold, label: fx.gatewayRequests()[0].label }, until), "ctx ⇄ 1 · 2.4k/122k · cache 0%");
+    assert.equal(gatewayText({ ...cold, label: "" }, until), "ctx ⇄");
+    assert.equal(gatewayText({ ...cold, label: "⇄ 0" }, until), "ctx ⇄ 0");
   });
   test("base URLs of the listening address", () => {
     assert.deepEqual(baseUrls("http://127.0.0.1:8787/"), { openai: "http://127.0.0.1:8787/v1", anthropic: "http://127.0.0.1:8787" });
   });
   test("tooltip: the URL, the latest request's numbers as the server sent them, the active conversation", () => {
     const s = fx.gatewayStatus();
-    const md = gatewayTooltip(s, s.latest);
+    const md = gatewayTooltip(s, s.latest, until - 252_000);
     assert.match(md, new RegExp(`listening on \`${s.listening}\``));
     assert.match(md, new RegExp(`OpenAI base URL \`${s.listening}/v1\``));
     assert.match(md, /2 requests · 2 planned · 0 sent as the client sent them/);
@@ -71,15 +84,34 @@ describe("the status bar item", () => {
     assert.match(md, /Review before send: off/);
     assert.match(md, /Click to select the active conversation/);
   });
+  test("tooltip: what the warm cache and the savings mean, in the server's words", () => {
+    const s = fx.gatewayStatus();
+    const md = gatewayTooltip(s, s.latest, until - 252_000);
+    assert.ok(
+      md.includes(
+        "The provider's prompt cache for this conversation: **warm** for 4 min 12 s more (5-minute TTL) — " +
+          "the next request reads the repeated prefix at half the input price ($0.075 vs $0.15 per million tokens).",
+      ),
+      md,
+    );
+    assert.ok(md.includes(`**${s.saved}** in this conversation so far: its requests at the provider's prices, cache-weighted against sending the same requests direct.`), md);
+    assert.ok(md.indexOf("**warm**") < md.indexOf("**Latest request**"), "the cache before the latest request's numbers");
+  });
+  test("tooltip: cold at the cache's time; nothing of the cache or savings when the server knows none", () => {
+    const s = fx.gatewayStatus();
+    assert.match(gatewayTooltip(s, s.latest, until + 1), /prompt cache for this conversation: \*\*cold\*\* \(no request within its 5-minute TTL\) — the next request pays the full input price/);
+    const none = gatewayTooltip({ ...s, cache: "", cacheWarmUntil: null, saved: "" }, s.latest, until);
+    assert.ok(!/prompt cache for this conversation|in this conversation so far/.test(none), none);
+  });
   test("tooltip: before the first request, and with requests waiting for review", () => {
     const s = { ...fx.gatewayStatus(), requests: 0, planned: 0, review: true, latest: null };
-    const md = gatewayTooltip(s, null, 2);
+    const md = gatewayTooltip(s, null, until, 2);
     assert.match(md, /No request yet: point your assistant at the base URL above/);
     assert.match(md, /Review before send: on · \*\*2 requests waiting\*\*/);
   });
   test("a note says why a request went as the client sent it", () => {
     const r = { ...fx.gatewayRequests()[0], note: "fail open: unreadable body" };
-    assert.match(gatewayTooltip(fx.gatewayStatus(), r), /_fail open: unreadable body_/);
+    assert.match(gatewayTooltip(fx.gatewayStatus(), r, until), /_fail open: unreadable body_/);
   });
 });
 

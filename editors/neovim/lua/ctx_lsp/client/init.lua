@@ -35,7 +35,7 @@ M.state = {
   reflections = {}, ---@type table<integer, table> reflections seen (ctx/reflected, ctx/listReflections)
   reflection_log = {}, ---@type string[] one line per ctx/reflected (renewals and suggestions are only logged)
   last_undoable = nil, ---@type integer? the last promotion/demotion notified (:CtxUndo's default)
-  gateway = nil, ---@type table? last ctx/gatewayStatus (listening, label, activeSession, …), kept current by ctx/gatewayRequest
+  gateway = nil, ---@type table? last ctx/gatewayStatus (listening, label, cacheWarmUntil, saved, …), kept current by ctx/gatewayRequest and ctx/gatewayStatusChanged
   gateway_request = nil, ---@type table? the last ctx/gatewayRequest
 }
 

@@ -95,6 +95,7 @@ function M.on_exit(code, signal, client_id)
     queue.drop(client_id)
     client().state.indexing[client_id] = nil
     client().state.gateway = nil -- it ran in that server
+    require("ctx_lsp.prompt_cache").stop() -- nothing to count down
     if code ~= 0 and not was_ready and not client().stopping then
       local cmd = config.get().cmd
       client().notify(

@@ -1,8 +1,8 @@
 ---@brief The server's ctx/ notifications: the budget meter (ctx/budgetChanged), the latest plan
 --- (ctx/planChanged), re-pin prompts (ctx/askRepin), stale capsules (ctx/capsulesStale),
---- compactions (ctx/compacted), reflections (ctx/reflected) and the gateway's requests and
---- reviews (ctx/gatewayRequest, ctx/reviewRequest, ctx/reviewResolved), each handed to the
---- module that shows it.
+--- compactions (ctx/compacted), reflections (ctx/reflected) and the gateway's status, requests and
+--- reviews (ctx/gatewayStatusChanged, ctx/gatewayRequest, ctx/reviewRequest, ctx/reviewResolved),
+--- each handed to the module that shows it.
 
 local event = require("ctx_lsp.util").event
 
@@ -60,6 +60,10 @@ end
 
 handlers["ctx/gatewayRequest"] = function(_, result)
   require("ctx_lsp.gateway").on_request(result)
+end
+
+handlers["ctx/gatewayStatusChanged"] = function(_, result)
+  require("ctx_lsp.gateway").on_status(result)
 end
 
 handlers["ctx/reviewRequest"] = function(_, result)
