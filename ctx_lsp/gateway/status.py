@@ -48,7 +48,7 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
         if used is not None and self.prompt_budget:
             parts.append(f"{format_tokens(used)}/{format_tokens(self.prompt_budget)}")
         if self.input_tokens and self.cached_input_tokens is not None:
-            parts.append(f"cache {round(100 * self.cached_input_tokens / self.input_tokens)}%")
+            parts.append(f"{round(100 * self.cached_input_tokens / self.input_tokens)}% cached")
         return " · ".join(parts)
 
     def text_line(self) -> str:

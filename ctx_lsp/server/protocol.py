@@ -387,7 +387,7 @@ class GatewayRequest(_P):
     note: str | None  # why the request went as the client sent it
     prompt_budget: int | None  # of the plan: what the request had to fit
     requests: int  # through the gateway so far
-    label: str  # for a status bar: "⇄ 12 · 41.2k/180k · cache 83%"
+    label: str  # for a status bar: "⇄ 12 · 41.2k/180k · 83% cached"
 
 
 class NoParams(_P):

@@ -87,13 +87,13 @@ eq(prompt_cache.text(nil, UNTIL), "", "no status")
 local near = prompt_cache.now_ms()
 assert(math.abs(near - os.time() * 1000) < 2000, "now_ms is epoch milliseconds: " .. near)
 local st = require("ctx_lsp.client").state
-st.gateway = { listening = "http://127.0.0.1:1", label = "⇄ 2 · 1.7k/122k · cache 0%", saved = "saved $1.20" }
+st.gateway = { listening = "http://127.0.0.1:1", label = "⇄ 2 · 1.7k/122k · 0% cached", saved = "saved $1.20" }
 st.gateway.cache, st.gateway.cacheWarmUntil = "warm 5m00s", UNTIL
 local gw = require("ctx_lsp.gateway")
-eq(gw.statusline(UNTIL - 252000), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 4:12 · saved $1.20", "gateway line")
-eq(gw.statusline(UNTIL + 1), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold · saved $1.20", "gateway line, cold")
+eq(gw.statusline(UNTIL - 252000), "ctx ⇄ 2 · 1.7k/122k · 0% cached · cache warm 4:12 · saved $1.20", "gateway line")
+eq(gw.statusline(UNTIL + 1), "ctx ⇄ 2 · 1.7k/122k · 0% cached · cache cold · saved $1.20", "gateway line, cold")
 st.gateway.cache, st.gateway.cacheWarmUntil, st.gateway.saved = "", vim.NIL, ""
-eq(gw.statusline(UNTIL), "ctx ⇄ 2 · 1.7k/122k · cache 0%", "gateway line: the label alone")
+eq(gw.statusline(UNTIL), "ctx ⇄ 2 · 1.7k/122k · 0% cached", "gateway line: the label alone")
 st.gateway = nil
 
 -- commands exist (plugin/ctx_lsp.lua ran)

@@ -55,7 +55,7 @@ export function gatewaySettings(
 export type StatusText = Pick<GatewayStatus, "label" | "cache" | "cacheWarmUntil" | "saved">;
 
 /**
- * "ctx ⇄ 12 · 41.2k/180k · cache 83% · cache warm 4:12 · saved $1.20": the server's label of the
+ * "ctx ⇄ 12 · 41.2k/180k · 83% cached · cache warm 4:12 · saved $1.20": the server's label of the
  * latest request, the active conversation's prompt cache at `nowMs` (counted down from the
  * server's cacheWarmUntil) and the server's savings words; before the conversation's first
  * request, the label alone.

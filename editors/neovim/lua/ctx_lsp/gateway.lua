@@ -25,7 +25,7 @@ function M.listening()
   return nil
 end
 
---- "ctx ⇄ 12 · 41.2k/180k · cache 83% · cache warm 4:12 · saved $1.20": the server's label of
+--- "ctx ⇄ 12 · 41.2k/180k · 83% cached · cache warm 4:12 · saved $1.20": the server's label of
 --- the latest request, the active conversation's prompt cache now (counted down from the
 --- server's `cacheWarmUntil`: "cache cold" from that time on, nothing before its first request)
 --- and what it saved, cache-weighted against sending direct (the server's words); "" when no

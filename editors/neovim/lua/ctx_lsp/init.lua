@@ -76,7 +76,7 @@ end
 -- ---- statusline -------------------------------------------------------------------------------
 
 --- The budget meter for a statusline: "ctx 41.2k/122k ▰▱▱▱▱ 34%" ("" until the server sent one);
---- while the server's gateway listens, its line instead: "ctx ⇄ 12 · 41.2k/180k · cache 83% ·
+--- while the server's gateway listens, its line instead: "ctx ⇄ 12 · 41.2k/180k · 83% cached ·
 --- cache warm 4:12 · saved $1.20" ({ gateway = false }: the meter still). With { highlight = true } it is wrapped in
 --- %#CtxMeter…# … %* for 'statusline'.
 ---@param opts? { highlight?: boolean, gateway?: boolean }
@@ -104,7 +104,7 @@ function M.statusline_hl()
   return require("ctx_lsp.meter").hl_group(type(m) == "table" and m.percent or 0)
 end
 
---- The gateway for a statusline: "ctx ⇄ 12 · 41.2k/180k · cache 83% · cache warm 4:12 · saved
+--- The gateway for a statusline: "ctx ⇄ 12 · 41.2k/180k · 83% cached · cache warm 4:12 · saved
 --- $1.20" — the server's label of the latest request (requests so far, its input / prompt budget,
 --- the provider's cache share), the active conversation's prompt cache (warm with the time left
 --- of the provider's 5-minute TTL, counted down at each redraw, or cold) and what it saved,

@@ -1,5 +1,5 @@
 // The gateway's status bar item, shown while the server's gateway listens: "ctx ⇄ 12 · 41.2k/180k ·
-// cache 83% · cache warm 4:12 · saved $1.20" (the server's label, the active conversation's prompt
+// 83% cached · cache warm 4:12 · saved $1.20" (the server's label, the active conversation's prompt
 // cache counted down from the server's timestamp, the server's savings words), updated on each
 // ctx/gatewayRequest and ctx/gatewayStatusChanged; the tooltip has the URL, what the cache and the
 // savings mean, and the latest request's numbers; a warning background while a request waits for

@@ -374,7 +374,7 @@ function expectedLabel(last) {
   const used = last.inputTokens ?? last.estimatedInput;
   const parts = [`⇄ ${last.requests}`];
   if (used !== undefined && last.promptBudget) parts.push(`${formatTokens(used)}/${formatTokens(last.promptBudget)}`);
-  if (last.inputTokens && last.cachedInputTokens !== undefined) parts.push(`cache ${Math.round((100 * last.cachedInputTokens) / last.inputTokens)}%`);
+  if (last.inputTokens && last.cachedInputTokens !== undefined) parts.push(`${Math.round((100 * last.cachedInputTokens) / last.inputTokens)}% cached`);
   return `ctx ${parts.join(" · ")}`;
 }
 

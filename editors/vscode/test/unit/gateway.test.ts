@@ -45,21 +45,21 @@ describe("the status bar item", () => {
   const cold = { cache: "", cacheWarmUntil: null, saved: "" };
   test("shows the server's label, the cache counting down to its time, and the savings", () => {
     const s = fx.gatewayStatus();
-    assert.equal(s.label, "⇄ 2 · 1.7k/122k · cache 0%");
+    assert.equal(s.label, "⇄ 2 · 1.7k/122k · 0% cached");
     assert.match(s.saved, /^cost \+\$0\.\d+$/); // gpt-4o-mini: the first requests cost a little more
-    assert.equal(gatewayText(s, until - 252_000), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 4:12 · ${s.saved}`);
-    assert.equal(gatewayText(s, until - 251_400), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 4:12 · ${s.saved}`);
-    assert.equal(gatewayText(s, until - 900), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 0:01 · ${s.saved}`);
-    assert.equal(gatewayText({ ...s, saved: "saved $1.20" }, until - 1000), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache warm 0:01 · saved $1.20");
+    assert.equal(gatewayText(s, until - 252_000), `ctx ⇄ 2 · 1.7k/122k · 0% cached · cache warm 4:12 · ${s.saved}`);
+    assert.equal(gatewayText(s, until - 251_400), `ctx ⇄ 2 · 1.7k/122k · 0% cached · cache warm 4:12 · ${s.saved}`);
+    assert.equal(gatewayText(s, until - 900), `ctx ⇄ 2 · 1.7k/122k · 0% cached · cache warm 0:01 · ${s.saved}`);
+    assert.equal(gatewayText({ ...s, saved: "saved $1.20" }, until - 1000), "ctx ⇄ 2 · 1.7k/122k · 0% cached · cache warm 0:01 · saved $1.20");
   });
   test("at the cache's time, cold: no request to the server needed", () => {
     const s = fx.gatewayStatus();
-    assert.equal(gatewayText(s, until), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold · ${s.saved}`);
-    assert.equal(gatewayText(s, until + 3_600_000), `ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold · ${s.saved}`);
-    assert.equal(gatewayText({ ...s, cache: "cold", cacheWarmUntil: null, saved: "" }, until), "ctx ⇄ 2 · 1.7k/122k · cache 0% · cache cold");
+    assert.equal(gatewayText(s, until), `ctx ⇄ 2 · 1.7k/122k · 0% cached · cache cold · ${s.saved}`);
+    assert.equal(gatewayText(s, until + 3_600_000), `ctx ⇄ 2 · 1.7k/122k · 0% cached · cache cold · ${s.saved}`);
+    assert.equal(gatewayText({ ...s, cache: "cold", cacheWarmUntil: null, saved: "" }, until), "ctx ⇄ 2 · 1.7k/122k · 0% cached · cache cold");
   });
   test("no request of the active conversation yet: the label alone; no label yet: the arrows", () => {
-    assert.equal(gatewayText({ ...cold, label: fx.gatewayRequests()[0].label }, until), "ctx ⇄ 1 · 2.4k/122k · cache 0%");
+    assert.equal(gatewayText({ ...cold, label: fx.gatewayRequests()[0].label }, until), "ctx ⇄ 1 · 2.4k/122k · 0% cached");
     assert.equal(gatewayText({ ...cold, label: "" }, until), "ctx ⇄");
     assert.equal(gatewayText({ ...cold, label: "⇄ 0" }, until), "ctx ⇄ 0");
   });
