@@ -77,6 +77,9 @@ def totals(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Prices | None
             r["output_tokens"] or 0,
         )
         cost += p.cost(inp - read - write, read, write, out)
+        if r.get("as_sent"):  # the provider got the client's own prompt: sent direct, it costs the same
+            direct += p.cost(inp - read - write, read, write, out)
+            continue
         # direct: the client's own tokens, scaled to the provider's count of ours; what repeats its
         # previous request read from the cache, the rest written to it when the provider charges writes
         scale = inp / r["forwarded_tokens"] if r.get("forwarded_tokens") else 1.0

@@ -381,6 +381,9 @@ class Gateway:
         shared = shared_prefix(key, previous) / len(key) if previous and key else 0.0
         usage = reply.usage
         s = plan.savings
+        as_sent = not (s.shed or s.masked or s.shrunk or s.injected)
+        if as_sent and usage and usage.input_tokens:  # the client's own prompt: cached as the provider said
+            shared = usage.cached_input_tokens / usage.input_tokens
         self.sessions.record_gateway_request(
             {
                 "session": plan.session,
@@ -397,6 +400,7 @@ class Gateway:
                 "masked": s.masked,
                 "shrunk": s.shrunk,
                 "injected": s.injected,
+                "as_sent": int(as_sent),
             }
         )
 

@@ -37,6 +37,10 @@ async def test_a_conversation_that_fits_goes_as_the_client_sent_it_and_the_plan_
         assert [r.body for r in gw.up.model_requests] == sent  # byte for byte
         record = gw.gateway.status.last
         plan = (await gw.call(gw.sessions.outcome, record.session, record.plan_id)).result.plan
+        report = await gw.call(gw.sessions.gateway_report, record.session)
+    # what the stats say: the same cost as sent direct, not an estimate of "direct" that differs
+    t = report.total
+    assert t.requests == 2 and t.cost and t.cost == t.direct_cost and t.cache_share == t.direct_cache_share
     out = {i.reason for i in plan.excluded if i.section == "rag" or i.kind == "scaffold"}
     assert out == {"cost"}, out
     why = next(i for i in plan.excluded if i.reason == "cost")

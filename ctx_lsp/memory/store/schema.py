@@ -263,6 +263,7 @@ GATEWAY_REQUESTS = Table(
         "masked INTEGER NOT NULL DEFAULT 0",
         "shrunk INTEGER NOT NULL DEFAULT 0",
         "injected INTEGER NOT NULL DEFAULT 0",  # what ctx_lsp's own blocks cost
+        "as_sent INTEGER NOT NULL DEFAULT 0",  # 1: the prompt went as the client sent it (direct cost = cost)
     ),
 )
 
