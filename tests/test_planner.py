@@ -195,6 +195,34 @@ def test_light_mode_packs_the_best_bodies_then_cards_then_upgrades():
     assert 1000 - used < sizes["d"] - 20  # the room left is less than the one upgrade left
 
 
+def test_heavy_mode_keeps_room_for_cards_and_shows_a_long_body_whole():
+    # twelve symbols in twelve files, each offered as a card (100 tokens) and a body (300)
+    cands = []
+    for n in range(12):
+        lines, path = (0, 40), f"pkg/m{n}.py"
+        cands += [code(f"x{n}", "symbol_card", 100, 9.0 - n / 2, lines, path)]
+        cands += [code(f"x{n}", "symbol_body", 300, 9.0 - n / 2, lines, path)]
+    small = plan(plan_input(candidates=tuple(cands), rag_budget=2000, mode="heavy"))
+    packed = {i.symbol: i.kind for i in small.plan.included if i.section == "rag"}
+    # BREADTH_RESERVE: the bodies take at most 2000 - 1000 tokens, so every file still gets a card
+    # (with 85% of the room for bodies, five bodies would leave room for five cards: ten files);
+    # three bodies from the depth pass, a fourth upgraded from its card in the room left
+    assert len(packed) == 12
+    assert [s for s, k in packed.items() if k == "symbol_body"] == ["x0", "x1", "x2", "x3"]
+    # DEPTH_ITEM_SHARE: a body of 60% of the room is shown whole in heavy mode (up to the depth
+    # share, 70%); light mode caps one body at half the room and shows it as a card
+    big = (
+        code("big", "symbol_card", 30, 20.0, (0, 200), "pkg/big.py"),
+        code("big", "symbol_body", 2400, 20.0, (0, 200), "pkg/big.py"),
+    )
+    kinds: dict[str, dict[str, str]] = {}
+    for mode in ("heavy", "light"):
+        roomy = plan(plan_input(candidates=(*big, *cands), rag_budget=4000, mode=mode))
+        kinds[mode] = {i.symbol: i.kind for i in roomy.plan.included if i.section == "rag"}
+    assert kinds["heavy"]["big"] == "symbol_body" and kinds["light"]["big"] == "symbol_card"
+    assert len(kinds["heavy"]) == len(kinds["light"]) == 13  # both with a card for every file
+
+
 def test_no_item_is_packed_inside_another():
     # a class body holding two methods, each retrieved as a body, and a third method's card
     cls = code("C", "symbol_body", 400, 3.0, (0, 50))
@@ -202,7 +230,8 @@ def test_no_item_is_packed_inside_another():
     m2 = code("C.m2", "symbol_body", 80, 4.0, (12, 20))
     m3 = code("C.m3", "symbol_card", 10, 2.0, (22, 30))
     other = code("f", "symbol_body", 50, 1.0, (0, 9), path="pkg/other.py")
-    roomy = plan(plan_input(candidates=(cls, m1, m2, m3, other), rag_budget=1000, mode="heavy"))
+    # (2,500 tokens: the depth pass, which packs bodies first, has room after the cards' reserve)
+    roomy = plan(plan_input(candidates=(cls, m1, m2, m3, other), rag_budget=2500, mode="heavy"))
     r = reasons(roomy)
     # the class fits in the room its methods free: it replaces them, and says so
     assert r["symbol_body:C"] == "relevant" and r["symbol_body:f"] == "relevant"

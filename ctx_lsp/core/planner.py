@@ -21,7 +21,6 @@ from ctx_lsp.core.budget import allocate
 from ctx_lsp.core.items import (
     SECTIONS,
     SYMBOL_BODY,
-    SYMBOL_CARD,
     TOOL_EPISODE,
     TOUCHPOINT,
     ContextOverflow,
@@ -395,14 +394,16 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
 
 
 # How retrieval packs the rag room (docs/retrieval.md), per mode: "breadth from cards, depth
-# from bodies". Depth: the best hits' bodies, within DEPTH_SHARE of the room but leaving at least
-# BREADTH_RESERVE tokens for cards, no one body over DEPTH_ITEM_SHARE of the room; in heavy mode
-# a body that does not fit gives way to its card at once (CARD_FALLBACK), so the best hit is
-# never left out. Measured on real tasks (benchmarks/retrieval/RESULTS.md).
-DEPTH_SHARE = {"light": 0.7, "heavy": 0.85}
-BREADTH_RESERVE = {"light": 1000}
+# from bodies", the same split in light and heavy mode (measured on real tasks,
+# benchmarks/retrieval/RESULTS.md). Depth: the best hits' bodies, within DEPTH_SHARE of the room
+# but leaving at least BREADTH_RESERVE tokens for cards (so that, in a small room, the files the
+# lexical ranking finds past the first few hits still get a card); one body may take at most
+# DEPTH_ITEM_SHARE of the room. Light mode caps a body at half the room, heavy mode lets one long
+# body (a class shown whole) fill the whole depth share. A body that does not fit in depth is
+# still offered as its card in the breadth pass, best first, so the best hit is never left out.
+DEPTH_SHARE = {"light": 0.7, "heavy": 0.7}
+BREADTH_RESERVE = {"light": 1000, "heavy": 1000}
 DEPTH_ITEM_SHARE = {"light": 0.5, "heavy": 1.0}
-CARD_FALLBACK = frozenset({"heavy"})
 # Items that show code: a range of a file (bodies, excerpts) that another item need not repeat.
 CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 
@@ -421,14 +422,10 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
     depth_left = min(room * DEPTH_SHARE.get(mode, 1.0), room - BREADTH_RESERVE.get(mode, 0))
     largest = room * DEPTH_ITEM_SHARE.get(mode, 1.0)
     bodies = [i for i in eligible if i.kind == SYMBOL_BODY]
-    cards = {i.symbol: i for i in eligible if i.kind == SYMBOL_CARD and i.symbol} if mode in CARD_FALLBACK else {}
     for item in bodies:  # 1. depth
         if depth_left <= 0:
             break
-        spent = pack.add(item, min(depth_left, pack.room, largest))
-        if spent is None and item.symbol in cards:
-            spent = pack.add(cards[item.symbol], min(depth_left, pack.room))
-        depth_left -= spent or 0
+        depth_left -= pack.add(item, min(depth_left, pack.room, largest)) or 0
     for item in eligible:  # 2. breadth
         if pack.room <= 0:
             break
