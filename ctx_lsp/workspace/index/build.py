@@ -29,6 +29,7 @@ from ctx_lsp.workspace.index.db import (
     SET_META,
     IndexDb,
     masking_key,
+    select_in,
     symbol_row,
     write_transaction,
 )
@@ -175,6 +176,11 @@ def _refresh(
         refgraph.update_graph(db)
         stats.graph_seconds = time.perf_counter() - t_graph
     with db.lock:
+        if bulk:
+            # Fold the big write-ahead log of a bulk build into the database and truncate it: a
+            # server keeps the database open for hours, and the log would stay on disk at up to
+            # ``journal_size_limit`` (64 MB) next to it. (Busy readers only make this partial.)
+            db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         stats.symbols = db.conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
     stats.edges = db.edge_count()
     stats.skipped.sort()
@@ -243,7 +249,7 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
         next_id = (conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0) + 1
         fts_rows: list[tuple[int, str, str, str, str, str]] = []
         import_rows: list[tuple[str, str, str]] = []
-        edge_rows: list[tuple[str, str, str, int]] = []
+        refs: list[tuple[int, str, int]] = []  # (source symbol id, target name, uses)
         pending: list[tuple[FileWork, int]] = []
         changed = False
         current = masking_key(db.masker)
@@ -264,7 +270,10 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
             pending.append((work, next_id))
             fts_rows.extend((next_id + i, *texts) for i, texts in enumerate(work.fts))
             import_rows.extend((work.rel, local, target) for local, target in parsed.imports)
-            edge_rows.extend((work.rel, src, target, n) for src, target, n in parsed.refs)
+            first_id: dict[str, int] = {}  # an edge starts at the first symbol of its qualname
+            for i, sym in enumerate(parsed.symbols):
+                first_id.setdefault(sym.qualname, next_id + i)
+            refs.extend((first_id[src], target, n) for src, target, n in parsed.refs)
             next_id += len(parsed.symbols)
             if stats is not None:
                 stats.files_indexed += 1
@@ -272,13 +281,23 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
         def insert_search_rows() -> None:
             conn.executemany(_INSERT_FTS, fts_rows)
             conn.executemany("INSERT INTO imports(path, local_name, target) VALUES (?, ?, ?)", import_rows)
-            conn.executemany("INSERT OR REPLACE INTO edges(path, src, target, weight) VALUES (?, ?, ?, ?)", edge_rows)
+            ids = _target_ids(conn, {target for _, target, _ in refs})
+            conn.executemany(
+                "INSERT OR REPLACE INTO edges(src, target, weight) VALUES (?, ?, ?)",
+                [(src, ids[target], n) for src, target, n in refs],
+            )
 
         _count_batch(db, [w for w, _ in pending], pool, during=insert_search_rows)
         conn.executemany(INSERT_SYMBOL, [row for w, first in pending for row in _symbol_rows(w, first)])
         if changed:  # centrality (and references into changed files) need a graph update
             conn.execute(SET_META, ("graph_dirty", "1"))
             db.generation += 1
+
+
+def _target_ids(conn: sqlite3.Connection, names: set[str]) -> dict[str, int]:
+    """The ``targets`` id of each name, adding the names not there yet (unresolved)."""
+    conn.executemany("INSERT OR IGNORE INTO targets(name) VALUES (?)", ((n,) for n in sorted(names)))
+    return dict(select_in(conn, "SELECT name, id FROM targets WHERE name IN ({})", names))
 
 
 def _symbol_rows(work: FileWork, first_id: int) -> list[tuple]:
@@ -291,10 +310,12 @@ def _symbol_rows(work: FileWork, first_id: int) -> list[tuple]:
 
 
 def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
+    # Edges first: they are found through their source symbols' rows. Their targets stay (other
+    # files may use the same names); ``refgraph.update_graph`` drops the ones nothing uses.
+    conn.execute("DELETE FROM edges WHERE src IN (SELECT id FROM symbols WHERE path = ?)", (rel,))
     conn.execute("DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE path = ?)", (rel,))
     conn.execute("DELETE FROM symbols WHERE path = ?", (rel,))
     conn.execute("DELETE FROM imports WHERE path = ?", (rel,))
-    conn.execute("DELETE FROM edges WHERE path = ?", (rel,))
 
 
 def _apply(conn: sqlite3.Connection, work: FileWork, stats: IndexStats | None) -> None:
