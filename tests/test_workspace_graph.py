@@ -176,7 +176,7 @@ def test_pool_and_in_process_parsing_agree(ws: Path, tmp_path: Path) -> None:
         s2 = pooled.refresh(processes=2)
         assert (s1.processes, s2.processes) == (1, 2)
         assert (s1.files_indexed, s1.symbols, s1.edges) == (s2.files_indexed, s2.symbols, s2.edges)
-        cols = "qualname, kind, path, start_line, end_line, signature, card, body, card_tokens, body_tokens"
+        cols = "qualname, kind, path, start_line, end_line, signature, card, body, card_tokens, body_tokens, packed"
         q = f"SELECT {cols} FROM symbols ORDER BY path, start_line, qualname"
         assert serial._reader().execute(q).fetchall() == pooled._reader().execute(q).fetchall()
         e = (

@@ -23,7 +23,7 @@ import msgspec
 
 from ctx_lsp import storage
 from ctx_lsp.workspace.files import UNREADABLE, WorkspaceWalker
-from ctx_lsp.workspace.index import refgraph
+from ctx_lsp.workspace.index import refgraph, texts
 from ctx_lsp.workspace.index.db import (
     INSERT_SYMBOL,
     SET_META,
@@ -301,11 +301,14 @@ def _target_ids(conn: sqlite3.Connection, names: set[str]) -> dict[str, int]:
 
 
 def _symbol_rows(work: FileWork, first_id: int) -> list[tuple]:
-    """``symbols`` rows of one parsed file, ids from ``first_id``."""
+    """``symbols`` rows of one parsed file, ids from ``first_id`` (texts packed here unless a
+    pool worker did it)."""
     assert work.parsed is not None and work.tokens is not None
+    syms = work.parsed.symbols
+    packed = work.packed if work.packed is not None else [texts.pack(s.card, s.docstring, s.body) for s in syms]
     return [
-        symbol_row(s, first_id + i, card_tokens, body_tokens)
-        for i, (s, (card_tokens, body_tokens)) in enumerate(zip(work.parsed.symbols, work.tokens, strict=True))
+        symbol_row(s, first_id + i, card_tokens, body_tokens, p)
+        for i, (s, (card_tokens, body_tokens), p) in enumerate(zip(syms, work.tokens, packed, strict=True))
     ]
 
 

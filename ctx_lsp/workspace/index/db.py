@@ -133,10 +133,11 @@ _decode_json = msgspec.json.decode
 _N_HEAD = len(_HEAD_FIELDS)
 
 
-def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int) -> tuple:
-    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol."""
+def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int, packed: bytes | None) -> tuple:
+    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol; ``packed`` is
+    ``texts.pack`` of its texts, which are then not stored as they are (a pool worker may have
+    packed them, and sent ``sym`` without them)."""
     decorators = _encode_json(sym.decorators).decode() if sym.decorators else "[]"
-    packed = texts.pack(sym.card, sym.docstring, sym.body)
     if packed is None:
         return (id, card_tokens, body_tokens, *_plain_values(sym), sym.card, sym.docstring, sym.body, decorators, None)
     return (id, card_tokens, body_tokens, *_plain_values(sym), "", "", "", decorators, packed)
