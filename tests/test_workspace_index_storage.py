@@ -157,3 +157,16 @@ def test_a_docstring_with_a_lone_surrogate_escape_is_stored(tmp_path: Path) -> N
         assert idx.refresh().files_indexed == 1  # schema 7 stopped the whole refresh here
         sym = idx.get("m.f")
         assert sym is not None and sym.docstring == "a \ufffd b"
+
+
+def test_unpacked_texts_are_cached_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts.clear_cache()
+    monkeypatch.setattr(texts, "CACHE_CHARS", 5 * texts.PACK_MIN_CHARS)
+    values = [texts.pack(f"card {i}\n", "", f"body_{i} = 1\n" * 200) or b"" for i in range(8)]
+    first = [texts.unpack(v) for v in values]
+    again = [texts.unpack(v) for v in values]
+    assert again == first  # the same texts, cached or not
+    assert texts.unpack(values[-1]) is again[-1]  # a recent one comes from the cache
+    assert sum(len("".join(t)) for t in texts._cache.values()) <= texts.CACHE_CHARS
+    assert values[0] not in texts._cache  # the least recent went first
+    texts.clear_cache()

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple
 
 import msgspec
@@ -123,8 +123,10 @@ def _refresh(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # ASTs are acyclic; the cyclic GC only re-traverses them (≈25% of parse time)
     pool = None
-    if stats.processes == 1 and len(changed) >= 20 and (os.cpu_count() or 1) > 1:
+    background = stats.processes == 1 and len(changed) >= 20 and (os.cpu_count() or 1) > 1
+    if background:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-tokens")
+    writer = _Writer(db, stats, pool, background)
     bulk = len(changed) >= BATCH_FILES
     if bulk:
         # Checkpoint every 64 MB of WAL instead of every 4 MB: fewer fsyncs, and hot pages
@@ -149,13 +151,15 @@ def _refresh(
         for done, (e, work) in enumerate(zip(changed, works, strict=True), 1):
             batch.append(work)
             if len(batch) >= BATCH_FILES:
-                write(db, batch, stats, pool)
+                writer.submit(batch)
                 batch = []
             if progress is not None:
                 progress(done, len(changed), e.rel)
         if batch:
-            write(db, batch, stats, pool)
+            writer.submit(batch)
+        writer.wait()
     finally:
+        writer.close()  # before anything else: no batch may be written after this refresh ends
         if procs is not None:
             procs.terminate()
             procs.join()
@@ -186,6 +190,36 @@ def _refresh(
     stats.skipped.sort()
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+class _Writer:
+    """Writes a refresh's batches, in order. In the background (``background``: parsing in this
+    process, on a machine with a second core), one thread writes batch k while this one parses
+    batch k + 1: counting tokens (tiktoken), packing texts (zlib) and SQLite's work run without
+    the GIL, so they overlap the parse, which holds it. One batch in flight at most, so memory
+    stays at two batches and an error surfaces one batch late at worst."""
+
+    def __init__(self, db: IndexDb, stats: IndexStats, pool: ThreadPoolExecutor | None, background: bool) -> None:
+        self.db, self.stats, self.pool = db, stats, pool
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-writer") if background else None
+        self.pending: Future[None] | None = None
+
+    def submit(self, batch: list[FileWork]) -> None:
+        self.wait()
+        if self.thread is None:
+            write(self.db, batch, self.stats, self.pool)
+        else:
+            self.pending = self.thread.submit(write, self.db, batch, self.stats, self.pool)
+
+    def wait(self) -> None:
+        """Until the batch in flight is written (its error, if any, raised here)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.shutdown(wait=True)
 
 
 def _prev_sha(known: dict[str, _FileRow], rel: str) -> str | None:
