@@ -302,7 +302,7 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
             _delete_rows(conn, work.rel)
             conn.execute(_UPSERT_FILE, (work.rel, work.size, work.mtime_ns, work.sha256, None))
             pending.append((work, next_id))
-            fts_rows.extend((next_id + i, *texts) for i, texts in enumerate(work.fts))
+            fts_rows.extend((next_id + i, *terms) for i, terms in enumerate(work.fts))
             import_rows.extend((work.rel, local, target) for local, target in parsed.imports)
             first_id: dict[str, int] = {}  # an edge starts at the first symbol of its qualname
             for i, sym in enumerate(parsed.symbols):
