@@ -14,10 +14,14 @@ fresh process from start to its first light-mode plan); the reference-graph upda
 one-file edit (resolution + PageRank, what the watch loop runs once edits pause); the median of
 ``--edits`` single-file re-indexes of a ~500-line file (each a different one-line edit, through
 ``update_file``); median search latency; median light- and heavy-mode plan latency through
-``Engine.plan``; symbols, edges, tokens; peak RSS of this process and of the pool's workers;
-the load average (the machine is shared: quote medians, and the load). ``--secrets`` runs the
-cold index with secret masking on (the default), off, or both; ``--repeat`` takes the median
-of that many cold runs per mode.
+``Engine.plan``; save → findable (a new function in a buffer, re-indexed and found by a
+search); symbols, edges, tokens; the index on disk (database and WAL while open, then closed,
+by table and index from SQLite's ``dbstat``) against the size of the source; peak RSS of this
+process and of the pool's workers; the core count and the load average (the machine is shared:
+quote medians, and the load). Each cold run is followed by the parse floor in the same mode
+(read + ``ast.parse`` of the same files, ``index_measures.ast_floor``), and the ratio of the
+two medians is shown. ``--secrets`` runs the cold index with secret masking on (the default),
+off, or both; ``--repeat`` runs that many cold builds per mode and shows median and p95.
 The synthetic tree is generated once under ``benchmarks/.data/`` (gitignored) and reused.
 """
 
@@ -41,6 +45,9 @@ from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace.files import WorkspaceWalker
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from index_measures import ast_floor, files_size, median_p95, table_sizes
 
 # Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
 DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parent / ".data")
@@ -344,9 +351,9 @@ print(json.dumps({"imports": t1 - t0, "open_refresh": t2 - t1, "first_plan": t3 
 """
 
 
-def _cold(root: Path, db: Path, processes: int, mask: bool = True) -> tuple[object, float, float, float]:
+def _cold(root: Path, db: Path, processes: int, mask: bool = True) -> tuple[object, float, float, float, dict]:
     """Index into an empty database; returns (stats, wall seconds, CPU seconds of this
-    process, peak RSS so far)."""
+    process, peak RSS so far, bytes of the database files while the index is still open)."""
     _fresh_db(db)
     idx = WorkspaceIndex(root, db_path=db, masker=SecretMasker() if mask else None)
     cpu0 = _cpu_seconds()
@@ -354,8 +361,17 @@ def _cold(root: Path, db: Path, processes: int, mask: bool = True) -> tuple[obje
     stats = idx.refresh(processes=processes)
     wall = time.perf_counter() - t0
     cpu = _cpu_seconds() - cpu0
+    on_disk = files_size(db)  # before close: what a running server leaves on disk (WAL included)
     idx.close()
-    return stats, wall, cpu, _rss_mb()
+    return stats, wall, cpu, _rss_mb(), on_disk
+
+
+def _seconds(values: list[float]) -> str:
+    """``median X s, p95 Y s (n runs: …)``, or the one value."""
+    if len(values) == 1:
+        return f"{values[0]:.2f} s"
+    med, p95 = median_p95(values)
+    return f"median {med:.2f} s, p95 {p95:.2f} s ({len(values)} runs: {', '.join(f'{v:.2f}' for v in sorted(values))})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,25 +400,43 @@ def main(argv: list[str] | None = None) -> int:
     load_before = _loadavg()
     rows: list[tuple[str, str]] = [("workspace", str(root))]
 
-    # -- cold index, each mode into an empty database (the last one is kept) ---------------------
+    # -- cold index, each mode into an empty database (the last one is kept), each run followed by
+    # the parse floor in the same mode, so that both see the same load -------------------------
+    sources = [e.path for e in WorkspaceWalker(root, check_content=False).walk()]
+    source_bytes = sum(p.stat().st_size for p in sources)
     cold = None
+    on_disk: dict = {}
+    floors: dict[int, list[float]] = {}
     for mode in [int(m) for m in args.processes.split(",") if m.strip()]:
         for mask in maskings:
-            runs = [_cold(root, db, mode, mask) for _ in range(max(args.repeat, 1))]
-            walls = sorted(r[1] for r in runs)
-            cold, wall, cpu, rss = sorted(runs, key=lambda r: r[1])[len(runs) // 2]  # the median run
+            runs = []
+            for _ in range(max(args.repeat, 1)):
+                runs.append(_cold(root, db, mode, mask))
+                if mask == maskings[-1]:
+                    floors.setdefault(mode, []).append(ast_floor(sources, mode))
+            walls = [r[1] for r in runs]
+            cold, _, cpu, rss, on_disk = sorted(runs, key=lambda r: r[1])[len(runs) // 2]  # the median run
             label = "cold index, 1 process" if cold.processes == 1 else f"cold index, {cold.processes}-process pool"
             label += ", secrets masked" if mask else ", no masking"
             value = (
-                f"{wall:.2f} s wall, {cpu:.2f} s CPU here (graph {cold.graph_seconds:.2f} s; "
+                f"{_seconds(walls)}; median run: {cpu:.2f} s CPU here (graph {cold.graph_seconds:.2f} s; "
                 f"{cold.files_indexed:,} parsed, {len(cold.errors)} errors); peak RSS so far {rss:.0f} MB"
             )
-            if len(runs) > 1:
-                value = f"median of {len(runs)}: " + value + f"; runs {', '.join(f'{w:.2f}' for w in walls)} s"
             if cold.processes > 1:
                 value += f", pool workers {_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB each at most"
             rows.append((label, value))
+            if mask == maskings[-1]:
+                floor = median_p95(floors[mode])[0]
+                where = "1 process" if mode <= 1 else f"a pool of {mode}"
+                rows.append(
+                    (
+                        f"  floor: read + ast.parse only, {where} ({os.cpu_count()} cores)",
+                        f"{_seconds(floors[mode])}; cold index / floor = {median_p95(walls)[0] / floor:.2f}x",
+                    )
+                )
     assert cold is not None, "--processes named no mode"
+    tables = table_sizes(db)  # the last cold build's, closed
+    closed_size = db.stat().st_size
     idx = WorkspaceIndex(root, db_path=db)
     summary = idx.stats()
     idx.close()
@@ -447,6 +481,16 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         idx.update_file(rel, edited)
         times.append((time.perf_counter() - t) * 1000)
+    # save → findable: a new function in the buffer, re-indexed, then found by a search for it
+    findable = []
+    for i in range(args.edits):
+        name = f"ctx_probe_function_{i}"
+        edited = b"\n".join([*text_lines, b"def %s(value):" % name.encode(), b"    return value", b""])
+        t = time.perf_counter()
+        idx.update_file(rel, edited)
+        hits = idx.search(name, limit=5)
+        findable.append((time.perf_counter() - t) * 1000)
+        assert hits and hits[0].symbol.name == name, f"{name} not found after its save"
     idx.update_file(rel, original)
     graph_update = idx.update_graph()  # what the watch loop runs once edits pause
 
@@ -486,6 +530,10 @@ def main(argv: list[str] | None = None) -> int:
             f"single-file re-index, median of {args.edits}",
             f"{statistics.median(times):.1f} ms ({rel}, {n_file} lines; max {max(times):.1f} ms)",
         ),
+        (
+            f"save → findable (re-index + search for a new function), median of {args.edits}",
+            f"{statistics.median(findable):.1f} ms (max {max(findable):.1f} ms)",
+        ),
         ("reference graph update after the edits (resolve + PageRank)", f"{graph_update:.2f} s"),
         ("search, median (400 hits)", f"{statistics.median(search_ms):.1f} ms"),
         (
@@ -497,7 +545,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(plan_ms['heavy']):.1f} ms (max {max(plan_ms['heavy']):.0f} ms)",
         ),
         ("tokens (all files / all cards)", f"{summary.tokens:,} / {summary.card_tokens:,}"),
-        ("database size", f"{db.stat().st_size / 1e6:.1f} MB"),
+        (
+            "index on disk after a cold build, still open (database + WAL)",
+            f"{on_disk['db'] / 1e6:.1f} MB + {on_disk['-wal'] / 1e6:.1f} MB; the source files "
+            f"{source_bytes / 1e6:.1f} MB: {(on_disk['db'] + on_disk['-wal']) / max(source_bytes, 1):.1f}x",
+        ),
+        ("index on disk after a cold build, closed", f"{closed_size / 1e6:.1f} MB, by table and index:"),
+        *[(f"  {name}", f"{size / 1e6:.1f} MB") for name, size in tables if size >= 50_000],
         ("peak RSS (this process, whole run)", f"{_rss_mb():.0f} MB"),
         ("load average before / after (1, 5, 15 min)", f"{load_before} / {_loadavg()}"),
     ]

@@ -19,7 +19,7 @@ from ctx_lsp.config import validate
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace import cards
-from ctx_lsp.workspace.index import WorkspaceIndex
+from ctx_lsp.workspace.index import FTS_COLUMNS, WorkspaceIndex, texts
 from ctx_lsp.workspace.parse import split_lines
 from ctx_lsp.workspace.secrets import (
     _GATES,
@@ -249,8 +249,15 @@ def make_ws(tmp_path: Path) -> Path:
 
 
 def stored_texts(idx: WorkspaceIndex) -> str:
-    cols = "qualname, signature, docstring, identifiers, card, body"
-    return "\n".join("\n".join(r) for r in idx._reader().execute(f"SELECT {cols} FROM symbols"))
+    """Every text the index stored, as stored: the symbols' columns (packed ones unpacked) and
+    the search terms of the FTS rows."""
+    conn = idx._reader()
+    out = []
+    for *plain, packed in conn.execute("SELECT qualname, signature, docstring, card, body, packed FROM symbols"):
+        out += [*plain, *(texts.unpack(packed) if packed is not None else ())]
+    for row in conn.execute(f"SELECT {', '.join(FTS_COLUMNS)} FROM symbols_fts"):
+        out += row
+    return "\n".join(out)
 
 
 @pytest.mark.parametrize("processes", [0, 2])

@@ -97,8 +97,17 @@ def test_deleted_and_renamed_files_leave_no_edges(index: WorkspaceIndex, ws: Pat
     found = callers(index, "pkg.core.base")
     assert "pkg.more.a" not in found and "pkg.extra.a" in found
     assert "pkg.api.entry" not in callers(index, "pkg.core.helper")
-    rows = index._reader().execute("SELECT count(*) FROM edges WHERE path IN ('pkg/more.py', 'pkg/api.py')")
-    assert rows.fetchone()[0] == 0
+    conn = index._reader()
+    # edges start at symbols (by row id): none may outlive its symbol, and no name nothing uses stays
+    assert (
+        conn.execute("SELECT count(*) FROM edges e LEFT JOIN symbols s ON s.id = e.src WHERE s.id IS NULL").fetchone()[
+            0
+        ]
+        == 0
+    )
+    assert conn.execute("SELECT count(*) FROM symbols WHERE path IN ('pkg/more.py', 'pkg/api.py')").fetchone()[0] == 0
+    unused = "SELECT count(*) FROM targets t WHERE NOT EXISTS (SELECT 1 FROM edges e WHERE e.target = t.id)"
+    assert conn.execute(unused).fetchone()[0] == 0
     assert "pkg.more.a" not in index.centrality(["pkg.more.a"])
 
 
@@ -167,10 +176,13 @@ def test_pool_and_in_process_parsing_agree(ws: Path, tmp_path: Path) -> None:
         s2 = pooled.refresh(processes=2)
         assert (s1.processes, s2.processes) == (1, 2)
         assert (s1.files_indexed, s1.symbols, s1.edges) == (s2.files_indexed, s2.symbols, s2.edges)
-        cols = "qualname, kind, path, start_line, end_line, signature, card, body, card_tokens, body_tokens"
+        cols = "qualname, kind, path, start_line, end_line, signature, card, body, card_tokens, body_tokens, packed"
         q = f"SELECT {cols} FROM symbols ORDER BY path, start_line, qualname"
         assert serial._reader().execute(q).fetchall() == pooled._reader().execute(q).fetchall()
-        e = "SELECT path, src, target, weight FROM edges ORDER BY 1, 2, 3"
+        e = (
+            "SELECT s.path, s.qualname, t.name, e.weight FROM edges e JOIN symbols s ON s.id = e.src "
+            "JOIN targets t ON t.id = e.target ORDER BY 1, 2, 3"
+        )
         assert serial._reader().execute(e).fetchall() == pooled._reader().execute(e).fetchall()
         assert serial.central_symbols(5) == pooled.central_symbols(5)
     finally:

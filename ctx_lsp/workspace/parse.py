@@ -54,6 +54,7 @@ _EXOTIC_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _CHAIN_BYTES_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Words that say nothing about what a body does; dropped from ``identifiers``.
 _NOISE_IDENTIFIERS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
+_SURROGATE = re.compile("[\ud800-\udfff]")  # lone halves of UTF-16 pairs: no UTF-8 for them
 _OPEN_SPACE = re.compile(r"([\[({])\s+")
 _CLOSE_SPACE = re.compile(r"\s+([\])}])")
 _NOISE_BYTES = frozenset(w.encode() for w in _NOISE_IDENTIFIERS)
@@ -186,6 +187,16 @@ def _unparse(node: ast.AST | None) -> str:
         return ast.unparse(node)
     except (RecursionError, ValueError):  # pathological nesting: a placeholder beats a crash
         return "…"
+
+
+def _text(value: str) -> str:
+    """A string literal's value as a text SQLite can store: an escape such as ``"\\ud800"`` makes
+    a lone surrogate, which UTF-8 cannot encode (it stopped a whole refresh): replaced."""
+    return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+
+
+def _docstring(node: ast.AsyncFunctionDef | ast.FunctionDef | ast.ClassDef | ast.Module) -> str:
+    return _text(ast.get_docstring(node) or "")
 
 
 def _listing(names: list[str]) -> str:
@@ -336,7 +347,7 @@ class _Builder:
         signature = f"{prefix} {node.name}({_unparse(node.args)})"
         if node.returns is not None:
             signature += f" -> {_unparse(node.returns)}"
-        docstring = ast.get_docstring(node) or ""
+        docstring = _docstring(node)
         body = self._segment(start, end)
         if "import" in body:  # a text check is far cheaper than walking every statement
             self._imports_in(node.body)
@@ -371,7 +382,7 @@ class _Builder:
         decorators = tuple(_unparse(d) for d in node.decorator_list)
         args = [_unparse(b) for b in node.bases] + [_unparse(k) for k in node.keywords]
         signature = f"class {node.name}({', '.join(args)})" if args else f"class {node.name}"
-        docstring = ast.get_docstring(node) or ""
+        docstring = _docstring(node)
         qualname = f"{parent}.{node.name}"
         index = len(self.symbols)  # children are appended after this class; keep source order
         children = self.visit_body(node.body, qualname, in_class=True)
@@ -411,7 +422,7 @@ class _Builder:
         docstring = ""
         docstring_node = None
         if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
-            docstring = inspect.cleandoc(nxt.value.value)
+            docstring = _text(inspect.cleandoc(nxt.value.value))
             docstring_node = nxt
         body = self._segment(start, end)
         identifiers, chains = _scan_words(body)
@@ -592,7 +603,7 @@ class _Builder:
     def module_symbol(self, tree: ast.Module, children: list[tuple[int, int, str]]) -> Symbol:
         end_line = max(len(self.lines) - 1, 0)
         last = self.lines[end_line].rstrip("\r\n") if self.lines else ""
-        docstring = ast.get_docstring(tree) or ""
+        docstring = _docstring(tree)
         card = f"# {self.rel}:1-{end_line + 1} (module {self.module})"
         names = [name for _, _, name in children]
         if docstring and tree.body and isinstance(tree.body[0], ast.Expr):

@@ -7,6 +7,7 @@ functions over the shared ``IndexDb``:
 - ``db``: the database — location, schema, connections, corrupt-cache recovery, and the one
   mapping between a ``symbols`` row and an ``IndexedSymbol``;
 - ``terms``: search terms (identifier splitting; what the FTS table stores and a query asks);
+- ``texts``: a big symbol's card, docstring and body, compressed together, and their cache;
 - ``prepare``: one file read, hashed, masked, parsed and token-counted, with no database
   access (the process pool's workers run it);
 - ``build``: ``refresh`` (walk, pool, batches) and the batch writer every change goes through;

@@ -16,19 +16,20 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple
 
 import msgspec
 
 from ctx_lsp import storage
 from ctx_lsp.workspace.files import UNREADABLE, WorkspaceWalker
-from ctx_lsp.workspace.index import refgraph
+from ctx_lsp.workspace.index import refgraph, texts
 from ctx_lsp.workspace.index.db import (
     INSERT_SYMBOL,
     SET_META,
     IndexDb,
     masking_key,
+    select_in,
     symbol_row,
     write_transaction,
 )
@@ -122,8 +123,10 @@ def _refresh(
     gc_was_enabled = gc.isenabled()
     gc.disable()  # ASTs are acyclic; the cyclic GC only re-traverses them (≈25% of parse time)
     pool = None
-    if stats.processes == 1 and len(changed) >= 20 and (os.cpu_count() or 1) > 1:
+    background = stats.processes == 1 and len(changed) >= 20 and (os.cpu_count() or 1) > 1
+    if background:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-tokens")
+    writer = _Writer(db, stats, pool, background)
     bulk = len(changed) >= BATCH_FILES
     if bulk:
         # Checkpoint every 64 MB of WAL instead of every 4 MB: fewer fsyncs, and hot pages
@@ -148,13 +151,15 @@ def _refresh(
         for done, (e, work) in enumerate(zip(changed, works, strict=True), 1):
             batch.append(work)
             if len(batch) >= BATCH_FILES:
-                write(db, batch, stats, pool)
+                writer.submit(batch)
                 batch = []
             if progress is not None:
                 progress(done, len(changed), e.rel)
         if batch:
-            write(db, batch, stats, pool)
+            writer.submit(batch)
+        writer.wait()
     finally:
+        writer.close()  # before anything else: no batch may be written after this refresh ends
         if procs is not None:
             procs.terminate()
             procs.join()
@@ -175,11 +180,46 @@ def _refresh(
         refgraph.update_graph(db)
         stats.graph_seconds = time.perf_counter() - t_graph
     with db.lock:
+        if bulk:
+            # Fold the big write-ahead log of a bulk build into the database and truncate it: a
+            # server keeps the database open for hours, and the log would stay on disk at up to
+            # ``journal_size_limit`` (64 MB) next to it. (Busy readers only make this partial.)
+            db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         stats.symbols = db.conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
     stats.edges = db.edge_count()
     stats.skipped.sort()
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+class _Writer:
+    """Writes a refresh's batches, in order. In the background (``background``: parsing in this
+    process, on a machine with a second core), one thread writes batch k while this one parses
+    batch k + 1: counting tokens (tiktoken), packing texts (zlib) and SQLite's work run without
+    the GIL, so they overlap the parse, which holds it. One batch in flight at most, so memory
+    stays at two batches and an error surfaces one batch late at worst."""
+
+    def __init__(self, db: IndexDb, stats: IndexStats, pool: ThreadPoolExecutor | None, background: bool) -> None:
+        self.db, self.stats, self.pool = db, stats, pool
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index-writer") if background else None
+        self.pending: Future[None] | None = None
+
+    def submit(self, batch: list[FileWork]) -> None:
+        self.wait()
+        if self.thread is None:
+            write(self.db, batch, self.stats, self.pool)
+        else:
+            self.pending = self.thread.submit(write, self.db, batch, self.stats, self.pool)
+
+    def wait(self) -> None:
+        """Until the batch in flight is written (its error, if any, raised here)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.shutdown(wait=True)
 
 
 def _prev_sha(known: dict[str, _FileRow], rel: str) -> str | None:
@@ -243,7 +283,7 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
         next_id = (conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0) + 1
         fts_rows: list[tuple[int, str, str, str, str, str]] = []
         import_rows: list[tuple[str, str, str]] = []
-        edge_rows: list[tuple[str, str, str, int]] = []
+        refs: list[tuple[int, str, int]] = []  # (source symbol id, target name, uses)
         pending: list[tuple[FileWork, int]] = []
         changed = False
         current = masking_key(db.masker)
@@ -262,9 +302,12 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
             _delete_rows(conn, work.rel)
             conn.execute(_UPSERT_FILE, (work.rel, work.size, work.mtime_ns, work.sha256, None))
             pending.append((work, next_id))
-            fts_rows.extend((next_id + i, *texts) for i, texts in enumerate(work.fts))
+            fts_rows.extend((next_id + i, *terms) for i, terms in enumerate(work.fts))
             import_rows.extend((work.rel, local, target) for local, target in parsed.imports)
-            edge_rows.extend((work.rel, src, target, n) for src, target, n in parsed.refs)
+            first_id: dict[str, int] = {}  # an edge starts at the first symbol of its qualname
+            for i, sym in enumerate(parsed.symbols):
+                first_id.setdefault(sym.qualname, next_id + i)
+            refs.extend((first_id[src], target, n) for src, target, n in parsed.refs)
             next_id += len(parsed.symbols)
             if stats is not None:
                 stats.files_indexed += 1
@@ -272,7 +315,11 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
         def insert_search_rows() -> None:
             conn.executemany(_INSERT_FTS, fts_rows)
             conn.executemany("INSERT INTO imports(path, local_name, target) VALUES (?, ?, ?)", import_rows)
-            conn.executemany("INSERT OR REPLACE INTO edges(path, src, target, weight) VALUES (?, ?, ?, ?)", edge_rows)
+            ids = _target_ids(conn, {target for _, target, _ in refs})
+            conn.executemany(
+                "INSERT OR REPLACE INTO edges(src, target, weight) VALUES (?, ?, ?)",
+                [(src, ids[target], n) for src, target, n in refs],
+            )
 
         _count_batch(db, [w for w, _ in pending], pool, during=insert_search_rows)
         conn.executemany(INSERT_SYMBOL, [row for w, first in pending for row in _symbol_rows(w, first)])
@@ -281,20 +328,31 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
             db.generation += 1
 
 
+def _target_ids(conn: sqlite3.Connection, names: set[str]) -> dict[str, int]:
+    """The ``targets`` id of each name, adding the names not there yet (unresolved)."""
+    conn.executemany("INSERT OR IGNORE INTO targets(name) VALUES (?)", ((n,) for n in sorted(names)))
+    return dict(select_in(conn, "SELECT name, id FROM targets WHERE name IN ({})", names))
+
+
 def _symbol_rows(work: FileWork, first_id: int) -> list[tuple]:
-    """``symbols`` rows of one parsed file, ids from ``first_id``."""
+    """``symbols`` rows of one parsed file, ids from ``first_id`` (texts packed here unless a
+    pool worker did it)."""
     assert work.parsed is not None and work.tokens is not None
+    syms = work.parsed.symbols
+    packed = work.packed if work.packed is not None else [texts.pack(s.card, s.docstring, s.body) for s in syms]
     return [
-        symbol_row(s, first_id + i, card_tokens, body_tokens)
-        for i, (s, (card_tokens, body_tokens)) in enumerate(zip(work.parsed.symbols, work.tokens, strict=True))
+        symbol_row(s, first_id + i, card_tokens, body_tokens, p)
+        for i, (s, (card_tokens, body_tokens), p) in enumerate(zip(syms, work.tokens, packed, strict=True))
     ]
 
 
 def _delete_rows(conn: sqlite3.Connection, rel: str) -> None:
+    # Edges first: they are found through their source symbols' rows. Their targets stay (other
+    # files may use the same names); ``refgraph.update_graph`` drops the ones nothing uses.
+    conn.execute("DELETE FROM edges WHERE src IN (SELECT id FROM symbols WHERE path = ?)", (rel,))
     conn.execute("DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE path = ?)", (rel,))
     conn.execute("DELETE FROM symbols WHERE path = ?", (rel,))
     conn.execute("DELETE FROM imports WHERE path = ?", (rel,))
-    conn.execute("DELETE FROM edges WHERE path = ?", (rel,))
 
 
 def _apply(conn: sqlite3.Connection, work: FileWork, stats: IndexStats | None) -> None:

@@ -26,42 +26,53 @@ import msgspec
 
 from ctx_lsp import storage
 from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace.index import texts
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS
 from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
 
 log = logging.getLogger("ctx_lsp.index")
 # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
-# terms; 6: module names of src/ layouts without "src."; 7: cards from the source as written
-SCHEMA_VERSION = "7"
+# terms; 6: module names of src/ layouts without "src."; 7: cards from the source as written;
+# 8: half the size: the graph by integer ids, no raw identifiers, big texts compressed (``texts``)
+SCHEMA_VERSION = "8"
 
+# Sizes below are sympy's (1,543 files, 40.7k symbols): schema 7 took 195 MB, 75 of them for the
+# edges and their two indexes, which repeated a path, a qualname and a dotted target per row.
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     rel TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     sha256 TEXT NOT NULL, error TEXT);
+-- ``card``, ``docstring`` and ``body`` of a big symbol are '' and kept compressed together in
+-- ``packed`` instead (see ``texts``). The raw identifiers are not kept: only their search terms,
+-- in the FTS row, are ever read.
 CREATE TABLE IF NOT EXISTS symbols(
     id INTEGER PRIMARY KEY, qualname TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
     path TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
     start_col INTEGER NOT NULL, end_col INTEGER NOT NULL, signature TEXT NOT NULL,
     docstring TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
-    identifiers TEXT NOT NULL, card TEXT NOT NULL, body TEXT NOT NULL,
-    card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL, secrets INTEGER NOT NULL DEFAULT 0);
+    card TEXT NOT NULL, body TEXT NOT NULL, card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL,
+    secrets INTEGER NOT NULL DEFAULT 0, packed BLOB);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path, start_line);
 CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE TABLE IF NOT EXISTS imports(path TEXT NOT NULL, local_name TEXT NOT NULL, target TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS imports_path ON imports(path);
 CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
--- The reference graph: ``target`` is the file-local resolution of a name a definition uses;
--- ``targets`` maps it to an indexed symbol (``dst``), workspace-wide, after every change.
+-- The reference graph. ``targets`` holds each dotted name some definition uses, resolved file-
+-- locally (``name``), once. ``resolved`` says whether it was since resolved against the whole
+-- workspace, and ``dst`` is the indexed symbol it names (NULL: none). An edge joins the symbol
+-- that uses a name (``src``, its row id: the first symbol of that qualname in its file) to the
+-- name (``target``), with the number of uses: three small integers where schema 7 repeated
+-- three strings per row, in the table and in two indexes.
+CREATE TABLE IF NOT EXISTS targets(
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, resolved INTEGER NOT NULL DEFAULT 0, dst TEXT);
+CREATE INDEX IF NOT EXISTS targets_dst ON targets(dst) WHERE dst IS NOT NULL;
 CREATE TABLE IF NOT EXISTS edges(
-    path TEXT NOT NULL, src TEXT NOT NULL, target TEXT NOT NULL, weight INTEGER NOT NULL,
-    PRIMARY KEY (path, src, target)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+    src INTEGER NOT NULL, target INTEGER NOT NULL, weight INTEGER NOT NULL,
+    PRIMARY KEY (src, target)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS edges_target ON edges(target);
-CREATE TABLE IF NOT EXISTS targets(target TEXT PRIMARY KEY, dst TEXT) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS targets_dst ON targets(dst);
 CREATE TABLE IF NOT EXISTS centrality(
     qualname TEXT PRIMARY KEY, rank REAL NOT NULL, pct REAL NOT NULL, degree INTEGER NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
@@ -94,19 +105,24 @@ def select_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iter
 class IndexedSymbol(Symbol, frozen=True, kw_only=True):
     """A stored symbol: the parsed fields plus its row id and the token counts of its card and
     body (for the module symbol, ``body_tokens`` is the cost of the whole file, whose text is
-    not stored)."""
+    not stored). ``identifiers`` is always empty: the index keeps only their search terms."""
 
     id: int
     card_tokens: int
     body_tokens: int
 
 
-# The ``symbols`` columns, one per ``IndexedSymbol`` field and named after it: the three the
-# index adds to a parsed symbol, the parsed fields stored as they are, then ``decorators``
-# (a JSON list). ``symbol_row`` and ``row_symbol`` are the one mapping between the two.
+# The ``symbols`` columns, named after the ``IndexedSymbol`` fields they hold: the three the index
+# adds to a parsed symbol, the parsed fields stored as they are, the three texts (``texts``),
+# ``decorators`` (a JSON list) and ``packed``. ``identifiers`` is not stored (see SCHEMA).
+# ``symbol_row`` and ``row_symbol`` are the one mapping between the two.
 _ADDED_FIELDS = ("id", "card_tokens", "body_tokens")
-_PLAIN_FIELDS = tuple(f for f in Symbol.__struct_fields__ if f != "decorators")
-SYMBOL_COLUMNS = (*_ADDED_FIELDS, *_PLAIN_FIELDS, "decorators")
+_TEXT_FIELDS = ("card", "docstring", "body")
+_PLAIN_FIELDS = tuple(
+    f for f in Symbol.__struct_fields__ if f not in ("decorators", "identifiers") and f not in _TEXT_FIELDS
+)
+_HEAD_FIELDS = (*_ADDED_FIELDS, *_PLAIN_FIELDS)
+SYMBOL_COLUMNS = (*_HEAD_FIELDS, *_TEXT_FIELDS, "decorators", "packed")
 INSERT_SYMBOL = f"INSERT INTO symbols({', '.join(SYMBOL_COLUMNS)}) VALUES ({marks(len(SYMBOL_COLUMNS))})"
 # Every column of ``symbols s``, in ``SYMBOL_COLUMNS`` order; callers add WHERE and ORDER BY.
 SELECT_SYMBOLS = "SELECT " + ", ".join(f"s.{c}" for c in SYMBOL_COLUMNS) + " FROM symbols s"
@@ -114,20 +130,29 @@ SELECT_SYMBOLS = "SELECT " + ", ".join(f"s.{c}" for c in SYMBOL_COLUMNS) + " FRO
 _plain_values = operator.attrgetter(*_PLAIN_FIELDS)
 _encode_json = msgspec.json.Encoder().encode
 _decode_json = msgspec.json.decode
-_ROW_FIELDS = SYMBOL_COLUMNS[:-1]  # all but ``decorators``
+_N_HEAD = len(_HEAD_FIELDS)
 
 
-def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int) -> tuple:
-    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol."""
+def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int, packed: bytes | None) -> tuple:
+    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol; ``packed`` is
+    ``texts.pack`` of its texts, which are then not stored as they are (a pool worker may have
+    packed them, and sent ``sym`` without them)."""
     decorators = _encode_json(sym.decorators).decode() if sym.decorators else "[]"
-    return (id, card_tokens, body_tokens, *_plain_values(sym), decorators)
+    if packed is None:
+        return (id, card_tokens, body_tokens, *_plain_values(sym), sym.card, sym.docstring, sym.body, decorators, None)
+    return (id, card_tokens, body_tokens, *_plain_values(sym), "", "", "", decorators, packed)
 
 
 def row_symbol(row: tuple) -> IndexedSymbol:
     """The symbol stored in a ``symbols`` row (``SYMBOL_COLUMNS``, as ``SELECT_SYMBOLS`` reads them)."""
-    decorators = row[-1]
+    card, docstring, body, decorators, packed = row[_N_HEAD:]
+    if packed is not None:
+        card, docstring, body = texts.unpack(packed)
     return IndexedSymbol(
-        **dict(zip(_ROW_FIELDS, row, strict=False)),
+        **dict(zip(_HEAD_FIELDS, row, strict=False)),
+        card=card,
+        docstring=docstring,
+        body=body,
         decorators=tuple(_decode_json(decorators)) if decorators != "[]" else (),
     )
 
@@ -238,6 +263,8 @@ class IndexDb:
                 "secrets": masking_key(self.masker),
             }
             if meta and {k: meta.get(k) for k in wanted} != wanted:
+                changed = ", ".join(f"{k} {meta.get(k)} → {v}" for k, v in wanted.items() if meta.get(k) != v)
+                log.info("the index %s was made differently (%s): it is emptied and built again", self.db_path, changed)
                 for table in _OWN_TABLES:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
             # Statement by statement: executescript() would COMMIT our transaction.

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.workspace.files import (
     BINARY,
@@ -22,6 +24,7 @@ from ctx_lsp.workspace.files import (
     classify_content,
     read_bounded,
 )
+from ctx_lsp.workspace.index import texts
 from ctx_lsp.workspace.index.db import masking_key
 from ctx_lsp.workspace.index.terms import fts_texts
 from ctx_lsp.workspace.parse import ParsedModule, parse_module
@@ -41,6 +44,9 @@ class FileWork:
     parsed: ParsedModule | None = None
     tokens: list[tuple[int, int]] | None = None  # (card, body) per symbol
     fts: list[tuple[str, str, str, str, str]] | None = None  # search text per symbol
+    # ``texts.pack`` per symbol, when a pool worker packed them (the symbols then travel without
+    # the packed texts: less to pickle, and the parent's core is left to SQLite)
+    packed: list[bytes | None] | None = None
     secrets: str = ""  # how secrets were masked in it (``masking_key``); stale results are dropped
 
 
@@ -151,9 +157,15 @@ def pool_prepare(args: tuple[str, str, int, int, str | None]) -> FileWork:
     for one file, so the parent only writes rows."""
     rel, path, size, mtime_ns, prev_sha = args
     work = prepare_file(rel, Path(path), size, mtime_ns, prev_sha, _worker_masker)
-    if work.parsed is not None and _worker_count is not None:
-        texts, assemble = token_plan(work.parsed)
+    parsed = work.parsed
+    if parsed is not None and _worker_count is not None:
+        to_count, assemble = token_plan(parsed)
         count = _worker_count
-        work.tokens = assemble([count(t) for t in texts])
-        work.parsed.lines = []  # only the token plan needed them: less to send back
+        work.tokens = assemble([count(t) for t in to_count])
+        parsed.lines = []  # only the token plan needed them: less to send back
+        work.packed = [texts.pack(s.card, s.docstring, s.body) for s in parsed.symbols]
+        parsed.symbols = [
+            s if p is None else msgspec.structs.replace(s, card="", docstring="", body="")
+            for s, p in zip(parsed.symbols, work.packed, strict=True)
+        ]
     return work

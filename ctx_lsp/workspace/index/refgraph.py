@@ -26,27 +26,28 @@ def resolve_local(db: IndexDb, rel: str, old: set[str], new: set[str]) -> None:
         affected = {
             r[0]
             for r in conn.execute(
-                "SELECT DISTINCT e.target FROM edges e LEFT JOIN targets t ON t.target = e.target "
-                "WHERE e.path = ? AND t.target IS NULL",
+                "SELECT DISTINCT t.name FROM symbols s JOIN edges e ON e.src = s.id "
+                "JOIN targets t ON t.id = e.target WHERE s.path = ? AND t.resolved = 0",
                 (rel,),
             )
         }
-        affected.update(r[0] for r in select_in(conn, "SELECT target FROM targets WHERE dst IN ({})", old - new))
-        affected.update(r[0] for r in select_in(conn, "SELECT target FROM targets WHERE target IN ({})", new - old))
+        resolved = "SELECT name FROM targets WHERE resolved = 1 AND {}"
+        affected.update(r[0] for r in select_in(conn, resolved.format("dst IN ({})"), old - new))
+        affected.update(r[0] for r in select_in(conn, resolved.format("name IN ({})"), new - old))
         if module:  # unresolved names inside this module (``mod.new_function``)
             affected.update(
                 r[0]
                 for r in conn.execute(
-                    "SELECT target FROM targets WHERE dst IS NULL AND target > ? AND target < ?",
+                    "SELECT name FROM targets WHERE resolved = 1 AND dst IS NULL AND name > ? AND name < ?",
                     (module + ".", module + "/"),
                 )
             )
         if not affected:
             return
         resolver = index_names.sql_resolver(conn)
-        rows = [(target, resolver.resolve(target)) for target in sorted(affected)]
+        rows = [(resolver.resolve(target), target) for target in sorted(affected)]
         with write_transaction(conn):
-            conn.executemany("INSERT OR REPLACE INTO targets(target, dst) VALUES (?, ?)", rows)
+            conn.executemany("UPDATE targets SET resolved = 1, dst = ? WHERE name = ?", rows)
 
 
 def update_graph(db: IndexDb) -> float:
@@ -71,16 +72,25 @@ def update_graph(db: IndexDb) -> float:
                 stars.setdefault(path, []).append(target)
             else:
                 imports.setdefault(path, {})[local] = target
-        stored = dict(conn.execute("SELECT target, dst FROM targets").fetchall())
+        stored = {
+            i: (name, dst if done else "")
+            for i, name, done, dst in conn.execute("SELECT id, name, resolved, dst FROM targets")
+        }
         resolver = graph.Resolver(kinds, module_paths, imports, stars)
-        resolved: dict[str, str | None] = {}
+        resolved: dict[int, str | None] = {}  # target id → the symbol it names
         index_of: dict[str, int] = {}
         names: list[str] = []
         weights: dict[int, float] = {}  # (src << 32 | dst) → weight: int keys, not tuples
-        for src, target, count in conn.execute("SELECT src, target, weight FROM edges"):
+        # In the order of (file, source, target name): ranks are sums of floats, and this order
+        # does not depend on the row ids an index's history gave them.
+        edges = conn.execute(
+            "SELECT s.qualname, e.target, e.weight FROM edges e JOIN symbols s ON s.id = e.src "
+            "JOIN targets t ON t.id = e.target ORDER BY s.path, s.qualname, t.name"
+        )
+        for src, target, count in edges:
             dst = resolved.get(target, "")
             if dst == "":
-                dst = resolved[target] = resolver.resolve(target)
+                dst = resolved[target] = resolver.resolve(stored[target][0])
             if dst is None or dst == src:
                 continue
             i = index_of.get(src)
@@ -106,11 +116,16 @@ def update_graph(db: IndexDb) -> float:
     for key in weights:
         degree[key >> 32] += 1
         degree[key & mask] += 1
-    changed_targets = [(t, d) for t, d in resolved.items() if stored.get(t, "") != d]
-    dropped = [(t,) for t in stored if t not in resolved]
+    # "" never names a symbol: a target not resolved yet always differs
+    changed_targets = [(d, t, stored[t][0]) for t, d in resolved.items() if stored[t][1] != d]
+    unused = [(t, t) for t in stored if t not in resolved]
     with db.lock, write_transaction(db.conn) as conn:
-        conn.executemany("DELETE FROM targets WHERE target = ?", dropped)
-        conn.executemany("INSERT OR REPLACE INTO targets(target, dst) VALUES (?, ?)", changed_targets)
+        # Writes since the snapshot win: a name used again stays; an id given to another name
+        # since (another process dropped this one) is left to the next update.
+        conn.executemany(
+            "DELETE FROM targets WHERE id = ? AND NOT EXISTS (SELECT 1 FROM edges WHERE target = ?)", unused
+        )
+        conn.executemany("UPDATE targets SET resolved = 1, dst = ? WHERE id = ? AND name = ?", changed_targets)
         conn.execute("DELETE FROM centrality")
         conn.executemany(
             "INSERT INTO centrality(qualname, rank, pct, degree) VALUES (?, ?, ?, ?)",
@@ -160,15 +175,16 @@ def neighbours(db: IndexDb, seeds: Iterable[str], per_seed: int) -> list[tuple[s
     out: list[tuple[str, str, str, int]] = []
     for seed in dict.fromkeys(seeds):
         calls = conn.execute(
-            "SELECT t.dst, sum(e.weight) AS w FROM edges e JOIN targets t ON t.target = e.target "
-            "WHERE e.src = ? AND t.dst IS NOT NULL AND t.dst != e.src "
+            "SELECT t.dst, sum(e.weight) AS w FROM symbols s JOIN edges e ON e.src = s.id "
+            "JOIN targets t ON t.id = e.target WHERE s.qualname = ? AND t.dst IS NOT NULL AND t.dst != s.qualname "
             "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
             (seed, per_seed),
         )
         out.extend((seed, dst, "calls", w) for dst, w in calls)
         called_by = conn.execute(
-            "SELECT e.src, sum(e.weight) AS w FROM targets t JOIN edges e ON e.target = t.target "
-            "WHERE t.dst = ? AND e.src != t.dst GROUP BY e.src ORDER BY w DESC, e.src LIMIT ?",
+            "SELECT s.qualname, sum(e.weight) AS w FROM targets t JOIN edges e ON e.target = t.id "
+            "JOIN symbols s ON s.id = e.src WHERE t.dst = ? AND s.qualname != t.dst "
+            "GROUP BY s.qualname ORDER BY w DESC, s.qualname LIMIT ?",
             (seed, per_seed),
         )
         out.extend((seed, src, "called by", w) for src, w in called_by)
@@ -179,17 +195,17 @@ def file_neighbours(db: IndexDb, rel: str, limit: int) -> list[tuple[str, str, i
     """``(qualname, relation, weight)`` of definitions in other files: the ``limit`` heaviest each way."""
     conn = db.reader()
     used_by = conn.execute(
-        "SELECT t.dst, sum(e.weight) AS w FROM edges e JOIN targets t ON t.target = e.target "
-        "WHERE e.path = ? AND t.dst IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM symbols s WHERE s.qualname = t.dst AND s.path = ?) "
+        "SELECT t.dst, sum(e.weight) AS w FROM symbols s JOIN edges e ON e.src = s.id "
+        "JOIN targets t ON t.id = e.target WHERE s.path = ? AND t.dst IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM symbols d WHERE d.qualname = t.dst AND d.path = ?) "
         "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
         (rel, rel, limit),
     )
     out = [(dst, "used by", w) for dst, w in used_by]
     uses = conn.execute(
-        "SELECT e.src, sum(e.weight) AS w FROM symbols s JOIN targets t ON t.dst = s.qualname "
-        "JOIN edges e ON e.target = t.target WHERE s.path = ? AND e.path != ? "
-        "GROUP BY e.src ORDER BY w DESC, e.src LIMIT ?",
+        "SELECT u.qualname, sum(e.weight) AS w FROM symbols s JOIN targets t ON t.dst = s.qualname "
+        "JOIN edges e ON e.target = t.id JOIN symbols u ON u.id = e.src WHERE s.path = ? AND u.path != ? "
+        "GROUP BY u.qualname ORDER BY w DESC, u.qualname LIMIT ?",
         (rel, rel, limit),
     )
     out.extend((src, "uses", w) for src, w in uses)
