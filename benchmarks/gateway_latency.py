@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from index_speed import DATA, generate  # noqa: E402
+from index_speed import DATA, _loadavg, generate  # noqa: E402
 
 from tests.gateway.fake_upstream import FakeUpstream, Reply, _common_prefix, cacheable  # noqa: E402
 
@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     bodies = session_requests(workspace, args.turns, args.result_chars)
+    load_before = _loadavg()
     with FakeUpstream(reply="ok") as up:
         proc, url = start_gateway(workspace, up)
         try:
@@ -203,7 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             proc.terminate()
             proc.wait(10)
-    print(f"gateway benchmark · {workspace} · {len(bodies)} requests · {os.cpu_count()} cores")
+    print(
+        f"gateway benchmark · {workspace} · {len(bodies)} requests · {os.cpu_count()} cores · "
+        f"load average before / after {load_before} / {_loadavg()}"
+    )
 
     def row(label: str, *values: str) -> None:
         print(f"{label:<62}" + "".join(f"{v:>11}" for v in values))
