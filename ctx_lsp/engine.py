@@ -40,7 +40,7 @@ from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
-from ctx_lsp.workspace.index import IndexedSymbol, IndexStats, WorkspaceIndex
+from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -402,10 +402,25 @@ class Engine:
             activation=req.activation,
         )
         fill = retrieval.graph_fill(ranked, self.index)
-        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count, fill=fill)
+        candidates = self._offer(ranked, mode, counter, cal, fill)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
         return candidates
+
+    def _offer(
+        self, ranked: retrieval.Ranked, mode: Mode, counter: TokenCounter, cal: float, fill: retrieval.Ranked = ()
+    ) -> list[Item]:
+        """The ranked symbols as candidate items: read whole only when offered, and made once
+        per state of the index (the index's memo)."""
+        return retrieval.candidates(
+            ranked,
+            mode,
+            cal,
+            count=counter.count,
+            fill=fill,
+            load=self.index.symbols_by_id,
+            memo=self.index.memo("items"),
+        )
 
     def _ranked(
         self,
@@ -415,7 +430,7 @@ class Engine:
         focus_path: str | None = None,
         seeds: list[str] | tuple[str, ...] = (),
         activation: dict[str, tuple[float, str]] | None = None,
-    ) -> list[tuple[IndexedSymbol, float, str]]:
+    ) -> retrieval.Ranked:
         pointers = signals.read(query)  # tracebacks, paths, names: exact pointers, not words
         hits = self.index.search(pointers.search_text, limit=min(self.config.retrieval_limit * 2, 1000))
         ranked = retrieval.rank(
@@ -449,7 +464,7 @@ class Engine:
         model = model or self.resolve_model(None)
         counter, cal = model.counter, model.estimator.calibration
         ranked = self._ranked(query, seeds=seeds)
-        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count)
+        candidates = self._offer(ranked, mode, counter, cal)
         included, excluded = select_retrieved(tuple(candidates), budget, mode)
         return CodeSearch(
             query=query,
