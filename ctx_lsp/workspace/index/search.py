@@ -27,7 +27,7 @@ _COLUMN_LABELS = {
 }
 
 
-class SymbolHead(msgspec.Struct, frozen=True):
+class SymbolHead(msgspec.Struct, frozen=True, gc=False):
     """What ranking reads of a stored symbol (``IndexedSymbol`` has these fields too, and the
     texts): its row id, names, kind and place."""
 
@@ -47,7 +47,7 @@ _HEAD_FIELDS = SymbolHead.__struct_fields__
 SELECT_HEADS = f"SELECT {', '.join(_HEAD_FIELDS)} FROM symbols"
 
 
-class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
+class SearchHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One search result: ``score`` is -bm25 (higher is better); ``matched`` says which query
     words matched (a stem of them) in which field, e.g. ``"name: invoice total; path: billing"``."""
 
