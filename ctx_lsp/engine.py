@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -56,6 +57,7 @@ MAX_INSTRUCTIONS_BYTES = 256 * 1024  # an instruction file is prose for every re
 MASKED_CACHE_TEXTS = 256  # texts whose masked form ``mask_text`` remembers
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
 RAG_QUERY_CHARS = 8_000
+RETRIEVALS_KEPT = 32  # candidate lists (hundreds of items each) kept while the index is unchanged
 
 
 class UserError(ValueError):
@@ -393,22 +395,33 @@ class Engine:
         # retrieval reads the head of each recent question: a pasted log is not a search query
         recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
         rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
-        ranked = self._ranked(
-            rag_query,
-            open_files=req.open_files,
-            focus_path=req.focus.path if req.focus else None,
-            # graph seeds: the symbol at the cursor and the pinned symbols
-            seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
-            activation=req.activation,
-        )
-        fill = retrieval.graph_fill(ranked, self.index)
-        candidates = self._offer(ranked, mode, counter, cal, fill)
+        focus_path = req.focus.path if req.focus else None
+        # graph seeds: the symbol at the cursor and the pinned symbols
+        seeds = tuple(i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol)
+        # the same question asked the same way of the same index gets the same candidates: a
+        # re-plan after a pin or a message, an agent's requests within one task
+        key = (rag_query, tuple(req.open_files), focus_path, seeds, tuple(sorted(req.activation.items())))
+        key += (mode, cal, counter.encoding, self.config.retrieval_limit)
+        retrieved = self.index.memo("retrieved", RETRIEVALS_KEPT)
+        found = retrieved.get(key)
+        if found is None:
+            ranked = self._ranked(
+                rag_query, open_files=req.open_files, focus_path=focus_path, seeds=seeds, activation=req.activation
+            )
+            fill = retrieval.graph_fill(ranked, self.index)
+            found = retrieved[key] = tuple(self._offer(ranked, mode, counter, cal, fill))
+        candidates = list(found)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
         return candidates
 
     def _offer(
-        self, ranked: retrieval.Ranked, mode: Mode, counter: TokenCounter, cal: float, fill: retrieval.Ranked = ()
+        self,
+        ranked: retrieval.Ranked,
+        mode: Mode,
+        counter: TokenCounter,
+        cal: float,
+        fill: Sequence[tuple[retrieval.Head, float, str]] = (),
     ) -> list[Item]:
         """The ranked symbols as candidate items: read whole only when offered, and made once
         per state of the index (the index's memo)."""

@@ -210,10 +210,10 @@ class WorkspaceIndex:
         """Stored symbols by row id (a search hit's ``symbol.id``), those that still exist."""
         return lookups.symbols_by_id(self._db, ids)
 
-    def memo(self, name: str) -> dict:
+    def memo(self, name: str, limit: int = memo.MAX_ENTRIES) -> dict:
         """A table for what callers make from the index's rows (the engine: prompt items), kept
         per thread and emptied when the database changes (see ``memo``)."""
-        return memo.table(self._db, name)
+        return memo.table(self._db, name, limit)
 
     def symbols_in(self, rel: str) -> list[IndexedSymbol]:
         """The symbols of one file in source order (the module symbol first)."""

@@ -15,17 +15,19 @@ from typing import Any
 
 from ctx_lsp.workspace.index.db import IndexDb
 
-MAX_ENTRIES = 20_000  # per kind of read: a table that grows past this starts again, empty
+MAX_ENTRIES = 20_000  # per kind of read: a table that grows past its limit starts again, empty
 
 
-def table(db: IndexDb, name: str) -> dict[Any, Any]:
-    """This thread's memo of reads called ``name``, valid for the database as it is now."""
+def table(db: IndexDb, name: str, limit: int = MAX_ENTRIES) -> dict[Any, Any]:
+    """This thread's memo of reads called ``name``, valid for the database as it is now, with at
+    most about ``limit`` entries (a table of whole results, each of hundreds of rows, keeps
+    fewer)."""
     local = db.local
     version = db.reader().execute("PRAGMA data_version").fetchone()[0]
     state = getattr(local, "memo", None)
     if state is None or state[0] != version:
         state = local.memo = (version, {})
     found = state[1].get(name)
-    if found is None or len(found) > MAX_ENTRIES:
+    if found is None or len(found) >= limit:
         found = state[1][name] = {}
     return found

@@ -18,6 +18,7 @@ from ctx_lsp.workspace.index.terms import FTS_COLUMNS, query_term_words
 
 # bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
+SEARCHES_KEPT = 64  # whole results (hundreds of hits each) kept in memory
 _COLUMN_LABELS = {
     "qualname_terms": "name",
     "signature": "signature",
@@ -60,7 +61,7 @@ def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[
     """Symbols matching any term of ``query``, best first (see ``WorkspaceIndex.search``); the
     same question asked again, while the index is unchanged, is answered from memory."""
     key = (query, limit, frozenset(kinds) if kinds else None)
-    results = memo.table(db, "search")
+    results = memo.table(db, "search", SEARCHES_KEPT)
     hits = results.get(key)
     if hits is None:
         hits = results[key] = _search(db, query, limit, kinds)
