@@ -129,6 +129,10 @@ class SessionEngine:
     def plan(self, req: SessionPlanRequest) -> PlanOutcome:
         return self._planning.plan(req)
 
+    def flush(self) -> None:
+        """Write what was kept for after the reply (a plan made with ``keep_later``)."""
+        self.store.flush()
+
     def replan_latest(self, session: str) -> PlanOutcome | None:
         return self._planning.replan_latest(session)
 

@@ -90,7 +90,7 @@ class Planning:
         outcome = PlanOutcome(result=result, inputs=inputs, counter=counter, timings_ms=timings)
         if not req.dry_run:
             loaded = frozenset(i for i, size in sizes.items() if size.loaded)
-            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome, loaded)
+            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome, loaded, later=req.keep_later)
             if model_name and model_name != record.model:
                 store.set_model(req.session, model_name)
         return outcome

@@ -1,10 +1,15 @@
-"""Large texts, stored once by content hash in the `bodies` table.
+"""Texts stored once by content hash in the `bodies` table.
 
 Tool results with whole files and logs make message texts large: a text of ``BODY_MIN_BYTES``
 or more is kept in `bodies` and the message row (or a plan's stored inputs) names it by hash.
 A row stays small (planning reads the rows of a path, not their texts), the same text sent twice
 or kept in many plans' inputs is stored once, and the first ``HEAD_CHARS`` characters of a body
 can be read without the rest.
+
+The texts of a plan's retrieval candidates (symbol cards and bodies) are kept here too, whatever
+their size: consecutive plans offer mostly the same symbols, so each text is stored once and a
+plan's inputs name it (``TextKeys`` remembers which texts are stored, so a re-plan hashes and
+writes nothing it already did).
 """
 
 from __future__ import annotations
@@ -42,9 +47,42 @@ def put_body(conn: sqlite3.Connection, text: str) -> tuple[int, str | None]:
 
 def texts(conn: sqlite3.Connection, hashes: list[str]) -> dict[str, str]:
     """The whole texts of some bodies, by hash."""
-    if not hashes:
-        return {}
-    return dict(conn.execute(f"SELECT hash, text FROM bodies WHERE hash IN ({', '.join('?' * len(hashes))})", hashes))
+    out: dict[str, str] = {}
+    for i in range(0, len(hashes), 500):  # SQLite limits the parameters of one statement
+        chunk = hashes[i : i + 500]
+        out.update(conn.execute(f"SELECT hash, text FROM bodies WHERE hash IN ({', '.join('?' * len(chunk))})", chunk))
+    return out
+
+
+class TextKeys:
+    """The body hash of texts seen before, and which hashes are stored: plans offer the same
+    card and body texts (the same string objects, from the index's memo) plan after plan, and a
+    dictionary hit on a string it holds costs no hashing of the text."""
+
+    LIMIT = 50_000  # texts remembered; past it, the memory starts again
+
+    def __init__(self) -> None:
+        self._keys: dict[str, str] = {}
+        self.stored: set[str] = set()
+
+    def key(self, text: str) -> str:
+        found = self._keys.get(text)
+        if found is None:
+            if len(self._keys) >= self.LIMIT:
+                self._keys.clear()
+            found = self._keys[text] = body_hash(text.encode("utf-8", "surrogatepass"))
+        return found
+
+
+def put_texts(conn: sqlite3.Connection, texts: dict[str, str]) -> None:
+    """Store texts by their hash (``TextKeys.key``), once, whatever their size."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO bodies(hash, bytes, head, text) VALUES (?, ?, ?, ?)",
+        [
+            (h, len(t.encode("utf-8", "surrogatepass")), t[:HEAD_CHARS] if len(t) > HEAD_CHARS else None, t)
+            for h, t in texts.items()
+        ],
+    )
 
 
 def cut(mid: str, text: str, size: int | None) -> str:

@@ -330,12 +330,12 @@ class Conversation(Database):
 
     def _path_rows(self, session: str, branch: str | None, columns: str) -> list[tuple]:
         """Rows of the messages on the branch's path, oldest first (archived ones included)."""
-        with self._lock:
+        with self.reading() as conn:
             branch = branch or self.session(session).branch
-            head = _head(self._conn, session, branch)
+            head = _head(conn, session, branch)
             if head is None:
                 return []
-            return self._conn.execute(
+            return conn.execute(
                 f"""WITH RECURSIVE chain(id, depth) AS (
                         SELECT ?, 0
                         UNION ALL
