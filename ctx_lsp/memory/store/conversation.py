@@ -108,6 +108,9 @@ class Conversation(Database):
     # ---- sessions and branches ----------------------------------------------------------------
 
     def ensure_session(self, session: str) -> SessionRecord:
+        rows = self._read(f"SELECT {SESSION.select()} FROM sessions WHERE id = ?", (session,))
+        if rows:  # every request opens its session: a write only for a new one
+            return SESSION.decode(rows[0])
         with self.write() as conn:
             conn.execute("INSERT OR IGNORE INTO sessions(id, created) VALUES (?, ?)", (session, time.time()))
             conn.execute(
