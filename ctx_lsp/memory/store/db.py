@@ -58,6 +58,8 @@ class Database:
         self._later: list[Callable[[sqlite3.Connection], None]] = []  # writes put off (``later``)
         self._committed: list[Callable[[], None]] = []  # what to note once the transaction commits
         self.text_keys = bodies.TextKeys()  # hashes of texts seen, and which are stored
+        self._memo: dict[Any, Any] = {}  # reads kept between requests (``memo``)
+        self._memo_version: int | None = None
         if db_path is not None:
             storage.private_file(db_path)
         try:
@@ -105,6 +107,18 @@ class Database:
         done, self._committed = self._committed, []
         for note in done:
             note()
+
+    def memo(self) -> dict[Any, Any]:
+        """Reads kept between requests (a session's path, its compactions, usage statistics),
+        for the caller holding the lock. This process's writes keep them current themselves
+        (each write updates or drops what it changes, once it commits); a commit by another
+        connection — a second editor's server on the same file — moves ``PRAGMA data_version``
+        and empties them all."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._memo_version:
+            self._memo.clear()
+            self._memo_version = version
+        return self._memo
 
     def after_commit(self, note: Callable[[], None]) -> None:
         """Call ``note`` once the write transaction in progress commits (not if it rolls back)."""

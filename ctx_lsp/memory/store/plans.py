@@ -10,6 +10,7 @@ copy of every large tool result, nor of the code they offered.
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 import time
 import zlib
@@ -185,19 +186,41 @@ class Plans(Database):
         }
         with self.write() as conn:
             USAGE.insert(conn, row)
+            self.after_commit(lambda: self._reported(model, session, estimate, raw_estimate, input_tokens))
+
+    def _reported(self, model: str, session: str, estimate: int, raw_estimate: int, actual: int) -> None:
+        """A report is in: the kept ratios take it in order, the session's latest is this one."""
+        memo = self.memo()
+        ratios = memo.get(("ratios", model))
+        if ratios is not None and raw_estimate > 0:
+            bisect.insort(ratios, actual / raw_estimate)
+        memo["last", session] = (estimate, actual)
 
     def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
-        """The model's calibration statistics over all its reports, and the session's latest report."""
-        rows = self._read(
-            "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq", (model,)
-        )
-        last: list[tuple] = []
-        if session is not None:
-            last = self._read(
-                "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1", (session,)
-            )
-        last_estimate, last_actual = last[0] if last else (None, None)
-        stats = calibration.ratio_stats(rows)
+        """The model's calibration statistics over all its reports, and the session's latest report.
+        The ratios are kept in memory, in order, as reports arrive: a plan asks several times, and
+        a long session has hundreds of reports."""
+        with self.reading():
+            memo = self.memo()
+            ratios = memo.get(("ratios", model))
+            if ratios is None:
+                rows = self._read(
+                    "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq",
+                    (model,),
+                )
+                ratios = memo["ratios", model] = sorted(actual / estimate for estimate, actual in rows)
+            last: tuple[int | None, int | None] = (None, None)
+            if session is not None:
+                found = memo.get(("last", session))
+                if found is None:
+                    rows = self._read(
+                        "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1",
+                        (session,),
+                    )
+                    found = memo["last", session] = rows[0] if rows else (None, None)
+                last = found
+        last_estimate, last_actual = last
+        stats = calibration.stats_of(ratios)
         return UsageStats(
             reports=stats.reports if stats else 0,
             factor=stats.median if stats else None,
