@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from index_speed import QUERIES as GENERAL_QUERIES
 from index_speed import _loadavg
-from lsp_client import StdioClient
+from lsp_client import StdioClient, cpu_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 QUERIES = [
@@ -77,6 +77,7 @@ def main() -> None:
         print("| question | n | median | p95 | max | items | excluded |")
         print("|---|---|---|---|---|---|---|")
         every: list[float] = []
+        cpu0 = cpu_seconds(client.proc.pid)
         for q in queries:
             client.request("ctx/planContext", {"query": q})  # warm-up
             times = []
@@ -95,9 +96,11 @@ def main() -> None:
             f"| all ({len(queries)} questions) | {len(every)} | {statistics.median(every):.1f} ms "
             f"| {pct(every, 0.95):.1f} ms | {max(every):.1f} ms | | |"
         )
+        cpu = (cpu_seconds(client.proc.pid) - cpu0) * 1000 / (len(every) + len(queries))
         pins = len(client.request("ctx/listPins", {}))
         print(
-            f"\nsession: {pins} pins, {args.turns} turns before the timed plans; target ≤ {TARGET_MS:.0f} ms median; "
+            f"\nserver CPU per plan (all its threads, the meter after each plan included): {cpu:.1f} ms\n"
+            f"session: {pins} pins, {args.turns} turns before the timed plans; target ≤ {TARGET_MS:.0f} ms median; "
             f"cores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}"
         )
     finally:

@@ -222,7 +222,11 @@ class Gateway:
                 planned.note = "sent as planned: the review timed out"
         if planned.session is not None and planned.parsed is not None:
             self._keep_sent(api, planned)
-        return await self._send(request, api, planned, added)
+        try:
+            return await self._send(request, api, planned, added)
+        finally:
+            if planned.plan is not None:  # the plan is kept for replay once the reply is on its way
+                await self.run(self.sessions.flush)
 
     async def _review(self, review_id: str, planned: Planned) -> str:
         assert self.reviewer is not None

@@ -28,6 +28,7 @@ from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 
 TITLE_CHARS = 80
+CHAINED_KEPT = 20_000  # messages whose chained ids are remembered
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +93,16 @@ class Exchanges:
     # per session: what retrieval chose for the current turn's question; the turn's later requests
     # (an agent loop) carry the same block, so each repeats the one before byte for byte
     contexts: dict[str, tuple[tuple[str | None, str], list[Item]]] = field(default_factory=dict)
+    # the chained ids of messages seen before: every request resends the whole conversation
+    chained: dict[tuple[str | None, Message], str] = field(default_factory=dict)
 
     def plan(self, ex: Exchange) -> ExchangePlan:
         shared, store = self.shared, self.shared.store
         shared.require_memory()
         shared.open_session(ex.session)
-        ids = chain_ids(ex.messages)
+        if len(self.chained) >= CHAINED_KEPT:
+            self.chained.clear()
+        ids = chain_ids(ex.messages, known=self.chained)
         known, branch = store.follow(ex.session, ids)
         new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
         new = self._shrink(ex, new)
@@ -141,11 +146,11 @@ class Exchanges:
             scaffold=kept[1] if kept is not None and kept[0] == key else None,
             candidates=context[1] if context is not None and context[0] == turn else None,
         )
-        outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+        outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         after = (len(store.compactions(ex.session)), mode, versions)
         if request.scaffold is not None and after != key:  # it compacted: the prompt's start changes now
             request = replace(request, scaffold=None)
-            outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+            outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         if request.scaffold is None:
             self.scaffolds[ex.session] = (after, list(outcome.inputs.scaffold))
         if request.candidates is None:

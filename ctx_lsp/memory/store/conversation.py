@@ -193,18 +193,13 @@ class Conversation(Database):
         resent it, ids derived from the ids before them) leaves the store: the current branch when
         its head is there, else a branch whose head is, else a new branch forked there (the client
         edited or rewound its history). Returns how many of ``chain`` are stored, and the branch."""
+        with self.reading() as conn:  # most requests continue the current branch: no write at all
+            known, target = _stored(conn, session, chain)
+            current, _ = session_row(conn, session)
+            if _head(conn, session, current) == target:
+                return known, current
         with self.write() as conn:
-            known = 0
-            for start in range(0, len(chain), 500):
-                part = chain[start : start + 500]
-                rows = conn.execute(
-                    f"SELECT id FROM messages WHERE session = ? AND id IN ({', '.join('?' * len(part))})",
-                    (session, *part),
-                ).fetchall()
-                found = {r[0] for r in rows}
-                # a chain id exists only when every id before it does: the last one found is the fork point
-                known = max([start + n + 1 for n, mid in enumerate(part) if mid in found], default=known)
-            target = chain[known - 1] if known else None
+            known, target = _stored(conn, session, chain)
             current, _ = session_row(conn, session)
             if _head(conn, session, current) == target:
                 return known, current
@@ -220,10 +215,23 @@ class Conversation(Database):
                     {"session": session, "name": name, "head": target, "forked_from": target, "created": time.time()},
                 )
                 pins.copy_to_branch(conn, session, current, name)
+                self.after_commit(lambda: self._forked(session, current, name, target))
             else:
                 name = row[0]
             conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
         return known, name
+
+    def _forked(self, session: str, parent: str, branch: str, head: str | None) -> None:
+        """A branch forked at ``head`` of ``parent``'s path: its path is that path's start, kept
+        without a read (the gateway forks wherever a client's history left the stored one)."""
+        memo = self.memo()
+        kept = memo.get(("path", session, parent))
+        if kept is None or head is None:
+            return
+        metas = kept[1]
+        at = next((n for n in range(len(metas) - 1, -1, -1) if metas[n].id == head), None)
+        if at is not None:
+            memo["path", session, branch] = (head, metas[: at + 1])
 
     def put_original(self, session: str, mid: str, kind: str, tokens: int, shrunk_tokens: int, text: str) -> None:
         """Keep a tool output as it came, its message holding a shortened form."""
@@ -528,6 +536,21 @@ class Conversation(Database):
                 )
                 kept = memo["compactions", session] = [COMPACTION.decode(r) for r in rows]
             return list(kept)
+
+
+def _stored(conn: sqlite3.Connection, session: str, chain: list[str]) -> tuple[int, str | None]:
+    """How many of the id chain ``chain`` are stored, and the last of them."""
+    known = 0
+    for start in range(0, len(chain), 500):
+        part = chain[start : start + 500]
+        rows = conn.execute(
+            f"SELECT id FROM messages WHERE session = ? AND id IN ({', '.join('?' * len(part))})",
+            (session, *part),
+        ).fetchall()
+        found = {r[0] for r in rows}
+        # a chain id exists only when every id before it does: the last one found is the fork point
+        known = max([start + n + 1 for n, mid in enumerate(part) if mid in found], default=known)
+    return known, chain[known - 1] if known else None
 
 
 def session_row(conn: sqlite3.Connection, session: str) -> tuple[str, int]:
