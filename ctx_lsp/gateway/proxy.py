@@ -356,6 +356,10 @@ class Gateway:
         (with what sending it direct would have repeated of the client's previous request)."""
         plan = planned.plan
         assert plan is not None
+        with self.sessions.batch():  # a dozen writes, one commit
+            self._store_reply(planned, reply, record, plan)
+
+    def _store_reply(self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan) -> None:
         self.sessions.record_reply(
             plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )

@@ -97,6 +97,10 @@ class Exchanges:
     chained: dict[tuple[str | None, Message], str] = field(default_factory=dict)
 
     def plan(self, ex: Exchange) -> ExchangePlan:
+        with self.shared.store.batch():  # the sync and the plan's writes, one commit
+            return self._plan(ex)
+
+    def _plan(self, ex: Exchange) -> ExchangePlan:
         shared, store = self.shared, self.shared.store
         shared.require_memory()
         shared.open_session(ex.session)

@@ -58,6 +58,7 @@ class Database:
         self._later: list[Callable[[sqlite3.Connection], None]] = []  # writes put off (``later``)
         self._committed: list[Callable[[], None]] = []  # what to note once the transaction commits
         self.text_keys = bodies.TextKeys()  # hashes of texts seen, and which are stored
+        self._depth = 0  # open transactions: 1, and savepoints inside a batch
         self._memo: dict[Any, Any] = {}  # reads kept between requests (``memo``)
         self._memo_version: int | None = None
         if db_path is not None:
@@ -88,25 +89,89 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One short write transaction; other processes wait on the busy timeout."""
+        """One short write transaction; other processes wait on the busy timeout. Inside
+        ``batch``, a savepoint of the batch's transaction."""
         with self._lock:
             self.flush()
             with self._transaction() as conn:
                 yield conn
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The writes made inside, in one transaction: a request that writes a dozen times (the
+        gateway recording a reply and its cost) pays for one commit. Each write is a savepoint of
+        it, so a write that fails undoes only itself, and what the others wrote is committed
+        even when the work inside fails — as if each had been a transaction of its own."""
+        with self._lock:
+            if self._depth:  # inside another batch: part of it
+                yield
+                return
+            self.flush()
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
+                try:
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                    self._committed.clear()
+                    self._undone()
+                    raise
+                self._noted()
+
+    @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._depth:
+            with self._savepoint() as conn:
+                yield conn
+            return
         self._conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
         try:
             yield self._conn
         except BaseException:
             self._conn.execute("ROLLBACK")
             self._committed.clear()
+            self._undone()
             raise
+        finally:
+            self._depth = 0
         self._conn.execute("COMMIT")
+        self._noted()
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[sqlite3.Connection]:
+        name = f"write{self._depth}"
+        self._conn.execute(f"SAVEPOINT {name}")
+        self._depth += 1
+        noted = len(self._committed)
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute(f"ROLLBACK TO {name}")
+            self._conn.execute(f"RELEASE {name}")
+            del self._committed[noted:]
+            raise
+        finally:
+            self._depth -= 1
+        self._conn.execute(f"RELEASE {name}")
+        # what it changed is noted at once (reads later in the batch see it); if the batch rolls
+        # back, everything noted is forgotten (``_undone``)
+        self._noted()
+
+    def _noted(self) -> None:
         done, self._committed = self._committed, []
         for note in done:
             note()
+
+    def _undone(self) -> None:
+        """A transaction rolled back after notes of its savepoints ran: forget all that is kept."""
+        self._memo.clear()
+        self.text_keys.stored.clear()
 
     def memo(self) -> dict[Any, Any]:
         """Reads kept between requests (a session's path, its compactions, usage statistics),
@@ -121,7 +186,8 @@ class Database:
         return self._memo
 
     def after_commit(self, note: Callable[[], None]) -> None:
-        """Call ``note`` once the write transaction in progress commits (not if it rolls back)."""
+        """Call ``note`` once the write in progress commits (not if it rolls back); inside a batch,
+        once its savepoint is released."""
         self._committed.append(note)
 
     def later(self, write: Callable[[sqlite3.Connection], None]) -> None:
