@@ -128,7 +128,8 @@ def test_recursion_and_errors_inside_jedi_give_no_answer(ws: Path, monkeypatch: 
     assert resolve_at(ws, "shop/storage.py", None, 0, 0) is None
 
 
-def test_session_engine_pins_the_attribute_jedi_infers(ws: Path) -> None:
+def test_session_engine_pins_the_attribute_jedi_infers(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resolve, "DEFAULT_TIMEOUT_S", 30.0)  # jedi's answer, however loaded the machine
     engine = Engine(ws)
     engine.refresh_index()
     core = SessionEngine(engine)

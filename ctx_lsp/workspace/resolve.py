@@ -89,7 +89,7 @@ def resolve_at(
     text: str | None,
     line: int,
     character: int,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = None,
     *,
     utf16: bool = True,
 ) -> str | None:
@@ -133,6 +133,7 @@ def resolve_at(
     cancelled = threading.Event()
     thread = threading.Thread(target=guarded, name="ctx-jedi", daemon=True)
     thread.start()
+    timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     if not done.wait(timeout_s):
         cancelled.set()  # if it has not started yet, it never will
         log.info("jedi took over %.1f s resolving %s:%d:%d; gave up", timeout_s, rel, line + 1, column + 1)
