@@ -140,7 +140,14 @@ class Database:
             raise
         finally:
             self._depth = 0
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            self._committed.clear()
+            self._undone()
+            raise
         self._noted()
 
     @contextmanager
@@ -191,7 +198,7 @@ class Database:
         self._committed.append(note)
 
     def later(self, write: Callable[[sqlite3.Connection], None]) -> None:
-        """Put a write off until ``flush`` (or the next read or write of the store)."""
+        """Put a write off until ``flush`` (or the next write, or read of plans, of the store)."""
         with self._lock:
             self._later.append(write)
 
