@@ -1,7 +1,7 @@
 """How a session's plans are kept for replay: the retrieval candidates' texts by reference, each
-text stored once however many plans offer it; a plan kept "after the reply" is written before
-anything reads plans, before any other write, and when the store closes; replay rebuilds the
-identical plan from what was kept."""
+text stored once (compressed) however many plans offer it, the plan itself compressed; a plan kept
+"after the reply" is written before anything reads plans, before any other write, and when the
+store closes; replay rebuilds the identical plan from what was kept."""
 
 from __future__ import annotations
 
@@ -50,13 +50,17 @@ def test_candidate_texts_are_kept_once_by_reference_and_replay_rebuilds_the_plan
     assert not [c for c in stored.candidates if c.text]  # the texts are not in the inputs ...
     refs = msgspec.json.decode(refs)
     assert len([r for r in refs if r[0] == CANDIDATE]) == len([c for c in first.inputs.candidates if c.text])
-    kept = {t for (t,) in db.execute("SELECT text FROM bodies")}
-    assert texts <= kept  # ... but in bodies, once each
-    assert db.execute("SELECT count(*) FROM bodies").fetchone()[0] == len(kept)
+    packs = {i: zlib.decompress(data) for i, data in db.execute("SELECT id, data FROM text_packs")}
+    rows = db.execute("SELECT pack, start, size FROM texts").fetchall()
+    kept = {packs[p][a : a + n].decode() for p, a, n in rows}
+    assert texts == kept and len(packs) == 1  # ... but in texts, once each, in one compressed pack
+    assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == len(kept)
 
     second = plan(core, QUERIES[1])
     both = texts | {c.text for c in second.inputs.candidates if c.text}
-    assert db.execute("SELECT count(*) FROM bodies").fetchone()[0] == len(both)  # shared texts: not again
+    assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == len(both)  # shared texts: not again
+    (stored_plan,) = db.execute("SELECT plan FROM plans WHERE id = ?", (first.result.plan.plan_id,)).fetchone()
+    assert zlib.decompress(stored_plan) == msgspec.json.encode(first.result.plan)  # kept compressed
 
     for outcome in (first, second):
         identical, result = core.replay(outcome.result.plan.plan_id)

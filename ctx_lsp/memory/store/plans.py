@@ -32,6 +32,7 @@ BodyRef = tuple[int, int, int, int, str]
 REQUIRED = -1
 CANDIDATE = -2
 MESSAGE_REF = "m:"  # a key naming a message of the plan's session, whose stored text it is
+TEXT_REF = "t:"  # a key naming a candidate text in `texts`
 
 
 class UsageStats(msgspec.Struct, kw_only=True):
@@ -43,15 +44,25 @@ class UsageStats(msgspec.Struct, kw_only=True):
     last_actual: int | None
 
 
+def plan_json(stored: bytes | str) -> bytes:
+    """A stored plan's JSON: kept compressed (a plan lists hundreds of items with their reasons,
+    ~200 kB of JSON that compresses ~10x), or as it is (stored by earlier versions, as bytes or
+    text: JSON starts with ``{``, zlib's streams never do)."""
+    if isinstance(stored, str):
+        return stored.encode()
+    return stored if stored[:1] == b"{" else zlib.decompress(stored)
+
+
 PLAN_ROW = Codec.dicts(
     PLANS,
     ("id", "session", "branch", "turn", "query", "inputs", "plan", "tokens", "timings", "options", "bodies"),
     keep_names=True,
+    plan=plan_json,
     options=lambda v: msgspec.json.decode(v) if v else {},
     bodies=lambda v: msgspec.json.decode(v, type=list[BodyRef]) if v else [],
 )
-PLAN_LISTED = Codec.dicts(PLANS, ("id", "session", "turn", "plan", "created"), keep_names=True)
-SESSION_PLAN = Codec.dicts(PLANS, ("id", "turn", "query", "plan", "cluster"), keep_names=True)
+PLAN_LISTED = Codec.dicts(PLANS, ("id", "session", "turn", "plan", "created"), keep_names=True, plan=plan_json)
+SESSION_PLAN = Codec.dicts(PLANS, ("id", "turn", "query", "plan", "cluster"), keep_names=True, plan=plan_json)
 
 
 class Plans(Database):
@@ -94,14 +105,13 @@ class Plans(Database):
 
         def write(conn: sqlite3.Connection) -> None:
             keys = self.text_keys
-            blob, refs, texts = encode_inputs(inputs, stored, keys)
-            new = {h: t for h, t in texts.items() if h not in keys.stored}
-            for text in new.values():
-                if bodies.large(text) is not None:  # with its head, as put_body keeps one
-                    bodies.put_body(conn, text)
+            blob, refs, texts, candidates = encode_inputs(inputs, stored, keys)
+            for text in texts.values():  # conversation texts, by the hash put_body gives them
+                bodies.put_body(conn, text)
+            new = {h: t for h, t in candidates.items() if h not in keys.stored}
             bodies.put_texts(conn, new)
             row["inputs"] = blob
-            row["plan"] = msgspec.json.encode(plan)
+            row["plan"] = zlib.compress(msgspec.json.encode(plan), 1)
             row["bodies"] = msgspec.json.encode(refs).decode() if refs else None
             PLANS.insert(conn, row, verb="INSERT OR REPLACE")
             self.after_commit(lambda: keys.stored.update(new))
@@ -134,7 +144,9 @@ class Plans(Database):
         keys = {r[4] for r in refs}
         ids = sorted(k.removeprefix(MESSAGE_REF) for k in keys if k.startswith(MESSAGE_REF))
         with self.reading(flush=True) as conn:
-            texts = bodies.texts(conn, sorted(k for k in keys if not k.startswith(MESSAGE_REF)))
+            texts = bodies.texts(conn, sorted(k for k in keys if not k.startswith((MESSAGE_REF, TEXT_REF))))
+            found = bodies.candidate_texts(conn, sorted(k.removeprefix(TEXT_REF) for k in keys if k[:2] == TEXT_REF))
+            texts.update({TEXT_REF + h: text for h, text in found.items()})
         messages = self.contents(row["session"], ids) if ids else {}  # type: ignore[attr-defined]
         texts.update({MESSAGE_REF + mid: text for mid, text in messages.items()})
         return decode_inputs(row["inputs"], refs, texts)
@@ -147,7 +159,8 @@ class Plans(Database):
         return [PLAN_LISTED.decode(r) for r in self._latest_plans(PLAN_LISTED.select(), session, limit)]
 
     def plan_summaries(self, session: str | None, limit: int) -> list[tuple[str, int, int, str, bytes]]:
-        return self._latest_plans("session, tokens, prompt_budget, timings, plan", session, limit)
+        rows = self._latest_plans("session, tokens, prompt_budget, timings, plan", session, limit)
+        return [(*r[:4], plan_json(r[4])) for r in rows]
 
     def _latest_plans(self, columns: str, session: str | None, limit: int) -> list[tuple]:
         where, args = (" WHERE session = ?", (session,)) if session is not None else ("", ())
@@ -241,14 +254,15 @@ class Plans(Database):
 
 def encode_inputs(
     inputs: PlanInput, stored: frozenset[str] = frozenset(), keys: bodies.TextKeys | None = None
-) -> tuple[bytes, list[BodyRef], dict[str, str]]:
+) -> tuple[bytes, list[BodyRef], dict[str, str], dict[str, str]]:
     """A plan's inputs as stored for replay, without the texts kept elsewhere: a conversation
     message whose text is the one stored for it (its id in ``stored``) is referenced by id
     (``m:<id>``: messages are never deleted); other texts large enough for `bodies` —
     conversation texts, a client's long system prompt and tools — and every retrieval
     candidate's text are referenced by hash (``keys`` remembers the hashes of texts seen before).
     A session's plans then do not each keep a copy of the whole conversation and of the code
-    they offered. Returns (blob, references, texts to store by hash)."""
+    they offered. Returns (blob, references, conversation texts for `bodies` and candidate texts
+    for `texts`, each by hash)."""
     refs: list[BodyRef] = []
     texts: dict[str, str] = {}
     keys = keys or bodies.TextKeys()
@@ -271,13 +285,14 @@ def encode_inputs(
                 for k, m in enumerate(messages):
                     shown = atom.messages[k] if f == 1 and k < len(atom.messages) else m
                     leave_out((t, a, f, k), m.content, m.id if m.content == shown.content else None)
+    candidates: dict[str, str] = {}
     for i, item in enumerate(inputs.candidates):
         if item.text:
             h = keys.key(item.text)
-            texts[h] = item.text
-            refs.append((CANDIDATE, i, 0, 0, h))
+            candidates[h] = item.text
+            refs.append((CANDIDATE, i, 0, 0, TEXT_REF + h))
     stored_inputs = _set_contents(inputs, {r[:4]: "" for r in refs})
-    return zlib.compress(msgspec.msgpack.encode(stored_inputs), 1), refs, texts
+    return zlib.compress(msgspec.msgpack.encode(stored_inputs), 1), refs, texts, candidates
 
 
 def decode_inputs(blob: bytes, refs: list[BodyRef] | None = None, bodies: dict[str, str] | None = None) -> PlanInput:
