@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from index_speed import DATA, generate  # noqa: E402
+from index_speed import DATA, _loadavg, generate  # noqa: E402
+from lsp_client import cpu_seconds  # noqa: E402
 
 from tests.gateway.fake_upstream import FakeUpstream, Reply, _common_prefix, cacheable  # noqa: E402
 
@@ -168,11 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     bodies = session_requests(workspace, args.turns, args.result_chars)
+    load_before = _loadavg()
     with FakeUpstream(reply="ok") as up:
         proc, url = start_gateway(workspace, up)
         try:
             added, ttfb_gw, ttfb_up, shares, costs_gw, costs_direct, over = [], [], [], [], [], [], 0
             previous, prev_body = None, bodies[0]
+            cpu0 = cpu_seconds(proc.pid)
             for body in bodies:
                 raw = json.dumps(body).encode()
                 f_gw, t_gw, _ = timed_stream(url, raw)
@@ -192,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                     costs_direct.append(len(direct) // 4 - d_cached + CACHED_PRICE * d_cached)
                     over += len(direct) // 4 > WINDOW
                 previous, prev_body = key, body
+            cpu_ms = (cpu_seconds(proc.pid) - cpu0) * 1000 / len(bodies)
             sizes = [len(cacheable("messages", r.json)) // 4 for r in up.model_requests[::2]]
             rss = rss_mb(proc.pid)
             # streaming: one long reply, through vs straight
@@ -203,13 +207,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             proc.terminate()
             proc.wait(10)
-    print(f"gateway benchmark · {workspace} · {len(bodies)} requests · {os.cpu_count()} cores")
+    print(
+        f"gateway benchmark · {workspace} · {len(bodies)} requests · {os.cpu_count()} cores · "
+        f"load average before / after {load_before} / {_loadavg()}"
+    )
 
     def row(label: str, *values: str) -> None:
         print(f"{label:<62}" + "".join(f"{v:>11}" for v in values))
 
     row("measure", "p50", "p95")
     row("added latency per request (through − straight), ms", f"{pct(added, 0.5):.1f}", f"{pct(added, 0.95):.1f}")
+    row("gateway CPU per request (all threads, reply recorded), ms", f"{cpu_ms:.1f}")
     row("time to first byte through the gateway, ms", f"{pct(ttfb_gw, 0.5):.1f}", f"{pct(ttfb_gw, 0.95):.1f}")
     row("time to first byte straight to the upstream, ms", f"{pct(ttfb_up, 0.5):.1f}", f"{pct(ttfb_up, 0.95):.1f}")
     row(f"per-chunk overhead on a {args.chunks}-chunk reply, ms", f"{(t1 - t2) * 1000 / max(1, args.chunks):.3f}")

@@ -1,15 +1,19 @@
-"""A synthetic long agent session through `ctx-lsp serve`: time per turn, compactions, peak RSS.
+"""A synthetic long agent session through `ctx-lsp serve`: time per turn, compactions, peak RSS,
+and whether a plan late in the session costs what one early in it does.
 
     python benchmarks/long_session.py [--turns 500] [--tool-tokens 600] [--context-length 12000]
 
 Each turn: plan, render, append an assistant tool call with a large result and a reply plus the
 next user message, report usage. Checks the invariants as it goes: no plan over budget, every
-message still listed at the end (none lost), and prints a table.
+message still listed at the end (none lost), and prints a table. The plan request alone is timed
+too: its median over the first and over the last ``--window`` turns (target, issue 18: the
+same, ± 10%, however many compactions and archived messages the session holds by then).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -18,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from index_speed import _loadavg
 from lsp_client import StdioClient
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "sample_ws"
@@ -43,7 +48,9 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=500)
     ap.add_argument("--tool-tokens", type=int, default=600)
     ap.add_argument("--context-length", type=int, default=12_000)
+    ap.add_argument("--window", type=int, default=50, help="turns at each end whose plan times are compared")
     args = ap.parse_args()
+    load_before = _loadavg()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".ctx"))
@@ -51,11 +58,12 @@ def main() -> None:
         try:
             client.request("ctx/pinSymbol", {"symbol": "shop.inventory.Product"})
             client.request("ctx/appendMessages", {"messages": [{"id": "u0", "role": "user", "content": TASK}]})
-            per_turn, over_budget, missing_task = [], 0, 0
+            per_turn, plan_ms, over_budget, missing_task = [], [], 0, 0
             t_all = time.perf_counter()
             for k in range(args.turns):
                 t0 = time.perf_counter()
                 plan = client.request("ctx/planContext", {"query": f"part {k}", "contextLength": args.context_length})
+                plan_ms.append((time.perf_counter() - t0) * 1000)
                 over_budget += plan["totals"]["tokens"] > plan["promptBudget"]
                 text = client.request("ctx/renderPrompt", {"planId": plan["planId"], "format": "text"})["text"]
                 missing_task += TASK not in text
@@ -73,6 +81,8 @@ def main() -> None:
         finally:
             client.close()
     per_turn.sort()
+    window = max(1, min(args.window, len(plan_ms) // 2))
+    early, late = statistics.median(plan_ms[:window]), statistics.median(plan_ms[-window:])
     print(
         f"{'turns':>6} {'total':>8} {'turn median':>12} {'turn p90':>9} {'compactions':>12} "
         f"{'over budget':>12} {'lost':>5} {'task missing':>13} {'peak RSS':>9}"
@@ -82,6 +92,11 @@ def main() -> None:
         f"{per_turn[int(0.9 * (len(per_turn) - 1))]:>7.1f}ms {compactions:>12} {over_budget:>12} {lost:>5} "
         f"{missing_task:>13} {rss:>7.0f}MB"
     )
+    print(
+        f"\nplan request, median of turns 1–{window}: {early:.1f} ms; of turns {len(plan_ms) - window + 1}–"
+        f"{len(plan_ms)}: {late:.1f} ms ({(late / early - 1) * 100:+.0f}%; target ± 10%)"
+    )
+    print(f"cores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -40,7 +41,7 @@ from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
-from ctx_lsp.workspace.index import IndexedSymbol, IndexStats, WorkspaceIndex
+from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -56,6 +57,7 @@ MAX_INSTRUCTIONS_BYTES = 256 * 1024  # an instruction file is prose for every re
 MASKED_CACHE_TEXTS = 256  # texts whose masked form ``mask_text`` remembers
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
 RAG_QUERY_CHARS = 8_000
+RETRIEVALS_KEPT = 32  # candidate lists (hundreds of items each) kept while the index is unchanged
 
 
 class UserError(ValueError):
@@ -397,19 +399,45 @@ class Engine:
         # retrieval reads the head of each recent question: a pasted log is not a search query
         recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
         rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
-        ranked = self._ranked(
-            rag_query,
-            open_files=req.open_files,
-            focus_path=req.focus.path if req.focus else None,
-            # graph seeds: the symbol at the cursor and the pinned symbols
-            seeds=[i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol],
-            activation=req.activation,
-        )
-        fill = retrieval.graph_fill(ranked, self.index)
-        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count, fill=fill)
+        focus_path = req.focus.path if req.focus else None
+        # graph seeds: the symbol at the cursor and the pinned symbols
+        seeds = tuple(i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol)
+        # the same question asked the same way of the same index gets the same candidates: a
+        # re-plan after a pin or a message, an agent's requests within one task
+        key = (rag_query, tuple(req.open_files), focus_path, seeds, tuple(sorted(req.activation.items())))
+        key += (mode, cal, counter.encoding, self.config.retrieval_limit)
+        retrieved = self.index.memo("retrieved", RETRIEVALS_KEPT)
+        found = retrieved.get(key)
+        if found is None:
+            ranked = self._ranked(
+                rag_query, open_files=req.open_files, focus_path=focus_path, seeds=seeds, activation=req.activation
+            )
+            fill = retrieval.graph_fill(ranked, self.index)
+            found = retrieved[key] = tuple(self._offer(ranked, mode, counter, cal, fill))
+        candidates = list(found)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
         return candidates
+
+    def _offer(
+        self,
+        ranked: retrieval.Ranked,
+        mode: Mode,
+        counter: TokenCounter,
+        cal: float,
+        fill: Sequence[tuple[retrieval.Head, float, str]] = (),
+    ) -> list[Item]:
+        """The ranked symbols as candidate items: read whole only when offered, and made once
+        per state of the index (the index's memo)."""
+        return retrieval.candidates(
+            ranked,
+            mode,
+            cal,
+            count=counter.count,
+            fill=fill,
+            load=self.index.symbols_by_id,
+            memo=self.index.memo("items"),
+        )
 
     def _ranked(
         self,
@@ -419,7 +447,7 @@ class Engine:
         focus_path: str | None = None,
         seeds: list[str] | tuple[str, ...] = (),
         activation: dict[str, tuple[float, str]] | None = None,
-    ) -> list[tuple[IndexedSymbol, float, str]]:
+    ) -> retrieval.Ranked:
         pointers = signals.read(query)  # tracebacks, paths, names: exact pointers, not words
         hits = self.index.search(pointers.search_text, limit=min(self.config.retrieval_limit * 2, 1000))
         ranked = retrieval.rank(
@@ -453,7 +481,7 @@ class Engine:
         model = model or self.resolve_model(None)
         counter, cal = model.counter, model.estimator.calibration
         ranked = self._ranked(query, seeds=seeds)
-        candidates = retrieval.candidates(ranked, mode, cal, count=counter.count)
+        candidates = self._offer(ranked, mode, counter, cal)
         included, excluded = select_retrieved(tuple(candidates), budget, mode)
         return CodeSearch(
             query=query,

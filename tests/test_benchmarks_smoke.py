@@ -133,6 +133,7 @@ def test_gateway_latency_prints_its_table() -> None:
     )
     for row in (
         "added latency per request",
+        "gateway CPU per request",
         "time to first byte through the gateway",
         "per-chunk overhead",
         "gateway RSS",
@@ -140,6 +141,28 @@ def test_gateway_latency_prints_its_table() -> None:
         "cache-weighted input cost",
     ):
         assert row in out, out
+
+
+def test_warm_plan_prints_its_table(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    out = run(str(BENCH / "warm_plan.py"), str(ws), "--runs", "3", "--db", str(tmp_path / "index.sqlite3"))
+    for mode in ("light", "heavy"):
+        assert f"| {mode} | re-plans | 3 |" in out and f"| {mode} | first sight |" in out, out
+    assert "cores:" in out and "load average" in out and "floor: planner alone" in out
+
+
+def test_lsp_plan_latency_prints_its_table(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    out = run(str(BENCH / "lsp_plan_latency.py"), str(ws), "--runs", "2", "--pins", "1", "--turns", "2", timeout=120)
+    assert "| all (8 questions) | 16 |" in out, out
+    assert "session: 1 pins, 2 turns" in out and "server CPU per plan" in out and "load average" in out
+
+
+def test_long_session_prints_its_table() -> None:
+    out = run(str(BENCH / "long_session.py"), "--turns", "6", "--window", "2", timeout=120)
+    assert "plan request, median of turns 1–2" in out and "of turns 5–6" in out, out
+    last = out.splitlines()[1].split()
+    assert last[0] == "6" and last[5] == "0" and last[6] == "0", out  # none over budget, none lost
 
 
 def test_tool_outputs_prints_its_table() -> None:

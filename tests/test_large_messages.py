@@ -215,7 +215,8 @@ def test_large_texts_are_stored_once_and_read_by_head(tmp_path: Path):
 def test_plan_inputs_keep_large_texts_by_reference():
     msgs = parse_messages([*tool_turn(1, log(BODY_MIN_BYTES * 3)), {"role": "user", "content": "and?"}])
     inputs = plan_input(context_length=200_000, max_completion=1_000, conv=Conversation(build_turns(msgs, COUNTER)))
-    blob, refs, bodies = encode_inputs(inputs)
+    blob, refs, bodies, candidates = encode_inputs(inputs)
+    assert not candidates
     assert len(refs) == 1 and len(bodies) == 1  # the result in its whole form (the masked one is a stub)
     assert len(blob) < BODY_MIN_BYTES
     assert decode_inputs(blob, refs, bodies) == inputs

@@ -332,9 +332,33 @@ def test_search_limit_kinds_and_determinism(index: WorkspaceIndex) -> None:
     assert [h.symbol.id for h in hits] == [h.symbol.id for h in index.search("stock invoice discount", limit=5)]
     classes = index.search("stock invoice discount", kinds={"class"})
     assert classes and {h.symbol.kind for h in classes} == {"class"}
-    hit = index.search("calculate_invoice_total", limit=1)[0].symbol
-    assert isinstance(hit, IndexedSymbol)
+    head = index.search("calculate_invoice_total", limit=1)[0].symbol
+    assert not hasattr(head, "body")  # a hit is the symbol's head; its texts are read by row id
+    hit = index.symbols_by_id([head.id])[head.id]
+    assert isinstance(hit, IndexedSymbol) and hit.qualname == head.qualname
     assert hit.body.startswith("def calculate_invoice_total(") and hit.body_tokens > 0
+
+
+def test_what_plans_read_is_kept_until_the_index_changes(index: WorkspaceIndex) -> None:
+    """Searches, neighbours and symbols are answered from memory while the database is
+    unchanged, and read again as soon as any connection commits a change."""
+    before = index.search("loyalty points")
+    assert index.search("loyalty points") == before  # from memory: the same hits
+    assert not [h for h in before if h.symbol.name == "award_loyalty_points"]
+    source = b'def award_loyalty_points(order):\n    """Loyalty points for an order."""\n    return 1\n'
+    index.update_file("shop/loyalty.py", source)
+    head = next(h.symbol for h in index.search("loyalty points") if h.symbol.name == "award_loyalty_points")
+    assert index.get_many([head.qualname])[head.qualname].id == head.id
+    index.remove_file("shop/loyalty.py")
+    assert not index.get_many([head.qualname]) and not index.symbols_by_id([head.id])
+    # another connection's commit (another index object on the same file, as a second editor's
+    # server would be) is seen too
+    other = WorkspaceIndex(index.root, db_path=index.db_path)
+    try:
+        other.update_file("shop/loyalty.py", source)
+    finally:
+        other.close()
+    assert [h for h in index.search("loyalty points") if h.symbol.name == "award_loyalty_points"]
 
 
 # -- lookups -------------------------------------------------------------------------------

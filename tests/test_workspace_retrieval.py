@@ -316,7 +316,7 @@ def test_graph_fill_offers_code_around_the_best_hits_below_everything_else(index
     whys = {sym.qualname: why for sym, _, why in fill}
     assert whys["shop.storage.StockRepository"] == "graph fill: the class of StockRepository.load"
     assert not {s.qualname for s, _, _ in ranked} & set(whys)
-    items = retrieval.candidates(ranked, "heavy", 1.0, fill=fill)
+    items = retrieval.candidates(ranked, "heavy", 1.0, fill=fill, load=index.symbols_by_id)
     lowest_ranked = min(i.score or 0 for i in items if not (i.why or "").startswith("graph fill"))
     filled = [i for i in items if (i.why or "").startswith("graph fill")]
     assert filled and all((i.score or 0) < lowest_ranked for i in filled)

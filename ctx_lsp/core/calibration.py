@@ -32,7 +32,11 @@ def nearest_rank(ordered: Sequence[float], q: float) -> float:
 def ratio_stats(reports: Iterable[tuple[int, int]]) -> RatioStats | None:
     """Statistics of actual / estimate over (raw estimate, actual) pairs; pairs without a
     positive estimate say nothing and are left out. None when no pair is left."""
-    ratios = sorted(actual / estimate for estimate, actual in reports if estimate > 0)
+    return stats_of(sorted(actual / estimate for estimate, actual in reports if estimate > 0))
+
+
+def stats_of(ratios: Sequence[float]) -> RatioStats | None:
+    """``ratio_stats`` of ratios already in ascending order (kept sorted as reports arrive)."""
     if not ratios:
         return None
     return RatioStats(

@@ -41,10 +41,20 @@ def chain_id(parent: str | None, m: Message) -> str:
     return "g-" + content_id(parent or "", message_key(m))
 
 
-def chain_ids(messages: Sequence[Message], parent: str | None = None) -> list[str]:
+def chain_ids(
+    messages: Sequence[Message], parent: str | None = None, known: dict[tuple[str | None, Message], str] | None = None
+) -> list[str]:
+    """The chained ids of ``messages``. ``known``: ids found before, by (parent id, message) — an
+    assistant resends the whole conversation every request, and hashing it all again (its tool
+    results too) costs more than looking each message up."""
     out = []
     for m in messages:
-        parent = chain_id(parent, m)
+        found = known.get((parent, m)) if known is not None else None
+        if found is None:
+            found = chain_id(parent, m)
+            if known is not None:
+                known[parent, m] = found
+        parent = found
         out.append(parent)
     return out
 

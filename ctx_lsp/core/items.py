@@ -1,7 +1,11 @@
 """The planner's vocabulary (docs/architecture.md): items, atoms, turns, pins, budgets and the plan.
 
 Everything here is a frozen msgspec Struct so that inputs hash and encode deterministically:
-the plan id is a digest of the encoded inputs, and the plan's JSON is byte-stable.
+the plan id is a digest of the encoded inputs, and the plan's JSON is byte-stable. The ones made
+by the thousand (items, their ranges, messages, plan items) are not tracked by the cyclic garbage
+collector (``gc=False``): frozen and holding only strings, numbers and other such structs, they
+cannot form a cycle, and warm plans keep many of them alive (the index's memo, the plan cache),
+which every full collection would otherwise walk.
 """
 
 from __future__ import annotations
@@ -37,12 +41,12 @@ NOTE = "note"
 INSTRUCTIONS = "instructions"  # agent instruction files (AGENTS.md, CLAUDE.md, ...)
 
 
-class Position(msgspec.Struct, frozen=True):
+class Position(msgspec.Struct, frozen=True, gc=False):
     line: int
     character: int
 
 
-class Range(msgspec.Struct, frozen=True):
+class Range(msgspec.Struct, frozen=True, gc=False):
     start: Position
     end: Position
 
@@ -51,13 +55,13 @@ class Range(msgspec.Struct, frozen=True):
         return cls(Position(start_line, 0), Position(end_line, end_character))
 
 
-class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
+class ToolCall(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     id: str
     name: str
     arguments: str = ""  # the JSON text the model produced, kept verbatim
 
 
-class Message(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+class Message(msgspec.Struct, frozen=True, gc=False, kw_only=True, rename="camel", omit_defaults=True):
     id: str
     role: Role
     content: str = ""
@@ -66,7 +70,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_de
     name: str | None = None
 
 
-class Item(msgspec.Struct, frozen=True, kw_only=True):
+class Item(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Anything that could go into a prompt. ``tokens`` is the estimate the budget is charged.
 
     Conversation atoms carry their ``messages``; an atom whose tool results may be masked to a
@@ -93,7 +97,7 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
     pending: bool = False  # an atom with a tool call whose result has not arrived: required
 
 
-class Turn(msgspec.Struct, frozen=True):
+class Turn(msgspec.Struct, frozen=True, gc=False):
     """A user message through the assistant's final reply: its atoms in chronological order."""
 
     atoms: tuple[Item, ...]
@@ -104,7 +108,7 @@ class Conversation(msgspec.Struct, frozen=True):
     summary: Item | None = None  # the latest compaction summary, standing in for archived turns
 
 
-class PinSpec(msgspec.Struct, frozen=True, kw_only=True):
+class PinSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     pin_id: str
     kind: PinKind = "sticky"
     policy: PinPolicy = "automatic"
@@ -113,7 +117,7 @@ class PinSpec(msgspec.Struct, frozen=True, kw_only=True):
     seq: int = 0  # creation order: newer pins win ties
 
 
-class PinnedItem(msgspec.Struct, frozen=True):
+class PinnedItem(msgspec.Struct, frozen=True, gc=False):
     pin: PinSpec
     item: Item
 
@@ -170,7 +174,7 @@ class PlanInput(msgspec.Struct, frozen=True, kw_only=True):
 # ---- the plan, as clients see it (docs/protocol.md; camelCase on the wire) ---------------------
 
 
-class PlanItem(msgspec.Struct, frozen=True, rename="camel"):
+class PlanItem(msgspec.Struct, frozen=True, gc=False, rename="camel"):
     """Fields in this order may be given positionally (the planner's hot path does)."""
 
     id: str

@@ -467,6 +467,7 @@ class _RagPack:
         self.symbols: dict[str, str] = {}  # symbol → id of its included form
         self.code: dict[str, list[Item]] = {}  # path → included code items
         self.in_file: dict[str, list[Item]] = {}  # path → included items
+        self.file_tokens: dict[str, int] = {}  # path → tokens of its included items
         self.inside_of: dict[str, str] = {}  # id → title of the included item it lies inside
 
     def _container(self, item: Item) -> Item | None:
@@ -501,6 +502,11 @@ class _RagPack:
         form = self.symbols.get(item.symbol) if item.symbol else None
         if form is not None and (item.kind != SYMBOL_BODY or self.chosen[form].kind == SYMBOL_BODY):
             return None  # in already; only a card may give way to its body
+        # what it could replace is in its file: a bound that turns most misses away before the
+        # scans below (late in a pack, with little room, nearly every item is a miss)
+        freed = self.file_tokens.get(item.path, 0) if item.path and item.kind in CODE_KINDS else 0
+        if item.tokens - freed > limit:
+            return None
         if self._container(item) is not None:
             return None
         parts = self._parts(item)
@@ -521,6 +527,7 @@ class _RagPack:
             self.symbols[item.symbol] = item.id
         if item.path:
             self.in_file.setdefault(item.path, []).append(item)
+            self.file_tokens[item.path] = self.file_tokens.get(item.path, 0) + item.tokens
             if item.kind in CODE_KINDS:
                 self.code.setdefault(item.path, []).append(item)
         self.room -= cost
@@ -532,6 +539,7 @@ class _RagPack:
             del self.symbols[item.symbol]
         if item.path:
             self.in_file[item.path] = [c for c in self.in_file[item.path] if c.id != item.id]
+            self.file_tokens[item.path] -= item.tokens
             self.code[item.path] = [c for c in self.code.get(item.path, ()) if c.id != item.id]
         self.inside_of[item.id] = container
 

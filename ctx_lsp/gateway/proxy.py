@@ -240,7 +240,11 @@ class Gateway:
                 planned.note = "sent as planned: the review timed out"
         if planned.session is not None and planned.parsed is not None:
             self._keep_sent(api, planned)
-        return await self._send(request, api, planned, added)
+        try:
+            return await self._send(request, api, planned, added)
+        finally:
+            if planned.plan is not None:  # the plan is kept for replay once the reply is on its way
+                await self.run(self.sessions.flush)
 
     async def _review(self, review_id: str, planned: Planned) -> str:
         assert self.reviewer is not None
@@ -370,6 +374,10 @@ class Gateway:
         (with what sending it direct would have repeated of the client's previous request)."""
         plan = planned.plan
         assert plan is not None
+        with self.sessions.batch():  # a dozen writes, one commit
+            self._store_reply(planned, reply, record, plan)
+
+    def _store_reply(self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan) -> None:
         self.sessions.record_reply(
             plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )

@@ -4,10 +4,14 @@ window: only archived turns, which the prompt otherwise sees only through the su
 
 from __future__ import annotations
 
+import heapq
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
+
+import msgspec
 
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import HISTORY_CHUNK, Item, Message
@@ -19,6 +23,8 @@ K1, B = 1.2, 0.75
 MAX_CHUNK_CHARS = 12_000  # a chunk is one archived turn, cut so one huge tool dump cannot dominate
 HISTORY_WEIGHT = 0.5  # history competes with code, a little below it: the code is the ground truth
 HISTORY_LIMIT = 32  # candidates per plan, the best by score: more could not fit the rag section anyway
+INDEXES_KEPT = 8  # lists of archived turns indexed (sessions planned lately)
+INDEX_WORDS = 2_000  # postings kept per index; past it, they are made again as asked
 
 
 def _terms(text: str) -> list[str]:
@@ -26,34 +32,124 @@ def _terms(text: str) -> list[str]:
 
 
 class _Chunk:
-    __slots__ = ("doc", "length", "tf", "title")
+    __slots__ = ("doc", "length", "made", "tf", "title")
 
     def __init__(self, turn: Sequence[Message]) -> None:
         self.doc = transcript(turn)[:MAX_CHUNK_CHARS]
         self.tf = Counter(_terms(self.doc))
         self.length = sum(self.tf.values())
         self.title = f"earlier turn: {' '.join(turn[0].content[:400].split())[:60]}"
+        self.made: tuple[tuple[str, TokenCounter, float], Item] | None = None  # its item, unscored
+
+
+class _Index:
+    """The chunks of one list of archived turns, in order, and the postings (chunk number, term
+    count) of the words asked for: a compaction adds turns to the list, and the index grows with
+    it instead of being read again."""
+
+    __slots__ = ("best", "chunks", "postings", "total", "turns")
+
+    def __init__(self) -> None:
+        self.turns: list[Sequence[Message]] = []
+        self.chunks: list[_Chunk] = []
+        self.total = 0  # words in all chunks
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        # the best chunks (number, score) for a query's words, until the index grows: an agent's
+        # turns ask with the same words (the task's) until the next compaction
+        self.best: dict[tuple[str, ...], list[tuple[int, float]]] = {}
+
+    def extend(self, turns: Sequence[Sequence[Message]], chunks: list[_Chunk]) -> None:
+        self.best.clear()
+        base = len(self.chunks)
+        self.turns += turns
+        self.chunks += chunks
+        self.total += sum(c.length for c in chunks)
+        for w, found in self.postings.items():
+            found.extend((base + k, c.tf[w]) for k, c in enumerate(chunks) if w in c.tf)
+
+    def posting(self, word: str) -> list[tuple[int, int]]:
+        found = self.postings.get(word)
+        if found is None:
+            if len(self.postings) >= INDEX_WORDS:
+                self.postings.clear()
+            found = self.postings[word] = [(k, f) for k, c in enumerate(self.chunks) if (f := c.tf.get(word))]
+        return found
 
 
 class HistoryChunks:
-    """Archived turns never change, so each is read into a chunk (text and term counts) once."""
+    """Archived turns never change, so each is read into a chunk (text and term counts) once.
+    ``generation`` moves when chunks are forgotten (past ``limit``)."""
 
     def __init__(self, limit: int = 20_000) -> None:
         self._chunks: dict[tuple[str, ...], _Chunk] = {}
+        # a turn's list object → (the list, its chunk): the sessions engine keeps each session's
+        # archived turns as the same lists from plan to plan, so most look-ups cost no key
+        self._lists: dict[int, tuple[Sequence[Message], _Chunk]] = {}
+        self._indexes: list[_Index] = []  # the latest first
         self._limit = limit
+        self.generation = 0
 
     def has(self, turn: Sequence[Message]) -> bool:
         """Whether ``turn`` is read already (its messages' texts are then not needed)."""
-        return tuple(m.id for m in turn) in self._chunks
+        known = self._lists.get(id(turn))
+        return (known is not None and known[0] is turn) or tuple(m.id for m in turn) in self._chunks
 
     def of(self, turn: Sequence[Message]) -> _Chunk:
+        known = self._lists.get(id(turn))
+        if known is not None and known[0] is turn:
+            return known[1]
         key = tuple(m.id for m in turn)
         chunk = self._chunks.get(key)
         if chunk is None:
             if len(self._chunks) >= self._limit:
                 self._chunks.clear()
+                self._lists.clear()
+                self._indexes.clear()
+                self.generation += 1
             chunk = self._chunks[key] = _Chunk(turn)
+        if not any(m.content for m in turn):  # a list without texts is one the engine keeps
+            if len(self._lists) >= 2 * self._limit:
+                self._lists.clear()
+            self._lists[id(turn)] = (turn, chunk)
         return chunk
+
+    def index(self, turns: Sequence[Sequence[Message]]) -> _Index:
+        """The index of ``turns``: one made before for the same turns (the same lists), grown by
+        the turns added since, else a new one."""
+        for n, idx in enumerate(self._indexes):
+            size = len(idx.turns)
+            if size <= len(turns) and all(map(operator.is_, idx.turns, turns[:size])):
+                self._indexes.insert(0, self._indexes.pop(n))
+                break
+        else:
+            idx = _Index()
+            self._indexes.insert(0, idx)
+            del self._indexes[INDEXES_KEPT:]
+        if len(idx.turns) < len(turns):
+            added = turns[len(idx.turns) :]
+            idx.extend(added, [self.of(t) for t in added])
+        return idx
+
+
+def _best(idx: _Index, q: list[str]) -> list[tuple[int, float]]:
+    """(chunk number, BM25 score) of the ``HISTORY_LIMIT`` best chunks for the words ``q``, in
+    the conversation's order (a long session's history does not grow every plan)."""
+    read = idx.chunks
+    n = len(read)
+    avg = idx.total / n or 1.0
+    norm = [K1 * (1 - B + B * c.length / avg) for c in read]
+    scores: dict[int, float] = {}
+    for w in q:
+        found = idx.posting(w)
+        if not found:
+            continue
+        df = len(found)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for k, f in found:
+            scores[k] = scores.get(k, 0.0) + idf * f * (K1 + 1) / (f + norm[k])
+    if len(idx.best) >= INDEX_WORDS:
+        idx.best.clear()
+    return sorted(heapq.nsmallest(HISTORY_LIMIT, scores.items(), key=lambda s: (-s[1], s[0])))
 
 
 def history_candidates(
@@ -65,45 +161,38 @@ def history_candidates(
 ) -> list[Item]:
     """One item per archived turn that shares a word with the query, scored by BM25, for the
     ``HISTORY_LIMIT`` best turns. A turn already read into ``chunks`` needs only its message ids
-    (its texts may be empty)."""
-    q = set(_terms(query))
+    (its texts may be empty). The words are scored in sorted order (the same sums in every
+    process), each over its postings only."""
+    q = sorted(set(_terms(query)))
     if not turns or not q:
         return []
     chunks = chunks or HistoryChunks()
-    read = [chunks.of(t) for t in turns]
-    avg = sum(c.length for c in read) / len(read) or 1.0
-    df = Counter(w for c in read for w in q if w in c.tf)
-    n = len(read)
-    scored = []
-    for k, chunk in enumerate(read):
-        tf, length = chunk.tf, chunk.length
-        score = 0.0
-        matched = []
-        for w in q:
-            f = tf.get(w, 0)
-            if not f:
-                continue
-            idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-            score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
-            matched.append(w)
-        if score > 0:
-            scored.append((score, k, matched))
-    # the best few, in the conversation's order: a long session's history does not grow every plan
-    best = sorted(sorted(scored, key=lambda s: (-s[0], s[1]))[:HISTORY_LIMIT], key=lambda s: s[1])
+    idx = chunks.index(turns)
+    read = idx.chunks
+    best = idx.best.get(tuple(q))
+    if best is None:
+        best = idx.best[tuple(q)] = _best(idx, q)
     out = []
-    for score, k, matched in best:
+    for k, score in best:
         chunk = read[k]
-        text = f"# Earlier in this conversation (archived turn, message {turns[k][0].id}):\n{chunk.doc}"
-        out.append(
-            Item(
+        matched = [w for w in q if w in chunk.tf]
+        key = (turns[k][0].id, counter, calibration)
+        if chunk.made is None or chunk.made[0] != key:
+            text = f"# Earlier in this conversation (archived turn, message {turns[k][0].id}):\n{chunk.doc}"
+            made = Item(
                 id="history:" + content_id(text),
                 section="rag",
                 kind=HISTORY_CHUNK,
                 title=chunk.title,
                 text=text,
                 tokens=scaled(counter.count(text) + 1, calibration),
+            )
+            chunk.made = (key, made)
+        out.append(
+            msgspec.structs.replace(
+                chunk.made[1],
                 score=round(score * HISTORY_WEIGHT, 6),
-                why=f"older history, bm25 {score:.2f} on {', '.join(sorted(matched))} (×{HISTORY_WEIGHT})",
+                why=f"older history, bm25 {score:.2f} on {', '.join(matched)} (×{HISTORY_WEIGHT})",
             )
         )
     return out

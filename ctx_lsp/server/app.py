@@ -178,9 +178,10 @@ async def plan_context(ls: CtxServer, params: Any) -> Reply:
         replan.supersede(ls, req.session)
     outcome = await ls.run(ls.sessions.plan, req)
     replan.push_events(ls)
-    if not p.dry_run:
-        await replan.announce(ls, req.session, outcome.result.plan)
-    return P.encode(outcome.result.plan)
+    if not p.dry_run:  # the reply first; then the plan is kept for replay, and the meter follows
+        plan = outcome.result.plan
+        ls.after_reply(lambda: replan.after_plan(ls, req.session, plan))
+    return outcome.result.plan  # type: ignore[return-value]  # a Struct: encoded in one pass (transport)
 
 
 @server.feature("ctx/renderPrompt")

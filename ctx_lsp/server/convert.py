@@ -62,6 +62,7 @@ def plan_request(paths: Paths, p: P.PlanContextParams, session: str) -> SessionP
         dry_run=p.dry_run,
         extra_pins=[pin_intent(paths, x) for x in p.extra_pins or []],
         drop_items=list(p.drop_items or []),
+        keep_later=True,  # the handler's reply goes first; the meter that follows it flushes
     )
 
 

@@ -163,6 +163,11 @@ class CtxServer(LanguageServer):
     def warn(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ctx-lsp: {message}"))
 
+    def after_reply(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Start ``work`` once the reply to the request being handled is written (the client
+        reads its answer first; e.g. the notifications and the writes that follow a plan)."""
+        self.protocol.after_reply.append(lambda: self.spawn(work()))
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
         self.background.add(task)

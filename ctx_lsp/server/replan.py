@@ -37,6 +37,17 @@ async def announce(ls: CtxServer, session: str, plan: ContextPlan | None) -> Non
     ls.notify("ctx/budgetChanged", convert.meter(await ls.run(ls.sessions.meter, session)))
 
 
+async def after_plan(ls: CtxServer, session: str, plan: ContextPlan) -> None:
+    """Once a plan's reply is out: keep the plan for replay (the meter reads the store, which
+    writes it first) and announce it with the new meter."""
+    if not ls.serving:
+        return
+    try:
+        await announce(ls, session, plan)
+    except JsonRpcException as err:  # the plan was answered; only the meter after it failed
+        log.warning("the meter after plan %s failed: %s", plan.plan_id, err)
+
+
 def supersede(ls: CtxServer, session: str) -> None:
     """A plan for the session is coming: the deferred re-plan is not needed."""
     pending = ls.pending_replan.pop(session, None)

@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import re
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any, BinaryIO, Protocol
 
+import msgspec
 from cattrs import transform_error
 from cattrs.errors import ClassValidationError
 from lsprotocol import types
@@ -52,6 +55,7 @@ ID_SCAN_BYTES = 64 * 1024  # how much of an over-long message is read to find it
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = P.PARSE_ERROR, P.INVALID_REQUEST, P.INVALID_PARAMS
 NOT_INITIALIZED = P.NOT_INITIALIZED
 
+_ENCODE = msgspec.json.Encoder().encode
 _HEADER_AT_END = re.compile(rb"content-length[ \t]*:[ \t]*\d+[ \t]*\r?\n\Z", re.IGNORECASE)
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _SPACE = b" \t\r\n"
@@ -69,6 +73,30 @@ class CtxProtocol(LanguageServerProtocol):
         self.initialize_received = False  # reset by the server when its initialize fails
         self.client_initialized = False  # the client's `initialized` notification arrived
         self.workspace_root: str | None = None  # set by the server once initialized
+        self.after_reply: list[Callable[[], None]] = []  # run once the next reply is written
+        self._writes: set[asyncio.Future[Any]] = set()
+
+    def _send_data(self, data: Any) -> None:
+        """A reply whose result is one of our msgspec Structs (a plan: hundreds of items) is
+        encoded by msgspec in one pass, instead of pygls' cattrs walk over the whole result and
+        then ``json.dumps``; everything else as pygls sends it. Then what was waiting for a
+        reply to be out (``after_reply``) runs."""
+        result = getattr(data, "result", None)
+        if isinstance(result, msgspec.Struct) and self.writer is not None:
+            body = _ENCODE({"id": data.id, "jsonrpc": "2.0", "result": result})
+            if self._include_headers:
+                content_type = f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}"
+                body = f"Content-Length: {len(body)}\r\n{content_type}\r\n\r\n".encode() + body
+            res = self.writer.write(body)
+            if inspect.isawaitable(res):  # a socket's writer: drained as pygls does
+                self._writes.add(task := asyncio.ensure_future(res))
+                task.add_done_callback(self._writes.discard)
+        else:
+            super()._send_data(data)
+        if self.after_reply and (hasattr(data, "result") or hasattr(data, "error")):
+            waiting, self.after_reply = self.after_reply, []
+            for fn in waiting:
+                fn()
 
     def handle_message(self, message: Any) -> None:
         method = getattr(message, "method", None)

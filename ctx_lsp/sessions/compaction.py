@@ -37,9 +37,18 @@ class Compactions:
 
     def summary_for(self, session: str, path: list[MessageMeta]) -> dict[str, Any] | None:
         """The latest compaction whose archived messages are on this path (branches share them)."""
-        on_path = {m.id for m in path}
+        on_path: set[str] | None = None
         for c in reversed(self.shared.store.compactions(session)):
-            if c["archivedIds"] and c["archivedIds"][-1] in on_path:
+            if not c["archivedIds"]:
+                continue
+            last = c["archivedIds"][-1]
+            if on_path is None:
+                # the latest one's last message usually sits just before the active part: found
+                # from the end of a long path without reading all of it
+                if any(m.id == last for m in reversed(path)):
+                    return c
+                on_path = {m.id for m in path}
+            elif last in on_path:
                 return c
         return None
 

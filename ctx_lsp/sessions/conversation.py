@@ -4,7 +4,7 @@ part of the conversation a plan reads — only what its budget could show."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -26,6 +26,9 @@ QUESTION_SLACK_BYTES = 4096  # a latest user message this much longer than the q
 @dataclass(slots=True)
 class Conversation:
     shared: Shared
+    # per session: the archived messages' ids, their turns (texts left out), and the chunks'
+    # generation when every turn was read into a chunk
+    archived: dict[str, tuple[tuple[str, ...], list[list[Message]], int]] = field(default_factory=dict)
 
     def append_raw(self, session: str, branch: str | None, raw: list[dict[str, Any]]) -> list[StoredMessage]:
         """Append chat messages as clients send them (OpenAI's or our camelCase spelling). A
@@ -134,12 +137,28 @@ class Conversation:
         return out, used, window.start
 
     def history(self, session: str, archived: list[MessageMeta]) -> list[list[Message]]:
-        """Archived turns for older-history retrieval: the heads of their texts, read only for
-        turns not read into chunks before."""
-        turns = group_turns([m.to_message() for m in archived])
+        """Archived turns for older-history retrieval, each read into a chunk (the heads of its
+        texts) once: the turns come back without their texts. They are kept per session (the same
+        lists while nothing more is archived; a compaction adds turns): a long session archives
+        thousands of messages, and every plan asks."""
+        ids = tuple(m.id for m in archived)
         chunks = self.shared.engine.history_chunks
-        missing = [m.id for t in turns if not chunks.has(t) for m in t]
-        if not missing:
-            return turns
-        heads = self.shared.store.contents(session, missing, prefix=True)
-        return [[msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in t] for t in turns]
+        kept = self.archived.get(session)
+        read = 0  # the first turns, known to be read into chunks
+        if kept is not None and kept[0] == ids:
+            turns = kept[1]
+            if kept[2] == chunks.generation:  # every turn was read into a chunk already
+                return turns
+        elif kept is not None and ids[: len(kept[0])] == kept[0] and archived[len(kept[0])].role == "user":
+            # more turns archived after the kept ones (a compaction archives whole turns)
+            turns = kept[1] + group_turns([m.to_message() for m in archived[len(kept[0]) :]])
+            read = len(kept[1]) if kept[2] == chunks.generation else 0
+        else:
+            turns = group_turns([m.to_message() for m in archived])
+        missing = [t for t in turns[read:] if not chunks.has(t)]
+        if missing:  # read into chunks now, so the turns go on as the same lists, without texts
+            heads = self.shared.store.contents(session, [m.id for t in missing for m in t], prefix=True)
+            for t in missing:
+                chunks.of([msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in t])
+        self.archived[session] = (ids, turns, chunks.generation)
+        return turns

@@ -3,6 +3,7 @@ involves memory. It composes the rooms of this package and holds no logic of its
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ctx_lsp.core.items import Message, Mode, PlanItem
@@ -129,6 +130,15 @@ class SessionEngine:
 
     def plan(self, req: SessionPlanRequest) -> PlanOutcome:
         return self._planning.plan(req)
+
+    def flush(self) -> None:
+        """Write what was kept for after the reply (a plan made with ``keep_later``)."""
+        self.store.flush()
+
+    def batch(self) -> AbstractContextManager[None]:
+        """What is written inside, in one transaction of the store (one commit for a request that
+        writes many times)."""
+        return self.store.batch()
 
     def replan_latest(self, session: str) -> PlanOutcome | None:
         return self._planning.replan_latest(session)

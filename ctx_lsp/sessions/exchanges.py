@@ -35,6 +35,7 @@ TITLE_CHARS = 80
 # savings below this buy no automatic context yet: too little for a useful block, and what the
 # estimate of "direct" is unsure of
 MIN_ALLOWANCE = 1_000
+CHAINED_KEPT = 20_000  # messages whose chained ids are remembered
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +100,20 @@ class Exchanges:
     # per session: what retrieval chose for the current turn's question; the turn's later requests
     # (an agent loop) carry the same block, so each repeats the one before byte for byte
     contexts: dict[str, tuple[tuple[str | None, str], list[Item]]] = field(default_factory=dict)
+    # the chained ids of messages seen before: every request resends the whole conversation
+    chained: dict[tuple[str | None, Message], str] = field(default_factory=dict)
 
     def plan(self, ex: Exchange) -> ExchangePlan:
+        with self.shared.store.batch():  # the sync and the plan's writes, one commit
+            return self._plan(ex)
+
+    def _plan(self, ex: Exchange) -> ExchangePlan:
         shared, store = self.shared, self.shared.store
         shared.require_memory()
         shared.open_session(ex.session)
-        ids = chain_ids(ex.messages)
+        if len(self.chained) >= CHAINED_KEPT:
+            self.chained.clear()
+        ids = chain_ids(ex.messages, known=self.chained)
         known, branch = store.follow(ex.session, ids)
         new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
         new = self._shrink(ex, new)
@@ -152,12 +161,12 @@ class Exchanges:
             candidates=kept_context,
             allowance=allowance,
         )
-        outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+        outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         after = (len(store.compactions(ex.session)), mode, versions)
         if request.scaffold is not None and after != key:  # it compacted: the prompt's start changes now
             allowance = self._allowance(ex, model, mode, None, kept_context)
             request = replace(request, scaffold=None, allowance=allowance)
-            outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request))
+            outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         if request.scaffold is None:  # what was chosen is kept: what was not paid for stays out too
             chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
             self.scaffolds[ex.session] = (after, chosen_scaffold)

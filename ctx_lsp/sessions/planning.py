@@ -43,7 +43,8 @@ class Planning:
         cal = model.estimator.calibration
         notes: list[str] = []
         meta = store.path_meta(req.session, record.branch)
-        sizes = self.conversation.sizes(req.session, [m for m in meta if m.archived_by is None], model.counter)
+        active = [m for m in meta if m.archived_by is None]
+        sizes = self.conversation.sizes(req.session, active, model.counter)
         compacted = (
             not req.dry_run
             and not record.rolling
@@ -51,8 +52,8 @@ class Planning:
         )
         if compacted:
             meta = store.path_meta(req.session, record.branch)
+            active = [m for m in meta if m.archived_by is None]
         cluster_id = self.reflections.cluster_for(record, ask.query, persist=not req.dry_run)
-        active = [m for m in meta if m.archived_by is None]
         conversation, sizes, skipped = self.conversation.window(
             req.session, active, sizes, ask.query, model, budget, ask.query_in_conversation
         )
@@ -90,7 +91,7 @@ class Planning:
         outcome = PlanOutcome(result=result, inputs=inputs, counter=counter, timings_ms=timings)
         if not req.dry_run:
             loaded = frozenset(i for i, size in sizes.items() if size.loaded)
-            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome, loaded)
+            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome, loaded, later=req.keep_later)
             if model_name and model_name != record.model:
                 store.set_model(req.session, model_name)
         return outcome

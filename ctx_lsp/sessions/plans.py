@@ -40,9 +40,12 @@ class Plans:
         options: PlanOptions,
         outcome: PlanOutcome,
         stored: frozenset[str] = frozenset(),
+        *,
+        later: bool = False,
     ) -> None:
         """Store a plan the session made (and keep it in memory, for the requests that follow).
-        ``stored``: the conversation messages the plan shows with their stored text."""
+        ``stored``: the conversation messages the plan shows with their stored text. ``later``:
+        written after the reply (see ``SessionPlanRequest.keep_later``)."""
         self._remember(outcome)
         self.shared.store.save_plan(
             record.id,
@@ -54,6 +57,7 @@ class Plans:
             outcome.timings_ms,
             msgspec.to_builtins(options),
             stored,
+            later=later,
         )
 
     def _remember(self, outcome: PlanOutcome) -> None:

@@ -53,9 +53,9 @@ class Reflections:
             current_pair = (current, Counter(msgspec.json.decode(centroid_json)))
         cluster, centroid, new = reflection.assign_cluster(query, current_pair, next_id)
         if persist:
-            store.save_cluster(
-                record.id, cluster, msgspec.json.encode(dict(sorted(centroid.items()))).decode(), next_id + new
-            )
+            saved = msgspec.json.encode(dict(sorted(centroid.items()))).decode()
+            if (cluster, saved, next_id + new) != (current, centroid_json, next_id):  # a re-plan changes nothing
+                store.save_cluster(record.id, cluster, saved, next_id + new)
             if new and current is not None:
                 faded = reflection.task_switch(self.activation(record.id))
                 store.save_activation(record.id, msgspec.json.encode(faded))

@@ -44,6 +44,10 @@ class SessionPlanRequest:
     dry_run: bool = False
     extra_pins: list[PinIntent] = field(default_factory=list)
     drop_items: list[str] = field(default_factory=list)
+    # keep the plan in the store once the face has answered (``SessionEngine.flush``, or the next
+    # read or write of the store, whichever comes first), not before: writing it costs a few
+    # milliseconds the reply need not wait for
+    keep_later: bool = False
 
 
 class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -20,6 +20,7 @@ SEPARATOR_TOKENS = 1
 
 
 class SymbolRow(Protocol):
+    id: int
     qualname: str
     name: str
     kind: str
@@ -29,6 +30,7 @@ class SymbolRow(Protocol):
     end_col: int
     signature: str
     docstring: str
+    parent: str
     card: str
     body: str
     card_tokens: int

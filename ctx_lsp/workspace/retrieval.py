@@ -17,8 +17,10 @@ best candidates below everything else. Every signal and its weight is written in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import msgspec
 
 from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
@@ -70,10 +72,28 @@ MESSAGE_BOOST = 2.0  # a function whose code has the fixed text of the error's m
 RAISES_BOOST = 1.5  # a function that raises the project's exception the error names
 
 
+class Head(Protocol):
+    """What ranking reads of a symbol (a search hit's head, or a whole ``SymbolRow``)."""
+
+    id: int
+    qualname: str
+    name: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    end_col: int
+    parent: str
+    secrets: int
+
+
 class Hit(Protocol):
-    symbol: SymbolRow
+    symbol: Head
     score: float
     matched: str
+
+
+Ranked = list[tuple[Head, float, str]]  # (symbol, score, why), best first
 
 
 class GraphView(Protocol):
@@ -87,6 +107,8 @@ class GraphView(Protocol):
     def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]: ...
 
     def get_many(self, qualnames: Iterable[str]) -> dict[str, SymbolRow]: ...
+
+    def symbols_by_id(self, ids: Iterable[int]) -> dict[int, SymbolRow]: ...
 
     def files_matching(self, written: str, limit: int = ...) -> list[str]: ...
 
@@ -114,7 +136,7 @@ def rank(
     seeds: Iterable[str] = (),
     graph: GraphView | None = None,
     signals: Signals | None = None,
-) -> list[tuple[SymbolRow, float, str]]:
+) -> Ranked:
     """Rescore lexical hits with the named boosts and, given the reference ``graph``, with
     graph relevance; returns (symbol, score, why), best first.
 
@@ -208,7 +230,7 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
 
     boosts: dict[str, tuple[float, str]] = {}  # the strongest pointer at each symbol wins
 
-    def point(sym: SymbolRow, boost: float, label: str, strength: float) -> None:
+    def point(sym: Head, boost: float, label: str, strength: float) -> None:
         if sym.qualname not in entries:
             entries[sym.qualname] = [sym, 0.0, []]
         if boost > boosts.get(sym.qualname, (0.0, ""))[0]:
@@ -248,15 +270,19 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
         sym = index.module_symbol(rel)
         if sym is not None:
             point(sym, PATH_BOOST, f"its file {rel} is named in the request", 0.0)
+    code: dict[int, SymbolRow] = {}
+    if sig.fragments or raised:  # the code of every function among the hits, read only for an error
+        code = index.symbols_by_id(e[0].id for e in entries.values() if e[0].kind in ("function", "method"))
     for q, entry in entries.items():
         sym = entry[0]
         if sym.path in files and sym.kind != "module":
             point(sym, PATH_BOOST, f"in {sym.path}, named in the request", 0.0)
         if sym.kind in ("function", "method") and (sig.fragments or raised):
-            fragment = next((f for f in sig.fragments if f in sym.body), None)
+            body = code[sym.id].body if sym.id in code else ""
+            fragment = next((f for f in sig.fragments if f in body), None)
             if fragment is not None:
                 point(sym, MESSAGE_BOOST, f"has the error message's text {fragment[:40]!r}", 0.5)
-            elif any(r in sym.body for r in raised):
+            elif any(r in body for r in raised):
                 point(sym, RAISES_BOOST, "raises the error's exception", 0.0)
         found = boosts.get(q)
         if found is not None:
@@ -402,11 +428,11 @@ def _graph_relevance(
 
 
 def with_activation(
-    ranked: list[tuple[SymbolRow, float, str]],
+    ranked: Ranked,
     activation: dict[str, tuple[float, str]],
-    lookup,
+    lookup: Callable[[str], Head | None],
     weight: float,
-) -> list[tuple[SymbolRow, float, str]]:
+) -> Ranked:
     """Reflection's signal: symbols the model and the user have been using score higher
     (× (1 + weight × activation)), and active ones the query did not match come back too."""
     if not activation:
@@ -430,7 +456,7 @@ def with_activation(
     return out
 
 
-def graph_fill(ranked: list[tuple[SymbolRow, float, str]], graph: GraphView) -> list[tuple[SymbolRow, float, str]]:
+def graph_fill(ranked: Ranked, graph: GraphView) -> Ranked:
     """Code around the strongest candidates, for when lexical matching runs dry: the class of
     each of the FILL_SEEDS best methods, then what each of them uses and what uses it (the
     heaviest PER_SEED each way), best seed first. ``candidates`` offers them after everything
@@ -460,35 +486,83 @@ def graph_fill(ranked: list[tuple[SymbolRow, float, str]], graph: GraphView) -> 
 
 
 def candidates(
-    ranked: list[tuple[SymbolRow, float, str]],
+    ranked: Ranked,
     mode: Mode,
     calibration: float,
     *,
     count: Callable[[str], int] | None = None,
-    fill: Sequence[tuple[SymbolRow, float, str]] = (),
+    fill: Sequence[tuple[Head, float, str]] = (),
+    load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
+    memo: dict[Any, Forms | None] | None = None,
 ) -> list[Item]:
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
     score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
     first (within the mode's depth share), then cards for breadth, and never two forms of one
     symbol (``count`` counts a body's header exactly). Heavy mode looks at more symbols; off
-    offers nothing."""
+    offers nothing.
+
+    Only the symbols offered are read whole: ranked heads (search hits) are read by row id with
+    ``load``. ``memo`` keeps the two forms of a symbol between calls (the caller empties it when
+    the index changes), so a symbol offered again costs a copy with its new score and why."""
     limit = MODE_LIMITS[mode]
     # relative to the fifth best: one symbol the request points at must not cut off the rest
     floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0
-    out: list[Item] = []
-    for sym, score, why in ranked[:limit]:
-        if score < floor:
+    offered = []
+    for row in ranked[:limit]:
+        if row[1] < floor:
             break
-        out.append(card_item(sym, calibration, score=score, why=why))
-        if sym.kind != "module" and sym.body:
-            out.append(body_item(sym, calibration, score=score, why=why, count=count))
+        offered.append(row)
+    forms = _forms([r[0] for r in (*offered, *fill)], calibration, count, load, memo)
+    replace = msgspec.structs.replace
+    out: list[Item] = []
+    for sym, score, why in offered:
+        found = forms.get(sym.id)
+        if found is None:  # gone from the index since it was ranked
+            continue
+        out.append(replace(found[0], score=score, why=why))
+        if sym.kind != "module" and found[1] is not None:
+            out.append(replace(found[1], score=score, why=why))
     # below everything that scored, in their order: what is left of the room
     last = min((i.score or 0.0 for i in out), default=1.0)
     known = {i.symbol for i in out if i.symbol}
     fill = [r for r in fill if r[0].qualname not in known]
     for n, (sym, _, why) in enumerate(fill):
         score = round(last * FILL_SHARE * (1 - n / (2 * len(fill))), 6)
-        out.append(card_item(sym, calibration, score=score, why=why))
-        if sym.body:
-            out.append(body_item(sym, calibration, score=score, why=why, count=count))
+        found = forms.get(sym.id)
+        if found is None:
+            continue
+        out.append(replace(found[0], score=score, why=why))
+        if found[1] is not None:
+            out.append(replace(found[1], score=score, why=why))
     return out
+
+
+Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has one
+
+
+def _forms(
+    symbols: list[Head],
+    calibration: float,
+    count: Callable[[str], int] | None,
+    load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
+    memo: dict[Any, Forms | None] | None,
+) -> dict[int, Forms]:
+    """Card and body of each symbol (by row id), made once per ``memo``."""
+    memo = {} if memo is None else memo
+    keys = {sym.id: (sym.id, calibration, count) for sym in symbols}
+    missing = [sym for sym in symbols if keys[sym.id] not in memo]
+    if missing:
+        rows: dict[int, SymbolRow] = {s.id: s for s in missing if hasattr(s, "body")}  # type: ignore[misc]
+        heads = [s.id for s in missing if s.id not in rows]
+        if heads:
+            if load is None:
+                raise TypeError("candidates: search hits carry no texts; pass load= to read them")
+            rows.update(load(heads))
+        for sym in missing:
+            row = rows.get(sym.id)
+            memo[keys[sym.id]] = (
+                None
+                if row is None
+                else (card_item(row, calibration), body_item(row, calibration, count=count) if row.body else None)
+            )
+    return {i: found for i, key in keys.items() if (found := memo[key]) is not None}

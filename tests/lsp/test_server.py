@@ -11,6 +11,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from ctx_lsp.memory.store import MemoryStore
 from ctx_lsp.sessions import DEFAULT_SESSION
 from tests.lsp.conftest import SESSION, server_command, start
 from tests.workspaces import copy_sample
@@ -227,6 +228,25 @@ async def test_branch_copies_pins_and_forks_the_path(client: LanguageClient):
     assert err.code == -32002
     err = await error_of(client, "ctx/branch", {"session": session, "fromMessageId": "a1", "name": "alt"})
     assert "already exists" in str(err)
+
+
+async def test_a_plan_is_answered_first_and_replayable_at_once(client: LanguageClient, workspace: Path):
+    """The plan is kept for replay after its reply is written: the next request, here or in
+    another process, still finds it; the notifications about it follow the reply."""
+    client.notifications.clear()
+    plan = await req(client, "ctx/planContext", {"query": QUERY, "mode": "heavy"})
+    replay = await req(client, "ctx/replayPlan", {"planId": plan.planId})
+    assert replay.identical and replay.plan.totals.items == plan.totals.items
+    rendered = await req(client, "ctx/renderPrompt", {"planId": plan.planId, "format": "text"})
+    assert rendered.planId == plan.planId
+    await asyncio.sleep(0.1)
+    changed = [p for m, p in client.notifications if m == "ctx/planChanged"]
+    assert changed and changed[-1].planId == plan.planId
+    store = MemoryStore(workspace / ".ctx" / "memory.sqlite3")  # another process's view of the store
+    try:
+        assert store.plan_row(plan.planId, SESSION)["query"] == QUERY
+    finally:
+        store.close()
 
 
 async def test_set_mode_and_replay(client: LanguageClient):

@@ -75,8 +75,16 @@ def _result_text(content: Any) -> str:
     return ""
 
 
+PARSED_KEPT = 4096  # messages whose parse is remembered, by their bytes
+
+
 class Anthropic:
     name = "anthropic"
+
+    def __init__(self) -> None:
+        # an assistant resends the whole conversation with every request: a message seen before
+        # (the same bytes) is not decoded again
+        self._parsed: dict[bytes, list[Message]] = {}
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
@@ -85,10 +93,17 @@ class Anthropic:
         items = b.arr(fields["messages"])
         messages = []
         for n, raw in enumerate(items):
-            m = b.value(raw)
-            if not isinstance(m, dict):
-                raise b.BodyError(f"messages.{n}: expected an object")
-            messages.append(_messages(n, m.get("role"), m.get("content")))
+            key = bytes(raw)
+            found = self._parsed.get(key)
+            if found is None:
+                m = b.value(raw)
+                if not isinstance(m, dict):
+                    raise b.BodyError(f"messages.{n}: expected an object")
+                found = _messages(n, m.get("role"), m.get("content"))
+                if len(self._parsed) >= PARSED_KEPT:
+                    self._parsed.clear()
+                self._parsed[key] = found
+            messages.append(found)
         system = b.text_of(fields.get("system")) if "system" in fields else ""
         tools = bytes(fields["tools"]).decode() if "tools" in fields else ""
         max_tokens = b.value(fields.get("max_tokens"))

@@ -66,6 +66,24 @@ class MessageMeta(MessageRow, kw_only=True):
         return _message(self, content)
 
 
+def _meta(m: StoredMessage, count: tuple[int | None, str | None]) -> MessageMeta:
+    """What ``path_meta`` reads back for a message just appended."""
+    return MessageMeta(
+        id=m.id,
+        parent=m.parent,
+        role=m.role,
+        tool_calls=m.tool_calls,
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+        turn=m.turn,
+        archived_by=m.archived_by,
+        seq=m.seq,
+        bytes=m.bytes,
+        tokens=count[0],
+        tokens_encoding=count[1],
+    )
+
+
 def _message(m: MessageRow, content: str) -> Message:
     return Message(
         id=m.id,
@@ -108,6 +126,9 @@ class Conversation(Database):
     # ---- sessions and branches ----------------------------------------------------------------
 
     def ensure_session(self, session: str) -> SessionRecord:
+        rows = self._read(f"SELECT {SESSION.select()} FROM sessions WHERE id = ?", (session,))
+        if rows:  # every request opens its session: a write only for a new one
+            return SESSION.decode(rows[0])
         with self.write() as conn:
             conn.execute("INSERT OR IGNORE INTO sessions(id, created) VALUES (?, ?)", (session, time.time()))
             conn.execute(
@@ -172,18 +193,13 @@ class Conversation(Database):
         resent it, ids derived from the ids before them) leaves the store: the current branch when
         its head is there, else a branch whose head is, else a new branch forked there (the client
         edited or rewound its history). Returns how many of ``chain`` are stored, and the branch."""
+        with self.reading() as conn:  # most requests continue the current branch: no write at all
+            known, target = _stored(conn, session, chain)
+            current, _ = session_row(conn, session)
+            if _head(conn, session, current) == target:
+                return known, current
         with self.write() as conn:
-            known = 0
-            for start in range(0, len(chain), 500):
-                part = chain[start : start + 500]
-                rows = conn.execute(
-                    f"SELECT id FROM messages WHERE session = ? AND id IN ({', '.join('?' * len(part))})",
-                    (session, *part),
-                ).fetchall()
-                found = {r[0] for r in rows}
-                # a chain id exists only when every id before it does: the last one found is the fork point
-                known = max([start + n + 1 for n, mid in enumerate(part) if mid in found], default=known)
-            target = chain[known - 1] if known else None
+            known, target = _stored(conn, session, chain)
             current, _ = session_row(conn, session)
             if _head(conn, session, current) == target:
                 return known, current
@@ -199,10 +215,23 @@ class Conversation(Database):
                     {"session": session, "name": name, "head": target, "forked_from": target, "created": time.time()},
                 )
                 pins.copy_to_branch(conn, session, current, name)
+                self.after_commit(lambda: self._forked(session, current, name, target))
             else:
                 name = row[0]
             conn.execute("UPDATE sessions SET branch = ? WHERE id = ?", (name, session))
         return known, name
+
+    def _forked(self, session: str, parent: str, branch: str, head: str | None) -> None:
+        """A branch forked at ``head`` of ``parent``'s path: its path is that path's start, kept
+        without a read (the gateway forks wherever a client's history left the stored one)."""
+        memo = self.memo()
+        kept = memo.get(("path", session, parent))
+        if kept is None or head is None:
+            return
+        metas = kept[1]
+        at = next((n for n in range(len(metas) - 1, -1, -1) if metas[n].id == head), None)
+        if at is not None:
+            memo["path", session, branch] = (head, metas[: at + 1])
 
     def put_original(self, session: str, mid: str, kind: str, tokens: int, shrunk_tokens: int, text: str) -> None:
         """Keep a tool output as it came, its message holding a shortened form."""
@@ -326,16 +355,29 @@ class Conversation(Database):
                 )
                 head = m.id
             conn.execute("UPDATE branches SET head = ? WHERE session = ? AND name = ?", (head, session, branch))
+            start = out[0].parent if out else head
+            metas = [_meta(m, counts[n] if counts else (None, None)) for n, m in enumerate(out)]
+            self.after_commit(lambda: self._extend_path(session, branch, start, head, metas))
         return out
+
+    def _extend_path(
+        self, session: str, branch: str, start: str | None, head: str | None, new: list[MessageMeta]
+    ) -> None:
+        """Appended to a branch: its kept path grows by the new messages (when it ended where they
+        start), instead of being read again whole — a long session's path has thousands."""
+        memo = self.memo()
+        kept = memo.pop(("path", session, branch), None)
+        if kept is not None and kept[0] == start:
+            memo["path", session, branch] = (head, kept[1] + new)
 
     def _path_rows(self, session: str, branch: str | None, columns: str) -> list[tuple]:
         """Rows of the messages on the branch's path, oldest first (archived ones included)."""
-        with self._lock:
+        with self.reading() as conn:
             branch = branch or self.session(session).branch
-            head = _head(self._conn, session, branch)
+            head = _head(conn, session, branch)
             if head is None:
                 return []
-            return self._conn.execute(
+            return conn.execute(
                 f"""WITH RECURSIVE chain(id, depth) AS (
                         SELECT ?, 0
                         UNION ALL
@@ -352,8 +394,20 @@ class Conversation(Database):
         return [MESSAGE.decode(r) for r in self._path_rows(session, branch, MESSAGE.select("m", content=WHOLE))]
 
     def path_meta(self, session: str, branch: str | None = None) -> list[MessageMeta]:
-        """The messages on the branch's path without their texts, oldest first."""
-        return [META.decode(r) for r in self._path_rows(session, branch, META.select("m"))]
+        """The messages on the branch's path without their texts, oldest first. Kept in memory
+        between plans (see ``Database.memo``): every plan reads the whole path, and a long
+        session's path has thousands of messages."""
+        with self.reading() as conn:
+            branch = branch or self.session(session).branch
+            head = _head(conn, session, branch)
+            if head is None:
+                return []
+            memo = self.memo()
+            kept = memo.get(("path", session, branch))
+            if kept is None or kept[0] != head:
+                metas = [META.decode(r) for r in self._path_rows(session, branch, META.select("m"))]
+                kept = memo["path", session, branch] = (head, metas)
+            return list(kept[1])
 
     def path_length(self, session: str, branch: str | None = None) -> int:
         return len(self._path_rows(session, branch, "m.seq"))
@@ -382,6 +436,13 @@ class Conversation(Database):
                 "UPDATE messages SET bytes = ?, tokens = ?, tokens_encoding = ? WHERE session = ? AND id = ?",
                 [(size, tokens, encoding, session, mid) for mid, size, tokens, encoding in counts],
             )
+            self.after_commit(lambda: self._forget_session(session))
+
+    def _forget_session(self, session: str) -> None:
+        """Drop the kept paths and compactions of a session whose messages changed in place."""
+        memo = self.memo()
+        for key in [k for k in memo if k[0] in ("path", "compactions") and k[1] == session]:
+            del memo[key]
 
     def turn_messages(self, session: str, turn: int) -> list[StoredMessage]:
         """The messages appended during a turn; a large text is read as its first HEAD_CHARS
@@ -441,13 +502,55 @@ class Conversation(Database):
                 "UPDATE messages SET archived_by = ? WHERE session = ? AND id = ? AND archived_by IS NULL",
                 [(number, session, mid) for mid in archived_ids],
             )
+            self.after_commit(lambda: self._archived(session, number, set(archived_ids)))
         return number
 
+    def _archived(self, session: str, number: int, ids: set[str]) -> None:
+        """A compaction archived messages: the kept paths and the kept compactions show it
+        (read again, a long session's path and compactions would cost every other turn a read of
+        thousands of rows)."""
+        memo = self.memo()
+        kept = memo.get(("compactions", session))
+        if kept is not None:
+            rows = self._read(
+                f"SELECT {COMPACTION.select()} FROM compactions WHERE session = ? AND number = ?", (session, number)
+            )
+            memo["compactions", session] = kept + [COMPACTION.decode(r) for r in rows]
+        archive = msgspec.structs.replace
+        for key in [k for k in memo if k[0] == "path" and k[1] == session]:
+            head, metas = memo[key]
+            memo[key] = (
+                head,
+                [archive(m, archived_by=number) if m.archived_by is None and m.id in ids else m for m in metas],
+            )
+
     def compactions(self, session: str) -> list[dict[str, Any]]:
-        rows = self._read(
-            f"SELECT {COMPACTION.select()} FROM compactions WHERE session = ? ORDER BY number", (session,)
-        )
-        return [COMPACTION.decode(r) for r in rows]
+        """The session's compactions, oldest first (kept in memory between plans: a long
+        session has hundreds, and every plan looks for the latest summary)."""
+        with self.reading():
+            memo = self.memo()
+            kept = memo.get(("compactions", session))
+            if kept is None:
+                rows = self._read(
+                    f"SELECT {COMPACTION.select()} FROM compactions WHERE session = ? ORDER BY number", (session,)
+                )
+                kept = memo["compactions", session] = [COMPACTION.decode(r) for r in rows]
+            return list(kept)
+
+
+def _stored(conn: sqlite3.Connection, session: str, chain: list[str]) -> tuple[int, str | None]:
+    """How many of the id chain ``chain`` are stored, and the last of them."""
+    known = 0
+    for start in range(0, len(chain), 500):
+        part = chain[start : start + 500]
+        rows = conn.execute(
+            f"SELECT id FROM messages WHERE session = ? AND id IN ({', '.join('?' * len(part))})",
+            (session, *part),
+        ).fetchall()
+        found = {r[0] for r in rows}
+        # a chain id exists only when every id before it does: the last one found is the fork point
+        known = max([start + n + 1 for n, mid in enumerate(part) if mid in found], default=known)
+    return known, chain[known - 1] if known else None
 
 
 def session_row(conn: sqlite3.Connection, session: str) -> tuple[str, int]:

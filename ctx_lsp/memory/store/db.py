@@ -1,21 +1,32 @@
 """The store's SQLite connection: opening the file and bringing an older store up to date, one
-lock, short write transactions, and the two errors callers catch.
+lock, short write transactions, writes put off until a reply is sent, and the two errors callers
+catch.
 
 Two editors on one workspace run two server processes on one file: every write is one short
 `BEGIN IMMEDIATE` transaction, and `busy_timeout` makes the other writer wait instead of fail.
+
+A write that need not hold up a reply (the plan a request just made, kept for replay) can be put
+off (``later``): the face answers, then ``flush`` writes it. Every write transaction, and every
+read of what such writes keep (``reading``: plans and their texts), first writes what was put
+off, so nothing can miss it — the next request, a replay of the plan id just handed out, another
+process (after the flush that follows the reply) — and closing the store flushes too. Reads of
+other tables (the conversation, pins) leave it put off: they cannot see the difference.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from ctx_lsp import storage
 from ctx_lsp.memory.store import bodies, schema
+
+log = logging.getLogger("ctx_lsp.store")
 
 
 class StoreError(ValueError):
@@ -44,6 +55,12 @@ class Database:
         server whose store file cannot be read: it plans, it remembers nothing)."""
         self.db_path = db_path
         self._lock = threading.RLock()
+        self._later: list[Callable[[sqlite3.Connection], None]] = []  # writes put off (``later``)
+        self._committed: list[Callable[[], None]] = []  # what to note once the transaction commits
+        self.text_keys = bodies.TextKeys()  # hashes of texts seen, and which are stored
+        self._depth = 0  # open transactions: 1, and savepoints inside a batch
+        self._memo: dict[Any, Any] = {}  # reads kept between requests (``memo``)
+        self._memo_version: int | None = None
         if db_path is not None:
             storage.private_file(db_path)
         try:
@@ -67,23 +84,151 @@ class Database:
 
     def close(self) -> None:
         with self._lock:
+            self.flush()
             self._conn.close()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One short write transaction; other processes wait on the busy timeout."""
+        """One short write transaction; other processes wait on the busy timeout. Inside
+        ``batch``, a savepoint of the batch's transaction."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+            self.flush()
+            with self._transaction() as conn:
+                yield conn
 
-    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple]:
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The writes made inside, in one transaction: a request that writes a dozen times (the
+        gateway recording a reply and its cost) pays for one commit. Each write is a savepoint of
+        it, so a write that fails undoes only itself, and what the others wrote is committed
+        even when the work inside fails — as if each had been a transaction of its own."""
         with self._lock:
-            return self._conn.execute(sql, args).fetchall()
+            if self._depth:  # inside another batch: part of it
+                yield
+                return
+            self.flush()
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
+                try:
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                    self._committed.clear()
+                    self._undone()
+                    raise
+                self._noted()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._depth:
+            with self._savepoint() as conn:
+                yield conn
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            self._committed.clear()
+            self._undone()
+            raise
+        finally:
+            self._depth = 0
+        try:
+            self._conn.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            self._committed.clear()
+            self._undone()
+            raise
+        self._noted()
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[sqlite3.Connection]:
+        name = f"write{self._depth}"
+        self._conn.execute(f"SAVEPOINT {name}")
+        self._depth += 1
+        noted = len(self._committed)
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute(f"ROLLBACK TO {name}")
+            self._conn.execute(f"RELEASE {name}")
+            del self._committed[noted:]
+            raise
+        finally:
+            self._depth -= 1
+        self._conn.execute(f"RELEASE {name}")
+        # what it changed is noted at once (reads later in the batch see it); if the batch rolls
+        # back, everything noted is forgotten (``_undone``)
+        self._noted()
+
+    def _noted(self) -> None:
+        done, self._committed = self._committed, []
+        for note in done:
+            note()
+
+    def _undone(self) -> None:
+        """A transaction rolled back after notes of its savepoints ran: forget all that is kept."""
+        self._memo.clear()
+        self.text_keys.stored.clear()
+
+    def memo(self) -> dict[Any, Any]:
+        """Reads kept between requests (a session's path, its compactions, usage statistics),
+        for the caller holding the lock. This process's writes keep them current themselves
+        (each write updates or drops what it changes, once it commits); a commit by another
+        connection — a second editor's server on the same file — moves ``PRAGMA data_version``
+        and empties them all."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._memo_version:
+            self._memo.clear()
+            self._memo_version = version
+        return self._memo
+
+    def after_commit(self, note: Callable[[], None]) -> None:
+        """Call ``note`` once the write in progress commits (not if it rolls back); inside a batch,
+        once its savepoint is released."""
+        self._committed.append(note)
+
+    def later(self, write: Callable[[sqlite3.Connection], None]) -> None:
+        """Put a write off until ``flush`` (or the next write, or read of plans, of the store)."""
+        with self._lock:
+            self._later.append(write)
+
+    def flush(self) -> None:
+        """Write what was put off, in one transaction. A failure is logged, not raised: the
+        request that made the write was answered already, and the one that happens to flush it
+        must not fail for it."""
+        with self._lock:
+            if not self._later:
+                return
+            pending, self._later = self._later, []
+            try:
+                with self._transaction() as conn:
+                    for write in pending:
+                        write(conn)
+            except Exception:
+                log.exception("a write put off until after the reply failed; what it kept is lost")
+
+    @contextmanager
+    def reading(self, flush: bool = False) -> Iterator[sqlite3.Connection]:
+        """The connection, for reads; with ``flush``, once what was put off is written (reads of
+        plans and their texts)."""
+        with self._lock:
+            if flush:
+                self.flush()
+            yield self._conn
+
+    def _read(self, sql: str, args: tuple[Any, ...] = (), *, flush: bool = False) -> list[tuple]:
+        with self.reading(flush) as conn:
+            return conn.execute(sql, args).fetchall()
 
 
 def migrate(conn: sqlite3.Connection) -> set[str]:

@@ -1,13 +1,17 @@
 """Plans, kept with the inputs that rebuild them (replay, telemetry), and usage reports.
 
 A plan's inputs are stored msgpack-encoded and zlib-compressed (plans of a long session repeat
-most of their text; compressed they take ~10x less room). Conversation texts large enough for
-`bodies` are left out of them and referenced by hash: a session's plans do not each keep a copy
-of every large tool result they showed.
+most of their text; compressed they take ~10x less room). Texts kept elsewhere are left out of
+them and referenced: conversation messages by id, large conversation texts by hash in `bodies`,
+and the texts of the retrieval candidates (hundreds of symbol cards and bodies, most of them the
+same from one plan to the next) by hash in `bodies` too. A session's plans do not each keep a
+copy of every large tool result, nor of the code they offered.
 """
 
 from __future__ import annotations
 
+import bisect
+import sqlite3
 import time
 import zlib
 from typing import Any
@@ -21,11 +25,14 @@ from ctx_lsp.memory.store.codec import Codec
 from ctx_lsp.memory.store.db import Database, StoreError
 from ctx_lsp.memory.store.schema import PLANS, USAGE
 
-# A conversation message of a plan's inputs whose text is kept in `bodies`: (turn, atom,
-# 0 = messages / 1 = masked_messages, message, body hash).
-BodyRef = tuple[int, int, int, int, str]  # (turn, atom, form, message) or (REQUIRED, item, 0, 0), and the key
+# A text of a plan's inputs kept elsewhere: where it goes — a conversation message (turn, atom,
+# 0 = messages / 1 = masked_messages, message), a required item (REQUIRED, item, 0, 0) or a
+# retrieval candidate (CANDIDATE, item, 0, 0) — and its key: a body hash, or MESSAGE_REF + id.
+BodyRef = tuple[int, int, int, int, str]
 REQUIRED = -1
+CANDIDATE = -2
 MESSAGE_REF = "m:"  # a key naming a message of the plan's session, whose stored text it is
+TEXT_REF = "t:"  # a key naming a candidate text in `texts`
 
 
 class UsageStats(msgspec.Struct, kw_only=True):
@@ -37,15 +44,25 @@ class UsageStats(msgspec.Struct, kw_only=True):
     last_actual: int | None
 
 
+def plan_json(stored: bytes | str) -> bytes:
+    """A stored plan's JSON: kept compressed (a plan lists hundreds of items with their reasons,
+    ~200 kB of JSON that compresses ~10x), or as it is (stored by earlier versions, as bytes or
+    text: JSON starts with ``{``, zlib's streams never do)."""
+    if isinstance(stored, str):
+        return stored.encode()
+    return stored if stored[:1] == b"{" else zlib.decompress(stored)
+
+
 PLAN_ROW = Codec.dicts(
     PLANS,
     ("id", "session", "branch", "turn", "query", "inputs", "plan", "tokens", "timings", "options", "bodies"),
     keep_names=True,
+    plan=plan_json,
     options=lambda v: msgspec.json.decode(v) if v else {},
     bodies=lambda v: msgspec.json.decode(v, type=list[BodyRef]) if v else [],
 )
-PLAN_LISTED = Codec.dicts(PLANS, ("id", "session", "turn", "plan", "created"), keep_names=True)
-SESSION_PLAN = Codec.dicts(PLANS, ("id", "turn", "query", "plan", "cluster"), keep_names=True)
+PLAN_LISTED = Codec.dicts(PLANS, ("id", "session", "turn", "plan", "created"), keep_names=True, plan=plan_json)
+SESSION_PLAN = Codec.dicts(PLANS, ("id", "turn", "query", "plan", "cluster"), keep_names=True, plan=plan_json)
 
 
 class Plans(Database):
@@ -60,33 +77,54 @@ class Plans(Database):
         timings: dict[str, float],
         options: dict[str, Any] | None = None,
         stored: frozenset[str] = frozenset(),
+        *,
+        later: bool = False,
     ) -> None:
-        """Keep a plan with the inputs that rebuild it (for replay and telemetry). ``options`` are
+        """Keep a plan with the inputs that rebuild them (for replay and telemetry). ``options`` are
         the request's parameters besides the query (model, budgets, focus…), so that a re-plan
         after a pin or a new message asks the same question the same way. ``stored``: ids of the
-        conversation messages whose inputs text is their stored text (referenced, not copied)."""
-        blob, refs, texts = encode_inputs(inputs, stored)
-        with self.write() as conn:
-            for text in texts.values():
+        conversation messages whose inputs text is their stored text (referenced, not copied).
+
+        ``later``: written once the caller has answered (``flush``), or before anything else
+        reads or writes the store, whichever comes first — a plan id handed out is always
+        found by the next request."""
+        row = {
+            "id": plan.plan_id,
+            "session": session,
+            "branch": branch,
+            "turn": turn,
+            "created": time.time(),
+            "query": query,
+            "retrieval_set_id": plan.retrieval_set_id,
+            "tokens": plan.totals.tokens,
+            "prompt_budget": plan.prompt_budget,
+            "timings": msgspec.json.encode(timings).decode(),
+            "options": msgspec.json.encode(options or {}).decode(),
+            "cluster": plan.cluster_id,
+        }
+
+        def write(conn: sqlite3.Connection) -> None:
+            keys = self.text_keys
+            blob, refs, texts, candidates = encode_inputs(inputs, stored, keys)
+            for text in texts.values():  # conversation texts, by the hash put_body gives them
                 bodies.put_body(conn, text)
-            row = {
-                "id": plan.plan_id,
-                "session": session,
-                "branch": branch,
-                "turn": turn,
-                "created": time.time(),
-                "query": query,
-                "inputs": blob,
-                "plan": msgspec.json.encode(plan),
-                "retrieval_set_id": plan.retrieval_set_id,
-                "tokens": plan.totals.tokens,
-                "prompt_budget": plan.prompt_budget,
-                "timings": msgspec.json.encode(timings).decode(),
-                "options": msgspec.json.encode(options or {}).decode(),
-                "cluster": plan.cluster_id,
-                "bodies": msgspec.json.encode(refs).decode() if refs else None,
-            }
+            new = {h: t for h, t in candidates.items() if h not in keys.stored}
+            bodies.put_texts(conn, new)
+            row["inputs"] = blob
+            row["plan"] = zlib.compress(msgspec.json.encode(plan), 1)
+            row["bodies"] = msgspec.json.encode(refs).decode() if refs else None
             PLANS.insert(conn, row, verb="INSERT OR REPLACE")
+            self.after_commit(lambda: keys.stored.update(new))
+
+        if later:
+            self.later(write)
+        else:
+            with self.write() as conn:
+                write(conn)
+
+    def _read_plans(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple]:
+        """A read of the plans table: a plan put off until after its reply is written first."""
+        return self._read(sql, args, flush=True)
 
     def plan_row(self, plan_id: str, session: str | None = None) -> dict[str, Any]:
         sql = f"SELECT {PLAN_ROW.select()} FROM plans WHERE id = ?"
@@ -94,7 +132,7 @@ class Plans(Database):
         if session is not None:
             sql += " AND session = ?"
             args += (session,)
-        rows = self._read(sql + " ORDER BY created DESC LIMIT 1", args)
+        rows = self._read_plans(sql + " ORDER BY created DESC LIMIT 1", args)
         if not rows:
             raise StoreError(f"no stored plan {plan_id!r}")
         return PLAN_ROW.decode(rows[0])
@@ -105,28 +143,32 @@ class Plans(Database):
         refs = row["bodies"]
         keys = {r[4] for r in refs}
         ids = sorted(k.removeprefix(MESSAGE_REF) for k in keys if k.startswith(MESSAGE_REF))
-        with self._lock:
-            texts = bodies.texts(self._conn, sorted(k for k in keys if not k.startswith(MESSAGE_REF)))
+        with self.reading(flush=True) as conn:
+            texts = bodies.texts(conn, sorted(k for k in keys if not k.startswith((MESSAGE_REF, TEXT_REF))))
+            found = bodies.candidate_texts(conn, sorted(k.removeprefix(TEXT_REF) for k in keys if k[:2] == TEXT_REF))
+            texts.update({TEXT_REF + h: text for h, text in found.items()})
         messages = self.contents(row["session"], ids) if ids else {}  # type: ignore[attr-defined]
         texts.update({MESSAGE_REF + mid: text for mid, text in messages.items()})
         return decode_inputs(row["inputs"], refs, texts)
 
     def latest_plan_id(self, session: str) -> str | None:
-        rows = self._read("SELECT id FROM plans WHERE session = ? ORDER BY created DESC LIMIT 1", (session,))
+        rows = self._read_plans("SELECT id FROM plans WHERE session = ? ORDER BY created DESC LIMIT 1", (session,))
         return rows[0][0] if rows else None
 
     def plans(self, session: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         return [PLAN_LISTED.decode(r) for r in self._latest_plans(PLAN_LISTED.select(), session, limit)]
 
     def plan_summaries(self, session: str | None, limit: int) -> list[tuple[str, int, int, str, bytes]]:
-        return self._latest_plans("session, tokens, prompt_budget, timings, plan", session, limit)
+        rows = self._latest_plans("session, tokens, prompt_budget, timings, plan", session, limit)
+        return [(*r[:4], plan_json(r[4])) for r in rows]
 
     def _latest_plans(self, columns: str, session: str | None, limit: int) -> list[tuple]:
         where, args = (" WHERE session = ?", (session,)) if session is not None else ("", ())
-        return self._read(f"SELECT {columns} FROM plans{where} ORDER BY created DESC LIMIT ?", (*args, limit))
+        return self._read_plans(f"SELECT {columns} FROM plans{where} ORDER BY created DESC LIMIT ?", (*args, limit))
 
     def session_plans(self, session: str) -> list[dict[str, Any]]:
-        rows = self._read(f"SELECT {SESSION_PLAN.select()} FROM plans WHERE session = ? ORDER BY created", (session,))
+        sql = f"SELECT {SESSION_PLAN.select()} FROM plans WHERE session = ? ORDER BY created"
+        rows = self._read_plans(sql, (session,))
         return [SESSION_PLAN.decode(r) for r in rows]
 
     # ---- usage ---------------------------------------------------------------------------------
@@ -157,19 +199,41 @@ class Plans(Database):
         }
         with self.write() as conn:
             USAGE.insert(conn, row)
+            self.after_commit(lambda: self._reported(model, session, estimate, raw_estimate, input_tokens))
+
+    def _reported(self, model: str, session: str, estimate: int, raw_estimate: int, actual: int) -> None:
+        """A report is in: the kept ratios take it in order, the session's latest is this one."""
+        memo = self.memo()
+        ratios = memo.get(("ratios", model))
+        if ratios is not None and raw_estimate > 0:
+            bisect.insort(ratios, actual / raw_estimate)
+        memo["last", session] = (estimate, actual)
 
     def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
-        """The model's calibration statistics over all its reports, and the session's latest report."""
-        rows = self._read(
-            "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq", (model,)
-        )
-        last: list[tuple] = []
-        if session is not None:
-            last = self._read(
-                "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1", (session,)
-            )
-        last_estimate, last_actual = last[0] if last else (None, None)
-        stats = calibration.ratio_stats(rows)
+        """The model's calibration statistics over all its reports, and the session's latest report.
+        The ratios are kept in memory, in order, as reports arrive: a plan asks several times, and
+        a long session has hundreds of reports."""
+        with self.reading():
+            memo = self.memo()
+            ratios = memo.get(("ratios", model))
+            if ratios is None:
+                rows = self._read(
+                    "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq",
+                    (model,),
+                )
+                ratios = memo["ratios", model] = sorted(actual / estimate for estimate, actual in rows)
+            last: tuple[int | None, int | None] = (None, None)
+            if session is not None:
+                found = memo.get(("last", session))
+                if found is None:
+                    rows = self._read(
+                        "SELECT estimate, input_tokens FROM usage WHERE session = ? ORDER BY seq DESC LIMIT 1",
+                        (session,),
+                    )
+                    found = memo["last", session] = rows[0] if rows else (None, None)
+                last = found
+        last_estimate, last_actual = last
+        stats = calibration.stats_of(ratios)
         return UsageStats(
             reports=stats.reports if stats else 0,
             factor=stats.median if stats else None,
@@ -189,15 +253,19 @@ class Plans(Database):
 
 
 def encode_inputs(
-    inputs: PlanInput, stored: frozenset[str] = frozenset()
-) -> tuple[bytes, list[BodyRef], dict[str, str]]:
+    inputs: PlanInput, stored: frozenset[str] = frozenset(), keys: bodies.TextKeys | None = None
+) -> tuple[bytes, list[BodyRef], dict[str, str], dict[str, str]]:
     """A plan's inputs as stored for replay, without the texts kept elsewhere: a conversation
     message whose text is the one stored for it (its id in ``stored``) is referenced by id
-    (``m:<id>``: messages are never deleted), and other texts large enough for `bodies` —
-    conversation texts, a client's long system prompt and tools — by hash. A session's plans then
-    do not each keep a copy of the whole conversation. Returns (blob, references, bodies to store)."""
+    (``m:<id>``: messages are never deleted); other texts large enough for `bodies` —
+    conversation texts, a client's long system prompt and tools — and every retrieval
+    candidate's text are referenced by hash (``keys`` remembers the hashes of texts seen before).
+    A session's plans then do not each keep a copy of the whole conversation and of the code
+    they offered. Returns (blob, references, conversation texts for `bodies` and candidate texts
+    for `texts`, each by hash)."""
     refs: list[BodyRef] = []
     texts: dict[str, str] = {}
+    keys = keys or bodies.TextKeys()
 
     def leave_out(where: tuple[int, int, int, int], text: str, mid: str | None) -> None:
         if mid is not None and mid in stored and text:
@@ -217,8 +285,14 @@ def encode_inputs(
                 for k, m in enumerate(messages):
                     shown = atom.messages[k] if f == 1 and k < len(atom.messages) else m
                     leave_out((t, a, f, k), m.content, m.id if m.content == shown.content else None)
+    candidates: dict[str, str] = {}
+    for i, item in enumerate(inputs.candidates):
+        if item.text:
+            h = keys.key(item.text)
+            candidates[h] = item.text
+            refs.append((CANDIDATE, i, 0, 0, TEXT_REF + h))
     stored_inputs = _set_contents(inputs, {r[:4]: "" for r in refs})
-    return zlib.compress(msgspec.msgpack.encode(stored_inputs), 1), refs, texts
+    return zlib.compress(msgspec.msgpack.encode(stored_inputs), 1), refs, texts, candidates
 
 
 def decode_inputs(blob: bytes, refs: list[BodyRef] | None = None, bodies: dict[str, str] | None = None) -> PlanInput:
@@ -240,12 +314,12 @@ def _set_contents(inputs: PlanInput, contents: dict[tuple[int, int, int, int], s
     if not contents:
         return inputs
     replace = msgspec.structs.replace
-    required = list(inputs.required)
+    items = {REQUIRED: list(inputs.required), CANDIDATE: list(inputs.candidates)}
     for (t, a, _, _), text in contents.items():
-        if t == REQUIRED:
-            required[a] = replace(required[a], text=text)
-    inputs = replace(inputs, required=tuple(required))
-    contents = {k: v for k, v in contents.items() if k[0] != REQUIRED}
+        if t in items:
+            items[t][a] = replace(items[t][a], text=text)
+    inputs = replace(inputs, required=tuple(items[REQUIRED]), candidates=tuple(items[CANDIDATE]))
+    contents = {k: v for k, v in contents.items() if k[0] not in items}
     turns = list(inputs.conversation.turns)
     by_atom: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
     for (t, a, f, k), text in contents.items():

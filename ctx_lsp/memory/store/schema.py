@@ -98,6 +98,24 @@ BODIES = Table(
         "text TEXT NOT NULL",
     ),
 )
+# The texts of plans' retrieval candidates (symbol cards and bodies), once each: the texts a
+# plan offered first are compressed together in one pack.
+TEXT_PACKS = Table(
+    "text_packs",
+    (
+        "id INTEGER PRIMARY KEY",
+        "data BLOB NOT NULL",  # zlib of the texts' UTF-8, one after another
+    ),
+)
+TEXTS = Table(
+    "texts",
+    (
+        "hash TEXT PRIMARY KEY",  # bodies.body_hash of the UTF-8 text
+        "pack INTEGER NOT NULL",
+        "start INTEGER NOT NULL",  # where its UTF-8 starts in the pack's, and how long it is
+        "size INTEGER NOT NULL",
+    ),
+)
 PINS = Table(
     "pins",
     (
@@ -134,7 +152,7 @@ PLANS = Table(
         "created REAL NOT NULL",
         "query TEXT NOT NULL",
         "inputs BLOB NOT NULL",  # zlib(msgpack(PlanInput)), large texts by reference
-        "plan BLOB NOT NULL",  # JSON
+        "plan BLOB NOT NULL",  # zlib(JSON); plain JSON from earlier versions
         "retrieval_set_id TEXT",
         "tokens INTEGER NOT NULL",
         "prompt_budget INTEGER NOT NULL",
@@ -272,6 +290,8 @@ TABLES = (
     BRANCHES,
     MESSAGES,
     BODIES,
+    TEXT_PACKS,
+    TEXTS,
     PINS,
     PLANS,
     USAGE,

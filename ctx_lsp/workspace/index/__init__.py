@@ -14,6 +14,7 @@ functions over the shared ``IndexDb``:
 - ``updates``: one file re-indexed from an editor buffer or disk, or removed;
 - ``refgraph``: references resolved to symbols, centrality, neighbours;
 - ``search``: BM25 search with the fields each hit matched in;
+- ``memo``: what plans read, kept in memory while the database is unchanged;
 - ``names``: what a dotted name refers to, through imports and re-exports;
 - ``lookups``: stored symbols by qualname, file or line, and the index's totals.
 """
@@ -22,7 +23,7 @@ from ctx_lsp.workspace.index.build import BATCH_FILES, POOL_MIN_FILES, POOL_PROC
 from ctx_lsp.workspace.index.db import SCHEMA_VERSION, IndexedSymbol, masking_key
 from ctx_lsp.workspace.index.facade import WorkspaceIndex
 from ctx_lsp.workspace.index.lookups import IndexSummary
-from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit
+from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit, SymbolHead
 from ctx_lsp.workspace.index.terms import (
     FTS_COLUMNS,
     MAX_QUERY_TERMS,
@@ -48,6 +49,7 @@ __all__ = [
     "IndexSummary",
     "IndexedSymbol",
     "SearchHit",
+    "SymbolHead",
     "WorkspaceIndex",
     "code_words",
     "masking_key",

@@ -102,7 +102,7 @@ def select_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iter
         yield from conn.execute(sql.format(marks(len(chunk))), chunk)
 
 
-class IndexedSymbol(Symbol, frozen=True, kw_only=True):
+class IndexedSymbol(Symbol, frozen=True, kw_only=True, gc=False):
     """A stored symbol: the parsed fields plus its row id and the token counts of its card and
     body (for the module symbol, ``body_tokens`` is the cost of the whole file, whose text is
     not stored). ``identifiers`` is always empty: the index keeps only their search terms."""

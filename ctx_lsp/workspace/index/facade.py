@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ctx_lsp.core.tokens import FALLBACK_ENCODING
-from ctx_lsp.workspace.index import build, lookups, names, refgraph, search, updates
+from ctx_lsp.workspace.index import build, lookups, memo, names, refgraph, search, updates
 from ctx_lsp.workspace.index.build import IndexStats
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol
 from ctx_lsp.workspace.index.lookups import IndexSummary
@@ -157,7 +157,8 @@ class WorkspaceIndex:
     # -- search and names ------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 200, kinds: set[str] | None = None) -> list[SearchHit]:
-        """Symbols matching any term of ``query``, best first; ties by qualname, path, line.
+        """Symbols matching any term of ``query``, best first; ties by qualname, path, line. A
+        hit carries the symbol's head (names, kind, place); ``symbols_by_id`` reads its texts.
 
         ``score`` weighs matches by field (name 10, signature 4, docstring 2, body
         identifiers 1, path 3), and a match on the symbol's own name counts twice.
@@ -204,6 +205,15 @@ class WorkspaceIndex:
     def get_many(self, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
         """``get`` for many names in one query (overload stubs lose to the implementation)."""
         return lookups.get_many(self._db, qualnames)
+
+    def symbols_by_id(self, ids: Iterable[int]) -> dict[int, IndexedSymbol]:
+        """Stored symbols by row id (a search hit's ``symbol.id``), those that still exist."""
+        return lookups.symbols_by_id(self._db, ids)
+
+    def memo(self, name: str, limit: int = memo.MAX_ENTRIES) -> dict:
+        """A table for what callers make from the index's rows (the engine: prompt items), kept
+        per thread and emptied when the database changes (see ``memo``)."""
+        return memo.table(self._db, name, limit)
 
     def symbols_in(self, rel: str) -> list[IndexedSymbol]:
         """The symbols of one file in source order (the module symbol first)."""

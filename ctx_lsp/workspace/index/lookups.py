@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol, select_in
 
 
@@ -36,11 +37,31 @@ def get(db: IndexDb, qualname: str) -> IndexedSymbol | None:
 
 
 def get_many(db: IndexDb, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
-    found: dict[str, list[IndexedSymbol]] = {}
-    sql = f"{SELECT_SYMBOLS} WHERE s.qualname IN ({{}}) ORDER BY s.path, s.start_line"
-    for sym in map(row_symbol, select_in(db.reader(), sql, qualnames)):
-        found.setdefault(sym.qualname, []).append(sym)
-    return {name: _implementation(syms) for name, syms in found.items()}
+    known = memo.table(db, "by_name")  # qualname → symbol, or None: no such symbol
+    wanted = set(qualnames)
+    missing = wanted - known.keys()
+    if missing:
+        found: dict[str, list[IndexedSymbol]] = {}
+        sql = f"{SELECT_SYMBOLS} WHERE s.qualname IN ({{}}) ORDER BY s.path, s.start_line"
+        for sym in map(row_symbol, select_in(db.reader(), sql, missing)):
+            found.setdefault(sym.qualname, []).append(sym)
+        for name in missing:
+            syms = found.get(name)
+            known[name] = _implementation(syms) if syms else None
+    return {name: sym for name in wanted if (sym := known[name]) is not None}
+
+
+def symbols_by_id(db: IndexDb, ids: Iterable[int]) -> dict[int, IndexedSymbol]:
+    """Stored symbols by row id (the ids of search hits), those that still exist."""
+    known = memo.table(db, "by_id")
+    wanted = set(ids)
+    missing = wanted - known.keys()
+    if missing:
+        for sym in map(row_symbol, select_in(db.reader(), f"{SELECT_SYMBOLS} WHERE s.id IN ({{}})", missing)):
+            known[sym.id] = sym
+        for i in missing:
+            known.setdefault(i, None)
+    return {i: sym for i in wanted if (sym := known[i]) is not None}
 
 
 def symbols_in(db: IndexDb, rel: str) -> list[IndexedSymbol]:

@@ -8,10 +8,12 @@ pause or after a refresh.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterable
 
 from ctx_lsp.workspace import graph
+from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index import names as index_names
 from ctx_lsp.workspace.index.db import SET_META, IndexDb, marks, select_in, write_transaction
 
@@ -165,35 +167,58 @@ def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
 
 def node_stats(db: IndexDb, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
     """``(centrality percentile, degree)`` of each given symbol in the graph."""
-    sql = "SELECT qualname, pct, degree FROM centrality WHERE qualname IN ({})"
-    return {q: (pct, degree) for q, pct, degree in select_in(db.reader(), sql, qualnames)}
+    known = memo.table(db, "node_stats")  # qualname → stats, or None: not in the graph
+    wanted = set(qualnames)
+    missing = wanted - known.keys()
+    if missing:
+        sql = "SELECT qualname, pct, degree FROM centrality WHERE qualname IN ({})"
+        for q, pct, degree in select_in(db.reader(), sql, missing):
+            known[q] = (pct, degree)
+        for q in missing:
+            known.setdefault(q, None)
+    return {q: stats for q in wanted if (stats := known[q]) is not None}
 
 
 def neighbours(db: IndexDb, seeds: Iterable[str], per_seed: int) -> list[tuple[str, str, str, int]]:
     """``(seed, neighbour, relation, weight)``: the ``per_seed`` heaviest each way."""
-    conn = db.reader()
+    known = memo.table(db, "neighbours")  # (seed, per_seed) → its rows: pins seed every plan
     out: list[tuple[str, str, str, int]] = []
     for seed in dict.fromkeys(seeds):
-        calls = conn.execute(
-            "SELECT t.dst, sum(e.weight) AS w FROM symbols s JOIN edges e ON e.src = s.id "
-            "JOIN targets t ON t.id = e.target WHERE s.qualname = ? AND t.dst IS NOT NULL AND t.dst != s.qualname "
-            "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
-            (seed, per_seed),
-        )
-        out.extend((seed, dst, "calls", w) for dst, w in calls)
-        called_by = conn.execute(
-            "SELECT s.qualname, sum(e.weight) AS w FROM targets t JOIN edges e ON e.target = t.id "
-            "JOIN symbols s ON s.id = e.src WHERE t.dst = ? AND s.qualname != t.dst "
-            "GROUP BY s.qualname ORDER BY w DESC, s.qualname LIMIT ?",
-            (seed, per_seed),
-        )
-        out.extend((seed, src, "called by", w) for src, w in called_by)
+        rows = known.get((seed, per_seed))
+        if rows is None:
+            rows = known[(seed, per_seed)] = _neighbours(db.reader(), seed, per_seed)
+        out.extend(rows)
+    return out
+
+
+def _neighbours(conn: sqlite3.Connection, seed: str, per_seed: int) -> list[tuple[str, str, str, int]]:
+    calls = conn.execute(
+        "SELECT t.dst, sum(e.weight) AS w FROM symbols s JOIN edges e ON e.src = s.id "
+        "JOIN targets t ON t.id = e.target WHERE s.qualname = ? AND t.dst IS NOT NULL AND t.dst != s.qualname "
+        "GROUP BY t.dst ORDER BY w DESC, t.dst LIMIT ?",
+        (seed, per_seed),
+    )
+    out = [(seed, dst, "calls", w) for dst, w in calls]
+    called_by = conn.execute(
+        "SELECT s.qualname, sum(e.weight) AS w FROM targets t JOIN edges e ON e.target = t.id "
+        "JOIN symbols s ON s.id = e.src WHERE t.dst = ? AND s.qualname != t.dst "
+        "GROUP BY s.qualname ORDER BY w DESC, s.qualname LIMIT ?",
+        (seed, per_seed),
+    )
+    out.extend((seed, src, "called by", w) for src, w in called_by)
     return out
 
 
 def file_neighbours(db: IndexDb, rel: str, limit: int) -> list[tuple[str, str, int]]:
     """``(qualname, relation, weight)`` of definitions in other files: the ``limit`` heaviest each way."""
-    conn = db.reader()
+    known = memo.table(db, "file_neighbours")  # the open files seed every plan of an editor
+    rows = known.get((rel, limit))
+    if rows is None:
+        rows = known[(rel, limit)] = _file_neighbours(db.reader(), rel, limit)
+    return list(rows)
+
+
+def _file_neighbours(conn: sqlite3.Connection, rel: str, limit: int) -> list[tuple[str, str, int]]:
     used_by = conn.execute(
         "SELECT t.dst, sum(e.weight) AS w FROM symbols s JOIN edges e ON e.src = s.id "
         "JOIN targets t ON t.id = e.target WHERE s.path = ? AND t.dst IS NOT NULL AND NOT EXISTS "

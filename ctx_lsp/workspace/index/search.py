@@ -1,5 +1,10 @@
 """Lexical search over the symbols: FTS5's BM25 on the search terms (``terms``), with the
-fields each hit matched in."""
+fields each hit matched in.
+
+A hit carries the symbol's head (``SymbolHead``: its name, kind and place), not its texts:
+ranking needs no more, and most hits are never shown (a plan offers the best 200 of 400 and
+packs a few dozen). The texts of the ones offered are read by row id (``symbols_by_id``).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,13 @@ import sqlite3
 
 import msgspec
 
-from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol
+from ctx_lsp.workspace.index import memo
+from ctx_lsp.workspace.index.db import IndexDb, marks
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, query_term_words
 
 # bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
+SEARCHES_KEPT = 64  # whole results (hundreds of hits each) kept in memory
 _COLUMN_LABELS = {
     "qualname_terms": "name",
     "signature": "signature",
@@ -21,17 +28,48 @@ _COLUMN_LABELS = {
 }
 
 
-class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
+class SymbolHead(msgspec.Struct, frozen=True, gc=False):
+    """What ranking reads of a stored symbol (``IndexedSymbol`` has these fields too, and the
+    texts): its row id, names, kind and place."""
+
+    id: int
+    qualname: str
+    name: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    end_col: int
+    parent: str
+    secrets: int
+
+
+_HEAD_FIELDS = SymbolHead.__struct_fields__
+SELECT_HEADS = f"SELECT {', '.join(_HEAD_FIELDS)} FROM symbols"
+
+
+class SearchHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One search result: ``score`` is -bm25 (higher is better); ``matched`` says which query
     words matched (a stem of them) in which field, e.g. ``"name: invoice total; path: billing"``."""
 
-    symbol: IndexedSymbol
+    symbol: SymbolHead
     score: float
     matched: str
 
 
 def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[SearchHit]:
-    """Symbols matching any term of ``query``, best first (see ``WorkspaceIndex.search``).
+    """Symbols matching any term of ``query``, best first (see ``WorkspaceIndex.search``); the
+    same question asked again, while the index is unchanged, is answered from memory."""
+    key = (query, limit, frozenset(kinds) if kinds else None)
+    results = memo.table(db, "search", SEARCHES_KEPT)
+    hits = results.get(key)
+    if hits is None:
+        hits = results[key] = _search(db, query, limit, kinds)
+    return list(hits)
+
+
+def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[SearchHit]:
+    """Symbols matching any term of ``query``, best first.
 
     ``score`` = −bm25 over all columns (``FTS_WEIGHTS``) plus −bm25 of the name column alone.
     Why the second part: FTS5 normalises by the length of the whole row and saturates each
@@ -66,8 +104,8 @@ def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[
             return []
         ids = [r[0] for r in ranked]
         id_marks = marks(len(ids))
-        rows = conn.execute(f"{SELECT_SYMBOLS} WHERE s.id IN ({id_marks})", ids)
-        found = {sym.id: sym for sym in map(row_symbol, rows)}
+        rows = conn.execute(f"{SELECT_HEADS} WHERE id IN ({id_marks})", ids)
+        found = {row[0]: SymbolHead(*row) for row in rows}
         texts = {
             r[0]: r[1:]
             for r in conn.execute(

@@ -1,0 +1,124 @@
+"""Warm plans in the engine (``Engine.plan``, no session): what retrieval and packing cost once
+the index is built.
+
+    .venv/bin/python benchmarks/warm_plan.py [WORKSPACE] [--runs 40] [--modes light,heavy]
+
+WORKSPACE: a source tree (default: a generated tree of sympy's size under benchmarks/.data, or
+CTX_BENCH_DATA). It is indexed once into a database under the same folder (the tree is only
+read), or into ``--db``. Two kinds of plans per mode, each timed from the request to the plan:
+
+- re-plans: a fixed set of questions asked again and again (the editor re-plans the session's
+  latest question after a pin, a message, a mode change; the gateway plans every request of an
+  agent loop on the same question);
+- first sight: questions never asked before in this process (the first docstring line of
+  symbols spread over the tree), each asked once.
+
+Prints median and p95 of each, the split (retrieval, packing) and the floor: the pure planner
+over the same inputs (no retrieval, nothing read), with the core count and the load average
+(the machine is shared: compare runs made back to back). Target (issue 18): a warm plan of
+sympy ≤ 15 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from index_speed import DATA, QUERIES, _loadavg, generate  # noqa: E402
+
+from ctx_lsp.core.planner import plan  # noqa: E402
+from ctx_lsp.engine import Engine, PlanRequest  # noqa: E402
+
+TARGET_MS = 15.0
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def fresh_questions(engine: Engine, count: int) -> list[str]:
+    """``count`` questions nobody asked yet: the first line of the docstrings of functions and
+    classes spread evenly over the tree (test files aside), in index order."""
+    symbols = [
+        s
+        for s in engine.index.iter_symbols(("class", "function", "method"))
+        if len(s.docstring.split()) >= 4 and "test" not in s.path
+    ]
+    step = max(1, len(symbols) // count)
+    out = []
+    for s in symbols[::step][:count]:
+        out.append(" ".join(s.docstring.strip().splitlines()[0].split()[:16]))
+    return out
+
+
+def timed(engine: Engine, query: str, mode: str) -> tuple[float, float, float, float]:
+    """(total, retrieval, packing, the pure planner again on the same inputs) in ms."""
+    t0 = time.perf_counter()
+    out = engine.plan(PlanRequest(query=query, mode=mode))  # type: ignore[arg-type]
+    total = (time.perf_counter() - t0) * 1000
+    t1 = time.perf_counter()
+    plan(out.inputs)
+    floor = (time.perf_counter() - t1) * 1000
+    return total, out.timings_ms.get("retrieval", 0.0), out.timings_ms.get("plan", 0.0), floor
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workspace", nargs="?", type=Path)
+    ap.add_argument("--runs", type=int, default=40, help="plans per kind and mode (≥ 30 for a p95)")
+    ap.add_argument("--modes", default="light,heavy")
+    ap.add_argument("--db", type=Path, help="the index database (default: one under benchmarks/.data)")
+    args = ap.parse_args()
+    root = generate(DATA / "synthetic_1600x500", 1600, 500) if args.workspace is None else args.workspace.resolve()
+    DATA.mkdir(parents=True, exist_ok=True)
+    db = args.db or DATA / f"warm-{hashlib.sha1(str(root).encode()).hexdigest()[:10]}.sqlite3"
+    engine = Engine(root, db_path=db)
+    try:
+        t0 = time.perf_counter()
+        stats = engine.refresh_index()
+        print(
+            f"index: {root} ({stats.files_indexed} parsed, {stats.files_unchanged} unchanged, "
+            f"{engine.index.stats().symbols:,} symbols) in {time.perf_counter() - t0:.1f} s"
+        )
+        fresh = fresh_questions(engine, args.runs * 2)
+        load_before = _loadavg()
+        print(
+            "\n| mode | plans | n | median | p95 | retrieval (median) | packing (median) | floor: planner alone "
+            "(median) | target |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+            for q in QUERIES:  # warm-up: the connection, the tokenizer, the page cache
+                engine.plan(PlanRequest(query=q, mode=mode))  # type: ignore[arg-type]
+            kinds = {
+                "re-plans": [QUERIES[i % len(QUERIES)] for i in range(args.runs)],
+                "first sight": fresh[: args.runs] if mode == "light" else fresh[args.runs : 2 * args.runs],
+            }
+            for kind, questions in kinds.items():
+                if not questions:  # a small tree has few docstrings to ask about
+                    continue
+                rows = [timed(engine, q, mode) for q in questions]
+                total, retrieval, packing, floor = (list(col) for col in zip(*rows, strict=True))
+                print(
+                    f"| {mode} | {kind} | {len(rows)} | {statistics.median(total):.1f} ms | {pct(total, 0.95):.1f} ms "
+                    f"| {statistics.median(retrieval):.1f} ms | {statistics.median(packing):.1f} ms "
+                    f"| {statistics.median(floor):.1f} ms | ≤ {TARGET_MS:.0f} ms |"
+                )
+        print(f"\ncores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}")
+    finally:
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""How a session's plans are kept for replay: the retrieval candidates' texts by reference, each
+text stored once (compressed) however many plans offer it, the plan itself compressed; a plan kept
+"after the reply" is written before anything reads plans, before any other write, and when the
+store closes; replay rebuilds the identical plan from what was kept."""
+
+from __future__ import annotations
+
+import sqlite3
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ctx_lsp.core.items import PlanInput
+from ctx_lsp.engine import Engine, PlanRequest
+from ctx_lsp.memory.store import MemoryStore
+from ctx_lsp.memory.store.plans import CANDIDATE
+from ctx_lsp.sessions import SessionEngine, SessionPlanRequest
+from tests.workspaces import copy_sample
+
+QUERIES = ("how is the invoice total calculated with tax?", "how are discounts applied to an invoice?")
+
+
+@pytest.fixture
+def core(tmp_path: Path) -> Iterator[SessionEngine]:
+    core = SessionEngine(Engine(copy_sample(tmp_path / "ws")), MemoryStore(tmp_path / "memory.sqlite3"))
+    core.engine.refresh_index()
+    yield core
+    core.close()
+
+
+def raw(tmp_path: Path) -> sqlite3.Connection:
+    """Another connection to the store's file: what another process would see."""
+    return sqlite3.connect(tmp_path / "memory.sqlite3")
+
+
+def plan(core: SessionEngine, query: str, **kw):
+    return core.plan(SessionPlanRequest(session="s", request=PlanRequest(query=query, mode="heavy"), **kw))
+
+
+def test_candidate_texts_are_kept_once_by_reference_and_replay_rebuilds_the_plan(core: SessionEngine, tmp_path: Path):
+    first = plan(core, QUERIES[0])
+    texts = {c.text for c in first.inputs.candidates if c.text}
+    assert len(texts) > 10
+    db = raw(tmp_path)
+    blob, refs = db.execute("SELECT inputs, bodies FROM plans WHERE id = ?", (first.result.plan.plan_id,)).fetchone()
+    stored = msgspec.msgpack.decode(zlib.decompress(blob), type=PlanInput)
+    assert not [c for c in stored.candidates if c.text]  # the texts are not in the inputs ...
+    refs = msgspec.json.decode(refs)
+    assert len([r for r in refs if r[0] == CANDIDATE]) == len([c for c in first.inputs.candidates if c.text])
+    packs = {i: zlib.decompress(data) for i, data in db.execute("SELECT id, data FROM text_packs")}
+    rows = db.execute("SELECT pack, start, size FROM texts").fetchall()
+    kept = {packs[p][a : a + n].decode() for p, a, n in rows}
+    assert texts == kept and len(packs) == 1  # ... but in texts, once each, in one compressed pack
+    assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == len(kept)
+
+    second = plan(core, QUERIES[1])
+    both = texts | {c.text for c in second.inputs.candidates if c.text}
+    assert db.execute("SELECT count(*) FROM texts").fetchone()[0] == len(both)  # shared texts: not again
+    (stored_plan,) = db.execute("SELECT plan FROM plans WHERE id = ?", (first.result.plan.plan_id,)).fetchone()
+    assert zlib.decompress(stored_plan) == msgspec.json.encode(first.result.plan)  # kept compressed
+
+    for outcome in (first, second):
+        identical, result = core.replay(outcome.result.plan.plan_id)
+        assert identical and result.plan == outcome.result.plan
+    # a fresh process (no remembered hashes, no plan cache) reads the texts back from the store
+    other = SessionEngine(Engine(core.engine.root), MemoryStore(tmp_path / "memory.sqlite3"))
+    try:
+        identical, _ = other.replay(first.result.plan.plan_id)
+        rendered = other.outcome("s", first.result.plan.plan_id).render("text").text
+        assert identical and rendered == first.render("text").text
+    finally:
+        other.close()
+
+
+def test_a_plan_kept_after_the_reply_is_written_before_anything_reads_plans(core: SessionEngine, tmp_path: Path):
+    db = raw(tmp_path)
+    out = plan(core, QUERIES[0], keep_later=True)
+    plan_id = out.result.plan.plan_id
+    assert db.execute("SELECT count(*) FROM plans").fetchone()[0] == 0  # not yet: the reply goes first
+    assert core.store.latest_plan_id("s") == plan_id  # a read of plans writes it first
+    assert db.execute("SELECT id FROM plans").fetchall() == [(plan_id,)]
+
+    later = plan(core, QUERIES[1], keep_later=True)
+    core.set_mode("s", "light")  # any write writes it first too
+    assert db.execute("SELECT count(*) FROM plans WHERE id = ?", (later.result.plan.plan_id,)).fetchone()[0] == 1
+
+
+def test_closing_the_store_writes_a_plan_kept_after_the_reply(tmp_path: Path):
+    core = SessionEngine(Engine(copy_sample(tmp_path / "ws")), MemoryStore(tmp_path / "memory.sqlite3"))
+    core.engine.refresh_index()
+    out = plan(core, QUERIES[0], keep_later=True)
+    core.close()
+    store = MemoryStore(tmp_path / "memory.sqlite3")
+    try:
+        assert store.latest_plan_id("s") == out.result.plan.plan_id
+    finally:
+        store.close()
+
+
+def test_flush_writes_a_plan_kept_after_the_reply(core: SessionEngine, tmp_path: Path):
+    out = plan(core, QUERIES[0], keep_later=True)
+    core.flush()
+    assert raw(tmp_path).execute("SELECT id FROM plans").fetchall() == [(out.result.plan.plan_id,)]
+    identical, _ = core.replay(out.result.plan.plan_id)
+    assert identical

@@ -1,0 +1,134 @@
+"""What the store and the sessions engine keep in memory between plans gives what reading
+everything again gives: a session's path after appends, compactions and recounts; its
+compactions; usage statistics after reports; another process's writes seen at once. Older-history
+retrieval over an index grown turn by turn ranks like one made at once, and like the plain BM25
+loop it replaces."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+
+from ctx_lsp.core.conversation import group_turns, parse_messages
+from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.memory import history
+from ctx_lsp.memory.store import MemoryStore
+
+COUNTER = counter_for("cl100k_base")
+
+
+def messages(start: int, turns: int) -> list:
+    raw = []
+    for k in range(start, start + turns):
+        raw += [
+            {"id": f"u{k}", "role": "user", "content": f"turn {k}: fix the invoice rounding and the discount rules"},
+            {
+                "id": f"a{k}",
+                "role": "assistant",
+                "content": f"step {k}: rounding done in shop/billing.py " * (k % 5 + 1),
+            },
+        ]
+    return parse_messages(raw)
+
+
+def fresh(path: Path, session: str, branch: str | None = None) -> tuple[list, list]:
+    """The path and compactions as a store that has read nothing before sees them."""
+    store = MemoryStore(path)
+    try:
+        return store.path_meta(session, branch), store.compactions(session)
+    finally:
+        store.close()
+
+
+def test_the_kept_path_and_compactions_are_what_the_store_holds(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    store = MemoryStore(db)
+    store.ensure_session("s")
+    store.append("s", None, messages(0, 3), [(10, "cl100k_base")] * 6)
+    assert store.path_meta("s") == fresh(db, "s")[0]  # read once, kept
+    store.append("s", None, messages(3, 2), [(12, "cl100k_base")] * 4)  # the kept path grows
+    assert store.path_meta("s") == fresh(db, "s")[0]
+    store.add_compaction("s", "main", "summary one", None, ["u0", "a0", "u1", "a1"], 100, 20, 1.0, "trim", None)
+    assert (store.path_meta("s"), store.compactions("s")) == fresh(db, "s")
+    store.add_compaction("s", "main", "summary two", None, ["u2", "a2"], 80, 20, 1.0, "trim", None)
+    assert (store.path_meta("s"), store.compactions("s")) == fresh(db, "s")
+    store.set_counts("s", [("u3", 50, 14, "o200k_base")])
+    assert store.path_meta("s") == fresh(db, "s")[0]
+    store.fork("s", "a3", "side")
+    store.append("s", None, messages(9, 1))
+    assert store.path_meta("s") == fresh(db, "s")[0] and [m.id for m in store.path_meta("s")][-3:] == ["a3", "u9", "a9"]
+    assert store.path_meta("s", "main") == fresh(db, "s", "main")[0]
+
+    # another process appends and compacts: seen at once
+    other = MemoryStore(db)
+    other.append("s", "main", messages(20, 1))
+    other.add_compaction("s", "main", "theirs", None, ["u3", "a3"], 10, 5, 1.0, "trim", None)
+    other.close()
+    assert (store.path_meta("s", "main"), store.compactions("s")) == fresh(db, "s", "main")
+    assert [m.id for m in store.path_meta("s", "main")][-2:] == ["u20", "a20"]
+    store.close()
+
+
+def test_usage_statistics_kept_in_order_match_reading_them_all(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    store = MemoryStore(db)
+    rng = random.Random(4)
+    for n in range(40):
+        estimate = rng.randint(100, 5000)
+        store.record_usage(f"p{n}", f"s{n % 3}", "gpt-4o", estimate, estimate - rng.randint(0, 50),
+                           estimate + rng.randint(-300, 900), 0, 10)  # fmt: skip
+        for session in ("s0", "s1", None):
+            kept = store.usage_stats("gpt-4o", session)
+            again = MemoryStore(db)
+            assert kept == again.usage_stats("gpt-4o", session)
+            again.close()
+    store.close()
+
+
+def reference(turns, query: str) -> list[tuple[str, float, str]]:
+    """The plain BM25 loop over every chunk (query words in sorted order)."""
+    q = sorted(set(history._terms(query)))
+    read = [history._Chunk(t) for t in turns]
+    avg = sum(c.length for c in read) / len(read) or 1.0
+    df = Counter(w for c in read for w in q if w in c.tf)
+    n = len(read)
+    scored = []
+    for k, chunk in enumerate(read):
+        score, matched = 0.0, []
+        for w in q:
+            f = chunk.tf.get(w, 0)
+            if f:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                score += (
+                    idf * f * (history.K1 + 1) / (f + history.K1 * (1 - history.B + history.B * chunk.length / avg))
+                )
+                matched.append(w)
+        if score > 0:
+            scored.append((score, k, matched))
+    best = sorted(sorted(scored, key=lambda s: (-s[0], s[1]))[: history.HISTORY_LIMIT], key=lambda s: s[1])
+    return [(turns[k][0].id, round(s * history.HISTORY_WEIGHT, 6), ", ".join(m)) for s, k, m in best]
+
+
+def test_history_ranked_over_a_growing_index_as_over_a_new_one():
+    rng = random.Random(7)
+    words = ["invoice", "rounding", "discount", "tax", "cart", "refund", "stock", "price", "total", "coupon"]
+    raw = []
+    for k in range(120):
+        raw.append({"id": f"u{k}", "role": "user", "content": " ".join(rng.choices(words, k=rng.randint(2, 8)))})
+        raw.append({"id": f"a{k}", "role": "assistant", "content": " ".join(rng.choices(words, k=rng.randint(5, 60)))})
+    turns = group_turns(parse_messages(raw))
+    chunks = history.HistoryChunks()
+    shown = turns[:40]
+    for size in (40, 41, 80, 80, 120):  # the same lists, growing as compactions archive more
+        shown = shown + turns[len(shown) : size]
+        for query in ("invoice rounding", "refund coupon stock", "tax tax total price cart"):
+            got = history.history_candidates(shown, query, COUNTER, 1.0, chunks)
+            plain = history.history_candidates(shown, query, COUNTER, 1.0)  # a new index
+            want = reference(shown, query)
+            assert [msgspec.to_builtins(i) for i in got] == [msgspec.to_builtins(i) for i in plain]
+            assert [(i.text.split("message ", 1)[1].split(")", 1)[0], i.score) for i in got] == [w[:2] for w in want]
+            assert all(w[2] in (i.why or "") for i, w in zip(got, want, strict=True))
