@@ -113,15 +113,7 @@ class Database:
                 yield
             finally:
                 self._depth = 0
-                try:
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    with suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
-                    self._committed.clear()
-                    self._undone()
-                    raise
-                self._noted()
+                self._commit()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -140,6 +132,10 @@ class Database:
             raise
         finally:
             self._depth = 0
+        self._commit()
+
+    def _commit(self) -> None:
+        """COMMIT; if that fails, roll back and forget what the transaction noted."""
         try:
             self._conn.execute("COMMIT")
         except BaseException:
