@@ -132,3 +132,110 @@ def test_history_ranked_over_a_growing_index_as_over_a_new_one():
             assert [msgspec.to_builtins(i) for i in got] == [msgspec.to_builtins(i) for i in plain]
             assert [(i.text.split("message ", 1)[1].split(")", 1)[0], i.score) for i in got] == [w[:2] for w in want]
             assert all(w[2] in (i.why or "") for i, w in zip(got, want, strict=True))
+
+
+def split(metas: list) -> tuple[list, list]:
+    return [m for m in metas if m.archived_by is not None], [m for m in metas if m.archived_by is None]
+
+
+def test_the_kept_path_parts_are_the_path_split(tmp_path: Path):
+    """``path_parts`` after appends, compactions of the oldest turns and of others, recounts, a
+    fork and another process's writes is the split of the path a fresh store reads; its archived
+    tuple stays the same object until something more is archived."""
+    db = tmp_path / "memory.sqlite3"
+    store = MemoryStore(db)
+    store.ensure_session("s")
+
+    def check(branch: str | None = None) -> tuple:
+        archived, active = store.path_parts("s", branch)
+        assert (list(archived), active) == split(fresh(db, "s", branch)[0])
+        assert store.path_meta("s", branch) == fresh(db, "s", branch)[0]
+        return archived
+
+    store.append("s", None, messages(0, 6), [(10, "cl100k_base")] * 12)
+    first = check()
+    store.append("s", None, messages(6, 2))
+    assert check() is first  # appends archive nothing: the same tuple
+    store.add_compaction("s", "main", "one", None, ["u0", "a0", "u1", "a1"], 100, 20, 1.0, "trim", None)
+    second = check()
+    assert second is not first and second[: len(first)] == first
+    assert check() is second
+    store.add_compaction("s", "main", "not the oldest", None, ["u4", "a4"], 50, 20, 1.0, "trim", None)
+    check()
+    store.add_compaction("s", "main", "the gap", None, ["u2", "a2", "u3", "a3"], 50, 20, 1.0, "trim", None)
+    check()
+    store.add_compaction("s", "main", "again", None, ["u5", "a5", "a4"], 50, 20, 1.0, "trim", None)
+    check()
+    store.set_counts("s", [("u6", 50, 14, "o200k_base")])
+    check()
+    store.fork("s", "a6", "side")
+    store.append("s", None, messages(30, 2))
+    check()
+    check("main")
+    store.add_compaction("s", "side", "side one", None, ["u6", "a6", "u30", "a30"], 50, 20, 1.0, "trim", None)
+    check()
+    check("main")
+
+    other = MemoryStore(db)  # another process appends and compacts: seen at once
+    other.append("s", "main", messages(40, 2))
+    other.add_compaction("s", "main", "theirs", None, ["u7", "a7"], 10, 5, 1.0, "trim", None)
+    other.close()
+    check("main")
+    check("side")
+    store.close()
+
+
+def agent_turn(k: int) -> list[dict]:
+    """One turn of an agent loop (as benchmarks/long_session.py sends): a tool call, its large
+    result, a reply, the next question."""
+    return [
+        {"id": f"a{k}", "role": "assistant", "content": f"Step {k}: running the tests.",
+         "toolCalls": [{"id": f"c{k}", "name": "run_tests", "arguments": '{"path": "tests/test_invoice.py"}'}]},
+        {"id": f"t{k}", "role": "tool", "toolCallId": f"c{k}", "content": f"log line {k % 4} " * 600},
+        {"id": f"r{k}", "role": "assistant", "content": f"Step {k} done; we keep Invoice.total."},
+        {"id": f"u{k + 1}", "role": "user", "content": f"Part {k + 1}: check the discount rules."},
+    ]  # fmt: skip
+
+
+def test_a_long_session_plans_as_a_fresh_process_would(tmp_path: Path):
+    """What the sessions engine keeps between plans (the path's parts, older history's turns and
+    index, the query cluster's centroid) changes no plan: at every turn of a long session —
+    compacting every other turn, forked, written to by another process — a process that has kept
+    nothing plans the same question identically."""
+    from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
+    from ctx_lsp.sessions import SessionEngine, SessionPlanRequest
+    from tests.workspaces import copy_sample
+
+    db = tmp_path / "memory.sqlite3"
+    core = SessionEngine(Engine(copy_sample(tmp_path / "ws")), MemoryStore(db))
+    core.engine.refresh_index()
+    core.append_raw("s", None, [{"id": "u0", "role": "user", "content": "Add VAT to calculate_invoice_total."}])
+    budget = BudgetOverrides(context_length=12_000)
+
+    def ask(engine: SessionEngine, query: str, dry: bool) -> tuple:
+        req = PlanRequest(query=query, budget=budget)
+        plan = engine.plan(SessionPlanRequest(session="s", request=req, dry_run=dry)).result.plan
+        return plan.plan_id, [(i.id, i.tokens) for i in plan.included], [i.id for i in plan.excluded]
+
+    compactions = 0
+    for k in range(40):
+        query = f"part {k}" if k % 5 else f"how is the invoice total rounded with tax {k}?"
+        if k == 24:
+            core.branch("s", "r20", "side")
+        if k in (12, 30):  # another process writes: an exchange of its own, and a compaction
+            other = SessionEngine(Engine(core.engine.root), MemoryStore(db))
+            other.append_raw("s", None, agent_turn(100 + k))
+            other.compact("s", "trim")
+            ask(other, f"where are refunds of coupons stored {k}?", dry=False)  # another task: a new cluster
+            other.close()
+        for after in (False, True):  # before the turn's plan (which may compact first), and after it
+            kept = ask(core, query, dry=True)
+            fresh = SessionEngine(Engine(core.engine.root), MemoryStore(db))
+            assert ask(fresh, query, dry=True) == kept
+            fresh.close()
+            if not after:
+                ask(core, query, dry=False)
+                compactions += sum(type(e).__name__ == "Compacted" for e in core.drain_events())
+        core.append_raw("s", None, agent_turn(k))
+    assert compactions > 10 and len(core.store.compactions("s")) > 12
+    core.close()

@@ -4,6 +4,7 @@ never deleted: they stay in the store and in ``ctx/listMessages``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +36,11 @@ class Compactions:
     calibration: Calibration
     conversation: Conversation
 
-    def summary_for(self, session: str, path: list[MessageMeta]) -> dict[str, Any] | None:
-        """The latest compaction whose archived messages are on this path (branches share them)."""
+    def summary_for(self, session: str, path: Sequence[MessageMeta]) -> dict[str, Any] | None:
+        """The latest compaction whose archived messages are on this path (branches share them).
+        ``path``: the whole path, or only its archived messages (``MemoryStore.path_parts``):
+        the compactions' messages are among them, and a long path's active part is then not
+        looked through."""
         on_path: set[str] | None = None
         for c in reversed(self.shared.store.compactions(session)):
             if not c["archivedIds"]:
@@ -65,7 +69,7 @@ class Compactions:
         record: SessionRecord,
         model: ResolvedModel,
         budget: BudgetSpec,
-        meta: list[MessageMeta],
+        parts: tuple[Sequence[MessageMeta], list[MessageMeta]],
         sizes: dict[str, Sized],
         live_turn: bool = False,
     ) -> bool:
@@ -74,8 +78,8 @@ class Compactions:
         usage when there is one (scaled by how far off the estimate was), from stored counts
         otherwise — summarise older turns. ``live_turn``: the path ends in the turn being asked
         (the gateway), which may then give up its own oldest tool exchanges. Returns whether it
-        compacted."""
-        active = [m.to_message() for m in meta if m.archived_by is None]
+        compacted. ``parts``: the branch's path as (archived, active) messages."""
+        active = [m.to_message() for m in parts[1]]
         if len(active) < 2:
             return False
         cal = model.estimator.calibration
@@ -88,7 +92,9 @@ class Compactions:
         if estimate < threshold * room:
             return False
         keep = int(room * COMPACTION_KEEP_SHARE)
-        compaction = self.compact(record.id, "summary", auto=True, keep_tokens=keep, path=meta, split_current=live_turn)
+        compaction = self.compact(
+            record.id, "summary", auto=True, keep_tokens=keep, parts=parts, split_current=live_turn
+        )
         if compaction is None:
             return False
         self.shared.events.append(Compacted(record.id, compaction))
@@ -103,13 +109,14 @@ class Compactions:
         summary: str | None = None,
         auto: bool = False,
         keep_tokens: int | None = None,
-        path: list[MessageMeta] | None = None,
+        parts: tuple[Sequence[MessageMeta], list[MessageMeta]] | None = None,
         split_current: bool = False,
     ) -> Compaction | None:
         """Summarise (or, with ``trim``, just archive) the older turns of the active branch: all
         but the current turn when asked for, and when automatic all but the newest turns that
         fit half the conversation budget (``keep_tokens``, when the caller knows the budget).
-        ``path`` is the branch's path when the caller has just read it."""
+        ``parts`` are the branch's path as (archived, active) messages when the caller has just
+        read it."""
         shared = self.shared
         store = shared.store
         if not dry_run:
@@ -117,8 +124,7 @@ class Compactions:
         record = shared.open_session(session)
         model, _ = self.calibration.model(record.model)
         counter, cal = model.counter, model.estimator.calibration
-        stored = path if path is not None else store.path_meta(session, record.branch)
-        active_meta = [m for m in stored if m.archived_by is None]
+        archived, active_meta = parts if parts is not None else store.path_parts(session, record.branch)
         sizes = self.conversation.sizes(session, active_meta, counter)
 
         def cost(msgs) -> int:
@@ -135,13 +141,14 @@ class Compactions:
             if auto:
                 return None
             raise UserError("nothing to compact: the conversation is only its current turn")
-        previous = self.summary_for(session, stored)
+        previous = self.summary_for(session, archived)
         prev_digest = msgspec.json.decode(previous["digest"], type=Digest) if previous and previous["digest"] else None
         # what the summary is made from: the archived texts, a large one by its head
         heads = store.contents(session, [m.id for m in archive], prefix=True)
         texts = [msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in archive]
         big = {m.id: sizes[m.id].bytes for m in archive}
-        number = 1 + max((c["number"] for c in store.compactions(session)), default=0)
+        done = store.compactions(session)  # in order: the latest has the highest number
+        number = 1 + (done[-1]["number"] if done else 0)
         note = None
         if summary is not None:
             text, digest, summarizer, ms = summary, extract_digest(texts, prev_digest, big), "edited", 0.0

@@ -3,6 +3,7 @@ part of the conversation a plan reads — only what its budget could show."""
 
 from __future__ import annotations
 
+import operator
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +27,9 @@ QUESTION_SLACK_BYTES = 4096  # a latest user message this much longer than the q
 @dataclass(slots=True)
 class Conversation:
     shared: Shared
-    # per session: the archived messages' ids, their turns (texts left out), and the chunks'
-    # generation when every turn was read into a chunk
-    archived: dict[str, tuple[tuple[str, ...], list[list[Message]], int]] = field(default_factory=dict)
+    # per session: the archived messages (the store's tuple), their turns (texts left out), and
+    # the chunks' generation when every turn was read into a chunk
+    archived: dict[str, tuple[tuple[MessageMeta, ...], list[list[Message]], int]] = field(default_factory=dict)
 
     def append_raw(self, session: str, branch: str | None, raw: list[dict[str, Any]]) -> list[StoredMessage]:
         """Append chat messages as clients send them (OpenAI's or our camelCase spelling). A
@@ -136,20 +137,20 @@ class Conversation:
                 used[m.id] = msgspec.structs.replace(sizes[m.id], loaded=False)
         return out, used, window.start
 
-    def history(self, session: str, archived: list[MessageMeta]) -> list[list[Message]]:
+    def history(self, session: str, archived: tuple[MessageMeta, ...]) -> list[list[Message]]:
         """Archived turns for older-history retrieval, each read into a chunk (the heads of its
-        texts) once: the turns come back without their texts. They are kept per session (the same
-        lists while nothing more is archived; a compaction adds turns): a long session archives
-        thousands of messages, and every plan asks."""
-        ids = tuple(m.id for m in archived)
+        texts) once: the turns come back without their texts. They are kept per session, by the
+        identity of the store's archived tuple (``MemoryStore.path_parts``): the same lists while
+        nothing more is archived, grown when a compaction archives more. A long session archives
+        thousands of messages, and every plan asks: a plan that archives nothing looks at none."""
         chunks = self.shared.engine.history_chunks
         kept = self.archived.get(session)
         read = 0  # the first turns, known to be read into chunks
-        if kept is not None and kept[0] == ids:
+        if kept is not None and kept[0] is archived:
             turns = kept[1]
             if kept[2] == chunks.generation:  # every turn was read into a chunk already
                 return turns
-        elif kept is not None and ids[: len(kept[0])] == kept[0] and archived[len(kept[0])].role == "user":
+        elif kept is not None and _grown(kept[0], archived):
             # more turns archived after the kept ones (a compaction archives whole turns)
             turns = kept[1] + group_turns([m.to_message() for m in archived[len(kept[0]) :]])
             read = len(kept[1]) if kept[2] == chunks.generation else 0
@@ -160,5 +161,16 @@ class Conversation:
             heads = self.shared.store.contents(session, [m.id for t in missing for m in t], prefix=True)
             for t in missing:
                 chunks.of([msgspec.structs.replace(m, content=heads.get(m.id, "")) for m in t])
-        self.archived[session] = (ids, turns, chunks.generation)
+        self.archived[session] = (archived, turns, chunks.generation)
         return turns
+
+
+def _grown(kept: tuple[MessageMeta, ...], archived: tuple[MessageMeta, ...]) -> bool:
+    """Whether ``archived`` is ``kept`` followed by whole turns: the same messages first (by id:
+    the store may have read them again), then a user message."""
+    n = len(kept)
+    if n == 0 or len(archived) <= n or archived[n].role != "user":
+        return False
+    if all(map(operator.is_, kept, archived)):  # the store's own tuple, grown: no ids to compare
+        return True
+    return all(a.id == b.id for a, b in zip(kept, archived[:n], strict=True))

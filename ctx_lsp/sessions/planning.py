@@ -42,17 +42,17 @@ class Planning:
         budget = engine.budget(model, ask.budget)
         cal = model.estimator.calibration
         notes: list[str] = []
-        meta = store.path_meta(req.session, record.branch)
-        active = [m for m in meta if m.archived_by is None]
+        archived, active = store.path_parts(req.session, record.branch)
         sizes = self.conversation.sizes(req.session, active, model.counter)
         compacted = (
             not req.dry_run
             and not record.rolling
-            and self.compactions.maybe_compact(record, model, budget, meta, sizes, ask.query_in_conversation)
+            and self.compactions.maybe_compact(
+                record, model, budget, (archived, active), sizes, ask.query_in_conversation
+            )
         )
         if compacted:
-            meta = store.path_meta(req.session, record.branch)
-            active = [m for m in meta if m.archived_by is None]
+            archived, active = store.path_parts(req.session, record.branch)
         cluster_id = self.reflections.cluster_for(record, ask.query, persist=not req.dry_run)
         conversation, sizes, skipped = self.conversation.window(
             req.session, active, sizes, ask.query, model, budget, ask.query_in_conversation
@@ -62,7 +62,7 @@ class Planning:
                 f"{skipped} older messages are outside any window this budget allows: not read for this plan "
                 "(they stay in the session: ctx/listMessages)"
             )
-        summary = self.compactions.summary_for(req.session, meta)
+        summary = self.compactions.summary_for(req.session, archived)
         pins = self.pins.pinned_items(record, req.extra_pins, cal, notes)
         drop = set(req.drop_items)
         if drop:
@@ -76,7 +76,7 @@ class Planning:
             sizes=sizes,
             summary=summary["summary"] if summary else None,
             capsules=self.capsules.items(model),
-            history=self.conversation.history(req.session, [m for m in meta if m.archived_by is not None]),
+            history=self.conversation.history(req.session, archived),
             activation={k: (a.score, a.detail()) for k, a in self.reflections.activation(req.session).items()},
             cluster_id=cluster_id,
         )

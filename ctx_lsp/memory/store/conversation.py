@@ -18,6 +18,7 @@ from ctx_lsp.core.items import Message, Mode, ToolCall
 from ctx_lsp.memory.store import bodies, pins
 from ctx_lsp.memory.store.codec import Codec, json_or_none
 from ctx_lsp.memory.store.db import Database, StoreError
+from ctx_lsp.memory.store.paths import KeptPath
 from ctx_lsp.memory.store.pins import PinRecord
 from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, GATEWAY_REQUESTS, MESSAGES, ORIGINALS, SESSIONS
 
@@ -228,10 +229,10 @@ class Conversation(Database):
         kept = memo.get(("path", session, parent))
         if kept is None or head is None:
             return
-        metas = kept[1]
+        metas = kept.metas
         at = next((n for n in range(len(metas) - 1, -1, -1) if metas[n].id == head), None)
         if at is not None:
-            memo["path", session, branch] = (head, metas[: at + 1])
+            memo["path", session, branch] = kept.start(at + 1)
 
     def put_original(self, session: str, mid: str, kind: str, tokens: int, shrunk_tokens: int, text: str) -> None:
         """Keep a tool output as it came, its message holding a shortened form."""
@@ -367,8 +368,8 @@ class Conversation(Database):
         start), instead of being read again whole — a long session's path has thousands."""
         memo = self.memo()
         kept = memo.pop(("path", session, branch), None)
-        if kept is not None and kept[0] == start:
-            memo["path", session, branch] = (head, kept[1] + new)
+        if kept is not None and kept.head == start:
+            memo["path", session, branch] = kept.extended(head, new)
 
     def _path_rows(self, session: str, branch: str | None, columns: str) -> list[tuple]:
         """Rows of the messages on the branch's path, oldest first (archived ones included)."""
@@ -397,17 +398,28 @@ class Conversation(Database):
         """The messages on the branch's path without their texts, oldest first. Kept in memory
         between plans (see ``Database.memo``): every plan reads the whole path, and a long
         session's path has thousands of messages."""
+        kept = self._kept_path(session, branch)
+        return list(kept.metas) if kept is not None else []
+
+    def path_parts(self, session: str, branch: str | None = None) -> tuple[tuple[MessageMeta, ...], list[MessageMeta]]:
+        """The branch's path as (archived messages, active messages), each oldest first. The
+        archived tuple is the same object from call to call until a compaction archives more (or
+        the store is read again): callers may keep what they make of it by identity."""
+        kept = self._kept_path(session, branch)
+        return kept.parts() if kept is not None else ((), [])
+
+    def _kept_path(self, session: str, branch: str | None) -> KeptPath | None:
         with self.reading() as conn:
             branch = branch or self.session(session).branch
             head = _head(conn, session, branch)
             if head is None:
-                return []
+                return None
             memo = self.memo()
             kept = memo.get(("path", session, branch))
-            if kept is None or kept[0] != head:
+            if kept is None or kept.head != head:
                 metas = [META.decode(r) for r in self._path_rows(session, branch, META.select("m"))]
-                kept = memo["path", session, branch] = (head, metas)
-            return list(kept[1])
+                kept = memo["path", session, branch] = KeptPath(head, metas)
+            return kept
 
     def path_length(self, session: str, branch: str | None = None) -> int:
         return len(self._path_rows(session, branch, "m.seq"))
@@ -516,13 +528,8 @@ class Conversation(Database):
                 f"SELECT {COMPACTION.select()} FROM compactions WHERE session = ? AND number = ?", (session, number)
             )
             memo["compactions", session] = kept + [COMPACTION.decode(r) for r in rows]
-        archive = msgspec.structs.replace
         for key in [k for k in memo if k[0] == "path" and k[1] == session]:
-            head, metas = memo[key]
-            memo[key] = (
-                head,
-                [archive(m, archived_by=number) if m.archived_by is None and m.id in ids else m for m in metas],
-            )
+            memo[key].archive(number, ids)
 
     def compactions(self, session: str) -> list[dict[str, Any]]:
         """The session's compactions, oldest first (kept in memory between plans: a long
