@@ -15,7 +15,7 @@ import msgspec
 
 from ctx_lsp.core.conversation import group_turns, parse_messages
 from ctx_lsp.core.tokens import counter_for
-from ctx_lsp.memory import history
+from ctx_lsp.memory import history, reflection
 from ctx_lsp.memory.store import MemoryStore
 
 COUNTER = counter_for("cl100k_base")
@@ -183,6 +183,18 @@ def test_the_kept_path_parts_are_the_path_split(tmp_path: Path):
     check("main")
     check("side")
     store.close()
+
+
+def test_a_kept_centroid_compares_and_grows_as_the_whole_one():
+    rng = random.Random(3)
+    words = ["invoice", "rounding", "discount", "tax", "cart", "refund", "the", "part", "7", "42", "x"]
+    centroid, kept = Counter(), reflection.Centroid(Counter())
+    for _ in range(300):
+        q = reflection.terms(" ".join(rng.choices(words, k=rng.randint(0, 6))) + f" {rng.randint(0, 500)}")
+        assert kept.cosine(q) == reflection.cosine(q, centroid)
+        centroid = centroid + q
+        kept.add(q)
+        assert kept.counts == centroid and kept.square == sum(v * v for v in centroid.values())
 
 
 def agent_turn(k: int) -> list[dict]:

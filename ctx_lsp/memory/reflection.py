@@ -206,3 +206,41 @@ def assign_cluster(
         if cosine(q, centroid) >= CLUSTER_SIMILARITY:
             return cid, centroid + q, False
     return f"t{next_id}", q, True
+
+
+class Centroid:
+    """A cluster's centroid (term counts) with its squared length, kept between queries. A long
+    session's centroid holds every term its queries ever used; ``cosine`` and ``add`` cost the
+    query's terms only, and give what ``cosine`` and ``+`` over the whole centroid give (the
+    counts are integers: their sums are exact in any order)."""
+
+    __slots__ = ("counts", "square")
+
+    def __init__(self, counts: Counter[str]) -> None:
+        self.counts = counts
+        self.square = sum(v * v for v in counts.values())
+
+    def cosine(self, q: Counter[str]) -> float:
+        if not q or not self.counts:
+            return 0.0
+        counts = self.counts
+        dot = sum(v * counts.get(k, 0) for k, v in q.items())
+        return dot / (math.sqrt(sum(v * v for v in q.values())) * math.sqrt(self.square))
+
+    def add(self, q: Counter[str]) -> None:
+        """Add the query's counts in place (they are positive: nothing drops out, as with ``+``)."""
+        counts = self.counts
+        for k, v in q.items():
+            old = counts.get(k, 0)
+            counts[k] = old + v
+            self.square += 2 * old * v + v * v
+
+
+def join_cluster(query: str, current: tuple[str, Centroid] | None, next_id: int) -> tuple[str, Counter[str], bool]:
+    """``assign_cluster`` over a kept centroid: (cluster id, the query's terms, whether the cluster
+    is new). The caller adds the terms to the current centroid (``Centroid.add``) or starts the
+    new one from them, once it keeps the result."""
+    q = terms(query)
+    if current is not None and current[1].cosine(q) >= CLUSTER_SIMILARITY:
+        return current[0], q, False
+    return f"t{next_id}", q, True

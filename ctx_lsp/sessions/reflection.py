@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -25,6 +25,9 @@ from ctx_lsp.sessions.values import PinIntent
 class Reflections:
     shared: Shared
     pins: Pins
+    # per session: the current cluster's centroid as stored (its JSON) and as counts kept to
+    # compare queries with — a long session's centroid holds hundreds of terms, read once
+    centroids: dict[str, tuple[str, reflection.Centroid]] = field(default_factory=dict)
 
     def activation(self, session: str) -> dict[str, reflection.Activation]:
         blob = self.shared.store.reflection_state(session)[0]
@@ -50,12 +53,21 @@ class Reflections:
         _, current, centroid_json, next_id = store.reflection_state(record.id)
         current_pair = None
         if current is not None and centroid_json:
-            current_pair = (current, Counter(msgspec.json.decode(centroid_json)))
-        cluster, centroid, new = reflection.assign_cluster(query, current_pair, next_id)
+            current_pair = (current, self._centroid(record.id, centroid_json))
+        cluster, q, new = reflection.join_cluster(query, current_pair, next_id)
         if persist:
-            saved = msgspec.json.encode(dict(sorted(centroid.items()))).decode()
+            # the kept counts change in place: forgotten until what they say is stored
+            self.centroids.pop(record.id, None)
+            if new or current_pair is None:
+                centroid = reflection.Centroid(Counter(q))
+            else:
+                centroid = current_pair[1]
+                centroid.add(q)
+            centroid.counts = Counter(dict(sorted(centroid.counts.items())))  # as stored: sorted
+            saved = msgspec.json.encode(centroid.counts).decode()
             if (cluster, saved, next_id + new) != (current, centroid_json, next_id):  # a re-plan changes nothing
                 store.save_cluster(record.id, cluster, saved, next_id + new)
+            self.centroids[record.id] = (saved, centroid)
             if new and current is not None:
                 faded = reflection.task_switch(self.activation(record.id))
                 store.save_activation(record.id, msgspec.json.encode(faded))
@@ -70,6 +82,14 @@ class Reflections:
                         f"task lease ended: the conversation moved from task {current} to task {cluster}",
                     )
         return cluster
+
+    def _centroid(self, session: str, stored: str) -> reflection.Centroid:
+        """The current cluster's centroid, as the store holds it (JSON ``stored``): the kept one
+        while it is what the store holds (another process may have moved on), else decoded."""
+        kept = self.centroids.get(session)
+        if kept is None or kept[0] != stored:
+            kept = self.centroids[session] = (stored, reflection.Centroid(Counter(msgspec.json.decode(stored))))
+        return kept[1]
 
     def _note(
         self, session: str, turn: int, kind: str, item: str, pin_id: str | None, reason: str, task: str | None = None
