@@ -134,6 +134,23 @@ def test_history_ranked_over_a_growing_index_as_over_a_new_one():
             assert all(w[2] in (i.why or "") for i, w in zip(got, want, strict=True))
 
 
+def test_history_ranked_like_the_plain_loop_when_chunks_tie():
+    """An agent's turns alike but for their numbers: chunks of equal length, equal scores; the
+    best are then the earliest, however the scores are sorted."""
+    raw = []
+    for k in range(150):
+        raw.append({"id": f"u{k}", "role": "user", "content": f"Part {k}: check the discount rules."})
+        raw.append({"id": f"a{k}", "role": "assistant", "content": "log line " * (200 + k % 3)})
+    turns = group_turns(parse_messages(raw))
+    chunks = history.HistoryChunks()
+    for size in (20, 33, 90, 150):
+        for query in ("part 7", "discount part", "log rules"):
+            got = history.history_candidates(turns[:size], query, COUNTER, 1.0, chunks)
+            assert [(i.text.split("message ", 1)[1].split(")", 1)[0], i.score) for i in got] == [
+                w[:2] for w in reference(turns[:size], query)
+            ]
+
+
 def split(metas: list) -> tuple[list, list]:
     return [m for m in metas if m.archived_by is not None], [m for m in metas if m.archived_by is None]
 

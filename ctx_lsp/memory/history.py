@@ -4,7 +4,6 @@ window: only archived turns, which the prompt otherwise sees only through the su
 
 from __future__ import annotations
 
-import heapq
 import math
 import operator
 import re
@@ -42,18 +41,36 @@ class _Chunk:
         self.made: tuple[tuple[str, TokenCounter, float], Item] | None = None  # its item, unscored
 
 
-class _Index:
-    """The chunks of one list of archived turns, in order, and the postings (chunk number, term
-    count) of the words asked for: a compaction adds turns to the list, and the index grows with
-    it instead of being read again."""
+class _Posting:
+    """The chunks a word is in (their numbers, ascending) and its count in each."""
 
-    __slots__ = ("best", "chunks", "postings", "total", "turns")
+    __slots__ = ("counts", "numbers")
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []
+        self.counts: list[int] = []
+
+    def add(self, base: int, chunks: Sequence[_Chunk], word: str) -> None:
+        for k, c in enumerate(chunks):
+            f = c.tf.get(word)
+            if f:
+                self.numbers.append(base + k)
+                self.counts.append(f)
+
+
+class _Index:
+    """The chunks of one list of archived turns, in order, and the postings of the words asked
+    for: a compaction adds turns to the list, and the index grows with it instead of being read
+    again."""
+
+    __slots__ = ("best", "chunks", "lengths", "postings", "total", "turns")
 
     def __init__(self) -> None:
         self.turns: list[Sequence[Message]] = []
         self.chunks: list[_Chunk] = []
+        self.lengths: list[int] = []  # the chunks' lengths in words, in order
         self.total = 0  # words in all chunks
-        self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.postings: dict[str, _Posting] = {}
         # the best chunks (number, score) for a query's words, until the index grows: an agent's
         # turns ask with the same words (the task's) until the next compaction
         self.best: dict[tuple[str, ...], list[tuple[int, float]]] = {}
@@ -63,16 +80,18 @@ class _Index:
         base = len(self.chunks)
         self.turns += turns
         self.chunks += chunks
+        self.lengths += [c.length for c in chunks]
         self.total += sum(c.length for c in chunks)
         for w, found in self.postings.items():
-            found.extend((base + k, c.tf[w]) for k, c in enumerate(chunks) if w in c.tf)
+            found.add(base, chunks, w)
 
-    def posting(self, word: str) -> list[tuple[int, int]]:
+    def posting(self, word: str) -> _Posting:
         found = self.postings.get(word)
         if found is None:
             if len(self.postings) >= INDEX_WORDS:
                 self.postings.clear()
-            found = self.postings[word] = [(k, f) for k, c in enumerate(self.chunks) if (f := c.tf.get(word))]
+            found = self.postings[word] = _Posting()
+            found.add(0, self.chunks, word)
         return found
 
 
@@ -133,23 +152,41 @@ class HistoryChunks:
 
 def _best(idx: _Index, q: list[str]) -> list[tuple[int, float]]:
     """(chunk number, BM25 score) of the ``HISTORY_LIMIT`` best chunks for the words ``q``, in
-    the conversation's order (a long session's history does not grow every plan)."""
-    read = idx.chunks
-    n = len(read)
+    the conversation's order (a long session's history does not grow every plan).
+
+    Each word adds its share to the scores of the chunks it is in, in the order of ``q``, each
+    share worked out as ``idf * f * (K1 + 1) / (f + norm)``: the same numbers however it is done.
+    A word in every chunk (an agent's task words, its tool's name: the common case, and the
+    costly one) is done a whole column at a time, by ``map`` over the counts and the chunks'
+    length norms; another, chunk by chunk over its posting."""
+    lengths = idx.lengths
+    n = len(lengths)
+    if not n:
+        return []
     avg = idx.total / n or 1.0
-    norm = [K1 * (1 - B + B * c.length / avg) for c in read]
-    scores: dict[int, float] = {}
-    for w in q:
-        found = idx.posting(w)
-        if not found:
-            continue
-        df = len(found)
+    postings = [p for p in map(idx.posting, q) if p.numbers]
+    if not postings:
+        return []
+    norm: list[float] | None = None
+    scores = [0.0] * n  # 0.0 + share is the share: a chunk's first word starts its score exactly
+    for found in postings:
+        df = len(found.numbers)
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for k, f in found:
-            scores[k] = scores.get(k, 0.0) + idf * f * (K1 + 1) / (f + norm[k])
+        if df == n:
+            if norm is None:
+                by_length = {size: K1 * (1 - B + B * size / avg) for size in set(lengths)}
+                norm = list(map(by_length.__getitem__, lengths))
+            top = {f: idf * f * (K1 + 1) for f in set(found.counts)}
+            shares = map(operator.truediv, map(top.__getitem__, found.counts), map(operator.add, found.counts, norm))
+            scores = list(map(operator.add, scores, shares))
+        else:
+            for k, f in zip(found.numbers, found.counts, strict=True):
+                scores[k] += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * lengths[k] / avg))
     if len(idx.best) >= INDEX_WORDS:
         idx.best.clear()
-    return sorted(heapq.nsmallest(HISTORY_LIMIT, scores.items(), key=lambda s: (-s[1], s[0])))
+    # the best by (score descending, chunk number): a stable sort keeps equal scores in chunk order
+    order = sorted(range(n), key=scores.__getitem__, reverse=True)[:HISTORY_LIMIT]
+    return sorted((k, scores[k]) for k in order if scores[k] > 0.0)
 
 
 def history_candidates(
