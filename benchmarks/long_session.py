@@ -7,7 +7,10 @@ Each turn: plan, render, append an assistant tool call with a large result and a
 next user message, report usage. Checks the invariants as it goes: no plan over budget, every
 message still listed at the end (none lost), and prints a table. The plan request alone is timed
 too: its median over the first and over the last ``--window`` turns (target, issue 18: the
-same, ± 10%, however many compactions and archived messages the session holds by then).
+same, ± 10%, however many compactions and archived messages the session holds by then), in
+wall time and in the server's CPU time (less noisy on a shared machine) — and apart for the
+plans that compacted first and those that did not: every other plan compacts, so a window's
+median falls in either group, or between them, by how many of each it holds.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from index_speed import _loadavg
-from lsp_client import StdioClient
+from lsp_client import StdioClient, cpu_ns
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "sample_ws"
 TASK = "Add VAT support to calculate_invoice_total and keep the discount rules working."
@@ -59,11 +62,18 @@ def main() -> None:
             client.request("ctx/pinSymbol", {"symbol": "shop.inventory.Product"})
             client.request("ctx/appendMessages", {"messages": [{"id": "u0", "role": "user", "content": TASK}]})
             per_turn, plan_ms, over_budget, missing_task = [], [], 0, 0
+            plan_cpu: list[float] = []  # server CPU per plan request, ms (empty without schedstat)
+            compacted: list[bool] = []  # whether the plan compacted first
             t_all = time.perf_counter()
             for k in range(args.turns):
+                seen, cpu0 = _compactions(client), cpu_ns(client.proc.pid)
                 t0 = time.perf_counter()
                 plan = client.request("ctx/planContext", {"query": f"part {k}", "contextLength": args.context_length})
                 plan_ms.append((time.perf_counter() - t0) * 1000)
+                cpu1 = cpu_ns(client.proc.pid)
+                if cpu0 is not None and cpu1 is not None:
+                    plan_cpu.append((cpu1 - cpu0) / 1e6)
+                compacted.append(_compactions(client) > seen)  # the notification comes before the reply
                 over_budget += plan["totals"]["tokens"] > plan["promptBudget"]
                 text = client.request("ctx/renderPrompt", {"planId": plan["planId"], "format": "text"})["text"]
                 missing_task += TASK not in text
@@ -75,7 +85,7 @@ def main() -> None:
                 per_turn.append((time.perf_counter() - t0) * 1000)
             total = time.perf_counter() - t_all
             listed = client.request("ctx/listMessages", {"includeArchived": True})["messages"]
-            compactions = sum(1 for n in client.notifications if n["method"] == "ctx/compacted")
+            compactions = _compactions(client)
             lost = 1 + 4 * args.turns - len(listed)
             rss = client.peak_rss_mb()
         finally:
@@ -94,9 +104,36 @@ def main() -> None:
     )
     print(
         f"\nplan request, median of turns 1–{window}: {early:.1f} ms; of turns {len(plan_ms) - window + 1}–"
-        f"{len(plan_ms)}: {late:.1f} ms ({(late / early - 1) * 100:+.0f}%; target ± 10%)"
+        f"{len(plan_ms)}: {late:.1f} ms ({(late / early - 1) * 100:+.0f}%; target ± 10%); "
+        f"p95 {_p95(plan_ms[:window]):.1f} / {_p95(plan_ms[-window:]):.1f} ms"
     )
+    if plan_cpu:
+        early, late = statistics.median(plan_cpu[:window]), statistics.median(plan_cpu[-window:])
+        change = (late / early - 1) * 100
+        print(f"server CPU per plan request, the same windows: {early:.1f} ms; {late:.1f} ms ({change:+.0f}%)")
+    for name, times in (("wall", plan_ms), ("server CPU", plan_cpu)):
+        if times:
+            print(f"  {name}, plans that compacted / did not: " + "; ".join(
+                _groups(times[span], compacted[span]) for span in (slice(0, window), slice(-window, None))
+            ))  # fmt: skip
     print(f"cores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}")
+
+
+def _p95(times: list[float]) -> float:
+    return sorted(times)[int(0.95 * (len(times) - 1))]
+
+
+def _compactions(client: StdioClient) -> int:
+    return sum(1 for n in client.notifications if n["method"] == "ctx/compacted")
+
+
+def _groups(times: list[float], compacted: list[bool]) -> str:
+    """'n × median' of the plans that compacted, and of those that did not."""
+    out = []
+    for flag in (True, False):
+        some = [t for t, c in zip(times, compacted, strict=True) if c == flag]
+        out.append(f"{len(some)} × {statistics.median(some):.1f} ms" if some else "0")
+    return " / ".join(out)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_ns(pid: int) -> int | None:
+    """CPU time all of a process's threads have used, in nanoseconds (Linux schedstat): precise
+    enough to time one request, where ``cpu_seconds`` counts in clock ticks. None without it."""
+    try:
+        return sum(int((t / "schedstat").read_text().split()[0]) for t in Path(f"/proc/{pid}/task").iterdir())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class RpcError(Exception):
     def __init__(self, error: dict[str, Any]) -> None:
         self.code = error.get("code")

@@ -161,6 +161,7 @@ def test_lsp_plan_latency_prints_its_table(tmp_path: Path) -> None:
 def test_long_session_prints_its_table() -> None:
     out = run(str(BENCH / "long_session.py"), "--turns", "6", "--window", "2", timeout=120)
     assert "plan request, median of turns 1–2" in out and "of turns 5–6" in out, out
+    assert "plans that compacted / did not" in out, out
     last = out.splitlines()[1].split()
     assert last[0] == "6" and last[5] == "0" and last[6] == "0", out  # none over budget, none lost
 
