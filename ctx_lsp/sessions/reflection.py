@@ -63,7 +63,8 @@ class Reflections:
             else:
                 centroid = current_pair[1]
                 centroid.add(q)
-            centroid.counts = Counter(dict(sorted(centroid.counts.items())))  # as stored: sorted
+            # stored in the order its terms came (earlier versions sorted them: read the same), so
+            # no plan sorts hundreds of terms
             saved = msgspec.json.encode(centroid.counts).decode()
             if (cluster, saved, next_id + new) != (current, centroid_json, next_id):  # a re-plan changes nothing
                 store.save_cluster(record.id, cluster, saved, next_id + new)
