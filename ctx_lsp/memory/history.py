@@ -42,13 +42,15 @@ class _Chunk:
 
 
 class _Posting:
-    """The chunks a word is in (their numbers, ascending) and its count in each."""
+    """The chunks a word is in (their numbers, ascending) and its count in each; for a word in
+    most chunks, also its count in every chunk (0 where it is not), made when first asked for."""
 
-    __slots__ = ("counts", "numbers")
+    __slots__ = ("column", "counts", "numbers")
 
     def __init__(self) -> None:
         self.numbers: list[int] = []
         self.counts: list[int] = []
+        self.column: list[int] | None = None
 
     def add(self, base: int, chunks: Sequence[_Chunk], word: str) -> None:
         for k, c in enumerate(chunks):
@@ -56,6 +58,16 @@ class _Posting:
             if f:
                 self.numbers.append(base + k)
                 self.counts.append(f)
+        if self.column is not None:
+            self.column += [c.tf.get(word, 0) for c in chunks]
+
+    def dense(self, n: int) -> list[int]:
+        if self.column is None:
+            column = [0] * n
+            for k, f in zip(self.numbers, self.counts, strict=True):
+                column[k] = f
+            self.column = column
+        return self.column
 
 
 class _Index:
@@ -156,9 +168,10 @@ def _best(idx: _Index, q: list[str]) -> list[tuple[int, float]]:
 
     Each word adds its share to the scores of the chunks it is in, in the order of ``q``, each
     share worked out as ``idf * f * (K1 + 1) / (f + norm)``: the same numbers however it is done.
-    A word in every chunk (an agent's task words, its tool's name: the common case, and the
-    costly one) is done a whole column at a time, by ``map`` over the counts and the chunks'
-    length norms; another, chunk by chunk over its posting."""
+    A word in most chunks (an agent's task words, its tool's name: the common case, and the
+    costly one) is done a whole column at a time, by ``map`` over its counts and the chunks'
+    length norms, where a chunk without it adds exactly 0.0; another, chunk by chunk over its
+    posting."""
     lengths = idx.lengths
     n = len(lengths)
     if not n:
@@ -172,12 +185,13 @@ def _best(idx: _Index, q: list[str]) -> list[tuple[int, float]]:
     for found in postings:
         df = len(found.numbers)
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        if df == n:
+        if 2 * df > n:
             if norm is None:
                 by_length = {size: K1 * (1 - B + B * size / avg) for size in set(lengths)}
                 norm = list(map(by_length.__getitem__, lengths))
-            top = {f: idf * f * (K1 + 1) for f in set(found.counts)}
-            shares = map(operator.truediv, map(top.__getitem__, found.counts), map(operator.add, found.counts, norm))
+            column = found.dense(n)
+            top = {f: idf * f * (K1 + 1) for f in set(column)}  # f = 0: 0.0, and 0.0 / norm is 0.0
+            shares = map(operator.truediv, map(top.__getitem__, column), map(operator.add, column, norm))
             scores = list(map(operator.add, scores, shares))
         else:
             for k, f in zip(found.numbers, found.counts, strict=True):
