@@ -398,15 +398,17 @@ class Conversation(Database):
         """The messages on the branch's path without their texts, oldest first. Kept in memory
         between plans (see ``Database.memo``): every plan reads the whole path, and a long
         session's path has thousands of messages."""
-        kept = self._kept_path(session, branch)
-        return list(kept.metas) if kept is not None else []
+        with self.reading():  # the lock: a commit's note may be changing the kept path
+            kept = self._kept_path(session, branch)
+            return list(kept.metas) if kept is not None else []
 
     def path_parts(self, session: str, branch: str | None = None) -> tuple[tuple[MessageMeta, ...], list[MessageMeta]]:
         """The branch's path as (archived messages, active messages), each oldest first. The
         archived tuple is the same object from call to call until a compaction archives more (or
         the store is read again): callers may keep what they make of it by identity."""
-        kept = self._kept_path(session, branch)
-        return kept.parts() if kept is not None else ((), [])
+        with self.reading():
+            kept = self._kept_path(session, branch)
+            return kept.parts() if kept is not None else ((), [])
 
     def _kept_path(self, session: str, branch: str | None) -> KeptPath | None:
         with self.reading() as conn:
