@@ -62,23 +62,53 @@ def split_identifier(name: str) -> str:
     return " ".join(_subwords(name))
 
 
-@lru_cache(maxsize=131072)
 def _word_terms(word: str) -> str:
     """Index terms of one identifier: its stemmed sub-words (no 1-char ones, no stopwords) and,
     when it has several, the stemmed compound, so an exact-name query gets a rare, strong term."""
     subwords = _subwords(word)
-    parts = [_stem(p) for p in subwords if len(p) > 1 and p not in _STOPWORDS]
+    parts = [_stem_of(p) for p in subwords if len(p) > 1 and p not in _STOPWORDS]
     whole = "".join(subwords)
     if len(subwords) > 1 and len(whole) > 1:
         parts.append(_stem(whole))
     return " ".join(parts)
 
 
+class _StemCache(dict[str, str]):
+    """Stems of the sub-words met so far: identifiers share them (``eval``, ``is``, ``expr``)."""
+
+    MAX = 131072  # sub-words kept; past that the cache starts over
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= self.MAX:
+            self.clear()
+        stem = self[word] = _stem(word)
+        return stem
+
+
+_stem_of = _StemCache().__getitem__
+
+
+class _TermCache(dict[str, str]):
+    """``_word_terms`` of the words met so far. Index time looks up every identifier of every
+    symbol (~4M words on sympy), so ``map(_TERMS.__getitem__, words)`` must stay in C: a known
+    word is one dict lookup, where an ``lru_cache`` call costs twice that."""
+
+    MAX = 131072  # words kept; past that the cache starts over (a word's terms never change)
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= self.MAX:
+            self.clear()
+        terms = self[word] = _word_terms(word)
+        return terms
+
+
+_TERMS = _TermCache()
+_terms_of = _TERMS.__getitem__
+
+
 def search_terms(text: str) -> str:
     """The space-joined terms stored in the FTS table for ``text`` (sub-words + compounds)."""
-    # map + join over a cached function: this runs for every symbol's identifiers at index
-    # time, so it stays out of the Python loop.
-    return " ".join(map(_word_terms, _IDENT_RE.findall(text)))
+    return " ".join(map(_terms_of, _IDENT_RE.findall(text)))
 
 
 def query_terms(query: str) -> list[str]:
@@ -123,7 +153,7 @@ def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
                 search_terms(s.signature),
                 search_terms(s.docstring) if s.docstring else "",
                 # identifiers are already space-separated words: no regex needed
-                " ".join(map(_word_terms, s.identifiers.split())),
+                " ".join(map(_terms_of, s.identifiers.split())),
                 path_terms,
             )
         )
