@@ -11,6 +11,7 @@ finds ``round_price``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import Stemmer
@@ -73,37 +74,27 @@ def _word_terms(word: str) -> str:
     return " ".join(parts)
 
 
-class _StemCache(dict[str, str]):
-    """Stems of the sub-words met so far: identifiers share them (``eval``, ``is``, ``expr``)."""
+class _Memo(dict[str, str]):
+    """``fn`` of the words met so far. Index time looks up every identifier of every symbol
+    (~4M words on sympy), so ``map(memo.__getitem__, words)`` must stay in C: a known word is one
+    dict lookup, where an ``lru_cache`` call costs twice that. A word's value never changes; past
+    ``MAX`` words the memo starts over."""
 
-    MAX = 131072  # sub-words kept; past that the cache starts over
+    MAX = 131072
 
-    def __missing__(self, word: str) -> str:
-        if len(self) >= self.MAX:
-            self.clear()
-        stem = self[word] = _stem(word)
-        return stem
-
-
-_stem_of = _StemCache().__getitem__
-
-
-class _TermCache(dict[str, str]):
-    """``_word_terms`` of the words met so far. Index time looks up every identifier of every
-    symbol (~4M words on sympy), so ``map(_TERMS.__getitem__, words)`` must stay in C: a known
-    word is one dict lookup, where an ``lru_cache`` call costs twice that."""
-
-    MAX = 131072  # words kept; past that the cache starts over (a word's terms never change)
+    def __init__(self, fn: Callable[[str], str]) -> None:
+        super().__init__()
+        self.fn = fn
 
     def __missing__(self, word: str) -> str:
         if len(self) >= self.MAX:
             self.clear()
-        terms = self[word] = _word_terms(word)
-        return terms
+        value = self[word] = self.fn(word)
+        return value
 
 
-_TERMS = _TermCache()
-_terms_of = _TERMS.__getitem__
+_stem_of = _Memo(_stem).__getitem__  # identifiers share sub-words (``eval``, ``is``, ``expr``)
+_terms_of = _Memo(_word_terms).__getitem__
 
 
 def search_terms(text: str) -> str:
