@@ -32,8 +32,10 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import TextIO
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,8 +79,19 @@ def start_gateway(workspace: Path, up: FakeUpstream) -> tuple[subprocess.Popen, 
     for line in proc.stderr:
         found = re.search(r"listening on (http://\S+)", line)
         if found:
+            # its log goes on (a line a request): read, or the gateway blocks on a full pipe
+            threading.Thread(target=_drain, args=(proc.stderr,), daemon=True).start()
             return proc, found.group(1)
     raise SystemExit(f"the gateway did not start (exit {proc.wait()})")
+
+
+FAILED_OPEN: list[str] = []  # the gateway's log lines of requests it could not plan
+
+
+def _drain(stream: TextIO) -> None:
+    for line in stream:
+        if "planning failed" in line:  # a benchmark of a gateway that fails open measures nothing
+            FAILED_OPEN.append(line.strip())
 
 
 def sources(workspace: Path, limit: int) -> list[tuple[str, str]]:
@@ -99,7 +112,9 @@ def session_requests(workspace: Path, turns: int, result_chars: int) -> list[dic
         {"name": "Read", "description": "Read a file from the workspace. " * 20, "input_schema": {"type": "object"}},
         {"name": "Grep", "description": "Search the workspace. " * 20, "input_schema": {"type": "object"}},
     ]
-    system = [{"type": "text", "text": "You are a coding agent. " * 200, "cache_control": {"type": "ephemeral"}}]
+    # a new conversation every run: the same one again would go on in the store of the last run
+    agent = f"You are a coding agent (run {time.time_ns()}). " + "You are a coding agent. " * 200
+    system = [{"type": "text", "text": agent, "cache_control": {"type": "ephemeral"}}]
     messages: list[dict] = []
     bodies = []
     for n in range(turns):
@@ -224,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     row("gateway RSS after the session, MB", f"{rss:.0f}")
     row("largest request forwarded / the window (tokens)", str(max(sizes)), str(WINDOW))
     row("requests whose body was over the window if sent direct", str(over))
+    row("requests the gateway could not plan (sent as they came)", str(len(FAILED_OPEN)))
     if shares:
         row(
             "input repeating the previous request (cacheable), mean / min",

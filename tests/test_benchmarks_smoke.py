@@ -4,6 +4,7 @@ here is timed: the numbers are for people, on real trees (benchmarks/retrieval/R
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,6 +142,7 @@ def test_gateway_latency_prints_its_table() -> None:
         "cache-weighted input cost",
     ):
         assert row in out, out
+    assert re.search(r"^requests the gateway could not plan .* 0$", out, re.M), out  # none failed open
 
 
 def test_warm_plan_prints_its_table(tmp_path: Path) -> None:

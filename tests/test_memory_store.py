@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.core.items import Message
-from ctx_lsp.memory.store import BODY_MIN_BYTES, SCHEMA, MemoryStore, PinRecord
+from ctx_lsp.memory.store import BODY_MIN_BYTES, SCHEMA, InsideCompaction, MemoryStore, PinRecord
 from ctx_lsp.memory.store.codec import Codec
 from ctx_lsp.memory.store.schema import PINS, TABLES
 
@@ -258,6 +258,24 @@ def test_a_fork_copies_the_live_pins_whole(store: MemoryStore):
     assert {f: getattr(copied, f) for f in same} == {f: getattr(original, f) for f in same}
     assert store.task_pins_outside("s", "f", "c2") == []  # lease scope 'turn': not a task pin
     assert store.session("s").branch == "f"
+
+
+def test_no_branch_ends_inside_a_compactions_archived_turns(store: MemoryStore):
+    """A branch may end at the last turn a compaction archived, or after it, not inside: there it
+    would start with archived turns whose summary covers turns that are not on it."""
+    turns = [Message(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=f"turn {n}") for n in range(6)]
+    store.append("s", None, turns)
+    store.add_compaction("s", "main", "the first four", None, ["m0", "m1", "m2", "m3"], 40, 10, 1.0, "extractive", None)
+    for inside in ("m0", "m2"):
+        with pytest.raises(InsideCompaction, match="compaction 1"):
+            store.fork("s", inside, None)
+        with pytest.raises(InsideCompaction):  # a client's resent history that leaves the store there
+            store.follow("s", [f"m{n}" for n in range(int(inside[1]) + 1)] + ["new"])
+    assert store.session("s").branch == "main"
+    assert store._read("SELECT count(*) FROM branches WHERE session = ?", ("s",)) == [(1,)]
+    assert store.fork("s", "m3", "at-its-end")["head"] == "m3"
+    assert store.follow("s", ["m0", "m1", "m2", "m3", "m4", "other"]) == (5, "branch-2")
+    assert [m.archived_by for m in store.path_meta("s")] == [1, 1, 1, 1, None]
 
 
 def test_codecs_and_inserts_name_only_declared_columns(store: MemoryStore):

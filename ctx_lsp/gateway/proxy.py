@@ -270,7 +270,7 @@ class Gateway:
             return Planned(body=raw, api=api.name, parsed=parsed, session=session, note=parsed.opaque)
         plan = self.sessions.plan_exchange(exchange(api, parsed, session, self.options.mode))
         body = rewrite(api, parsed, plan) or raw
-        planned = Planned(body=body, api=api.name, parsed=parsed, session=session, plan=plan)
+        planned = Planned(body=body, api=api.name, parsed=parsed, session=plan.session, plan=plan)
         if api is CHAT and parsed.stream:
             options = b.value(fields.get("stream_options")) or {}
             if not (isinstance(options, dict) and options.get("include_usage")):

@@ -8,6 +8,7 @@ retrieval only what the conversation leaves — a request that fits goes out as 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +24,7 @@ from ctx_lsp.core.savings import saved_tokens
 from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
+from ctx_lsp.memory.store import InsideCompaction
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
@@ -107,14 +109,30 @@ class Exchanges:
         with self.shared.store.batch():  # the sync and the plan's writes, one commit
             return self._plan(ex)
 
+    def _follow(self, ex: Exchange, ids: list[str]) -> tuple[Exchange, int, str]:
+        """The session and branch the conversation goes on in (``MemoryStore.follow``), and how
+        many of its messages are stored. A conversation that leaves its session's history inside
+        a compaction's archived turns (the same task started again from its first message, or
+        rewound past a compaction) goes on in a session of its own: ``<session>.2``, then ``.3``;
+        the stored one stays as it is."""
+        session = ex.session
+        for n in itertools.count(2):
+            self.shared.open_session(session)
+            try:
+                known, branch = self.shared.store.follow(session, ids)
+            except InsideCompaction:
+                session = f"{ex.session}.{n}"
+                continue
+            return (ex if session == ex.session else replace(ex, session=session)), known, branch
+        raise AssertionError("unreachable")
+
     def _plan(self, ex: Exchange) -> ExchangePlan:
         shared, store = self.shared, self.shared.store
         shared.require_memory()
-        shared.open_session(ex.session)
         if len(self.chained) >= CHAINED_KEPT:
             self.chained.clear()
         ids = chain_ids(ex.messages, known=self.chained)
-        known, branch = store.follow(ex.session, ids)
+        ex, known, branch = self._follow(ex, ids)
         new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
         new = self._shrink(ex, new)
         if new:

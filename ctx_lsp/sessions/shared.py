@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.memory.store import MemoryStore, MemoryUnavailable, SessionRecord, StoreError
+from ctx_lsp.memory.store import InsideCompaction, MemoryStore, MemoryUnavailable, SessionRecord, StoreError
 from ctx_lsp.sessions.events import Event
 
 # The session of every request that names none, whichever face it came through (an editor, a code
@@ -21,9 +21,12 @@ class NotFound(UserError):
 
 @contextlib.contextmanager
 def found() -> Iterator[None]:
-    """The store's "no such session / message / pin / plan" as NotFound."""
+    """The store's "no such session / message / pin / plan" as NotFound (and a branch it refuses
+    as a bad request: the message exists)."""
     try:
         yield
+    except InsideCompaction as err:
+        raise UserError(str(err)) from None
     except StoreError as err:
         raise NotFound(str(err)) from None
 

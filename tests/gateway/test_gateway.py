@@ -22,6 +22,7 @@ from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway.options import resolve
+from ctx_lsp.sessions import NotFound
 from tests.gateway.fake_upstream import Reply
 from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
 from tests.workspaces import copy_sample
@@ -283,6 +284,35 @@ async def test_over_budget_agent_conversation_is_shed_within_the_window(ws: Path
         row = await gw.call(gw.sessions.store.plan_row, record.plan_id)
         tool_output = next(b["content"] for b in sent["messages"][-3]["content"] if b["type"] == "tool_result")
         assert tool_output.encode()[:200] not in zlib.decompress(row["inputs"])  # referenced by message id, not copied
+
+
+async def test_the_same_task_started_again_after_a_compaction_goes_on_in_a_session_of_its_own(ws: Path) -> None:
+    """A conversation that leaves its stored history inside a compaction's archived turns (here
+    the same task from its first message again: the same session id) would have started a branch
+    whose first turns are archived under a summary of turns that are not on it, and every request
+    failed open. It goes on in ``<session>.2``; the compacted session stays as it was."""
+    (ws / "ctx.toml").write_text(PAID_CONTEXT + TINY_MODEL.replace("6000", "12000"))
+    messages = _agent_conversation(turns=14, result_tokens=700)
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        await client.messages.create(model="tiny-model", max_tokens=500, messages=messages, system="Agent.")
+        first = gw.gateway.status.last.session
+        before = await gw.call(gw.sessions.messages, first)
+        assert any(m.archived_by for m in before.messages)
+        with pytest.raises(UserError, match="compaction 1") as refused:  # the editor's ctx/branch: a bad request
+            await gw.call(gw.sessions.branch, first, before.messages[0].id, None)
+        assert not isinstance(refused.value, NotFound)  # the message exists
+        for n in (1, 3, 5):  # the task again, a tool exchange at a time
+            await client.messages.create(model="tiny-model", max_tokens=500, messages=messages[:n], system="Agent.")
+            record = gw.gateway.status.last
+            assert record.session == f"{first}.2" and record.plan_id and record.note is None
+            sent = gw.up.model_requests[-1].json["messages"]
+            assert messages[0]["content"] in json.dumps(sent[0])  # the task is in the prompt
+            assert len(sent) == n
+        again = await gw.call(gw.sessions.messages, f"{first}.2")
+        roles = ["user", "assistant", "tool", "assistant", "user", "assistant"]  # the last: the reply
+        assert [m.role for m in again.messages] == roles
+        assert not any(m.archived_by for m in again.messages)
+        assert await gw.call(gw.sessions.messages, first) == before  # nothing of the first run changed
 
 
 async def test_next_request_repeats_the_previous_one_up_to_the_per_turn_block(ws: Path) -> None:

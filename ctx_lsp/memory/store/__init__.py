@@ -27,6 +27,7 @@ from ctx_lsp.memory.store.capsules import Capsules
 from ctx_lsp.memory.store.conversation import (
     BOUND_ENCODING,
     Conversation,
+    InsideCompaction,
     MessageMeta,
     SessionRecord,
     StoredMessage,
@@ -49,6 +50,7 @@ __all__ = [
     "HEAD_CHARS",
     "SCHEMA",
     "BodyRef",
+    "InsideCompaction",
     "MemoryStore",
     "MemoryUnavailable",
     "MessageMeta",

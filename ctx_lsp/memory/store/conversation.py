@@ -22,6 +22,12 @@ from ctx_lsp.memory.store.paths import KeptPath
 from ctx_lsp.memory.store.pins import PinRecord
 from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, GATEWAY_REQUESTS, MESSAGES, ORIGINALS, SESSIONS
 
+
+class InsideCompaction(StoreError):
+    """A branch would end inside a compaction's archived turns: it would start with archived
+    turns whose summary also covers turns that are not on it, so neither would reach a prompt."""
+
+
 BOUND_ENCODING = "utf-8 bytes"  # a token count that is the text's UTF-8 size (valid for any encoding)
 
 
@@ -168,6 +174,7 @@ class Conversation(Database):
             ).fetchone()
             if row is None:
                 raise StoreError(f"cannot branch: no message {from_message!r} in session {session!r}")
+            _refuse_inside_compaction(conn, session, from_message)
             current, _ = session_row(conn, session)
             if name is None:
                 n = conn.execute("SELECT COUNT(*) FROM branches WHERE session = ?", (session,)).fetchone()[0]
@@ -193,12 +200,16 @@ class Conversation(Database):
         """Make the active branch end where the id chain ``chain`` (a conversation as a client
         resent it, ids derived from the ids before them) leaves the store: the current branch when
         its head is there, else a branch whose head is, else a new branch forked there (the client
-        edited or rewound its history). Returns how many of ``chain`` are stored, and the branch."""
+        edited or rewound its history). Returns how many of ``chain`` are stored, and the branch.
+        Raises ``InsideCompaction`` when that branch would end inside a compaction's archived turns
+        (the caller keeps the conversation elsewhere)."""
         with self.reading() as conn:  # most requests continue the current branch: no write at all
             known, target = _stored(conn, session, chain)
             current, _ = session_row(conn, session)
             if _head(conn, session, current) == target:
                 return known, current
+            if target is not None:  # the same conversation started again, or rewound past a compaction
+                _refuse_inside_compaction(conn, session, target)
         with self.write() as conn:
             known, target = _stored(conn, session, chain)
             current, _ = session_row(conn, session)
@@ -545,6 +556,22 @@ class Conversation(Database):
                 )
                 kept = memo["compactions", session] = [COMPACTION.decode(r) for r in rows]
             return list(kept)
+
+
+def _refuse_inside_compaction(conn: sqlite3.Connection, session: str, mid: str) -> None:
+    """Raise ``InsideCompaction`` when ``mid`` was archived by a compaction that archived later
+    turns too. A branch may end at the last turn a compaction archived (the summary covers its
+    path) or at any turn it did not archive."""
+    row = conn.execute(
+        "SELECT c.number, c.archived_ids FROM messages m JOIN compactions c "
+        "ON c.session = m.session AND c.number = m.archived_by WHERE m.session = ? AND m.id = ?",
+        (session, mid),
+    ).fetchone()
+    if row is not None and msgspec.json.decode(row[1])[-1:] != [mid]:
+        raise InsideCompaction(
+            f"cannot branch at {mid!r}: compaction {row[0]} of session {session!r} archived it and the turns "
+            "after it; branch from the last turn it archived, or a later one"
+        )
 
 
 def _stored(conn: sqlite3.Connection, session: str, chain: list[str]) -> tuple[int, str | None]:
