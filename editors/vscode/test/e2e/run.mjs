@@ -259,16 +259,23 @@ async function waitFor(fn, what, timeout = 30000) {
   throw new Error(`waited ${timeout / 1000}s for ${what}`);
 }
 
-/** Click the code lens right above the line at `top` (a real mouse click: the editor handles mouse events). */
-async function clickLensAbove(top) {
-  const box = await page.evaluate((top) => {
-    const lens = [...document.querySelectorAll(".codelens-decoration")].filter((el) => {
-      const b = el.getBoundingClientRect().bottom;
-      return b <= top + 1 && top - b < 40;
-    })[0];
-    const r = (lens.querySelector("a") ?? lens).getBoundingClientRect();
-    return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
-  }, top);
+/** Click the code lens right above the line `needle` of `file` (a real mouse click: the editor
+ * handles mouse events). The line is found again until its lens is there: lenses are re-rendered
+ * when the server refreshes them, and the line moves with them. */
+async function clickLensAbove(needle, file) {
+  const box = await waitFor(async () => {
+    const info = await lineInfo(needle, file);
+    if (!info) return null;
+    return page.evaluate((top) => {
+      const lens = [...document.querySelectorAll(".codelens-decoration")].find((el) => {
+        const b = el.getBoundingClientRect().bottom;
+        return b <= top + 1 && top - b < 40;
+      });
+      if (!lens) return null;
+      const r = (lens.querySelector("a") ?? lens).getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+    }, info.top);
+  }, `the code lens above ${needle} in ${file}`);
   await page.mouse.click(box.x, box.y);
 }
 
@@ -862,11 +869,11 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
 
   step("a code-lens pin reaches the assistant's next request", async () => {
     await openAtLine("shop/billing/invoice.py", 76);
-    const lens = await waitFor(async () => {
+    await waitFor(async () => {
       const info = await lineInfo("def tax_for", "shop/billing/invoice.py");
       return info?.lens && /Pin to context/.test(info.lens.text) ? info : null;
     }, "“Pin to context” above def tax_for in the chosen conversation", 60000);
-    await clickLensAbove(lens.top);
+    await clickLensAbove("def tax_for", "shop/billing/invoice.py");
     await waitFor(async () => {
       const info = await lineInfo("def tax_for", "shop/billing/invoice.py");
       return info && info.pins.length > 0 && /Pinned/.test(info.lens?.text ?? "") ? info : null;
@@ -935,11 +942,11 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.notEqual(await findCount(TAX_FOR_BODY), "No results", "pinned: tax_for's code is in the held body");
     // The held request's conversation is the active one: unpin tax_for from its code lens.
     await openAtLine("shop/billing/invoice.py", 76);
-    const lens = await waitFor(async () => {
+    await waitFor(async () => {
       const info = await lineInfo("def tax_for", "shop/billing/invoice.py");
       return info?.lens && /Pinned/.test(info.lens.text) ? info : null;
     }, "the “Pinned” lens on tax_for", 30000);
-    await clickLensAbove(lens.top);
+    await clickLensAbove("def tax_for", "shop/billing/invoice.py");
     await waitFor(async () => /Pin to context/.test((await lineInfo("def tax_for", "shop/billing/invoice.py"))?.lens?.text ?? ""), "“Pin to context” on tax_for again");
     // Re-plan: the same document, in place, now without the pin.
     await tab.first().click();
