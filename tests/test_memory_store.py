@@ -278,6 +278,20 @@ def test_no_branch_ends_inside_a_compactions_archived_turns(store: MemoryStore):
     assert [m.archived_by for m in store.path_meta("s")] == [1, 1, 1, 1, None]
 
 
+def test_no_branch_ends_where_another_branchs_compaction_archived_the_turns_they_share(store: MemoryStore):
+    turns = [Message(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=f"turn {n}") for n in range(6)]
+    store.append("s", None, turns)
+    store.fork("s", "m3", "b")  # a rewind: the other branch goes on from m3, and compacts
+    other = [Message(id="b4", role="user", content="other"), Message(id="b5", role="assistant", content="ok")]
+    store.append("s", "b", other)
+    store.add_compaction("s", "b", "m0 to b4", None, ["m0", "m1", "m2", "m3", "b4"], 50, 10, 1.0, "extractive", None)
+    with pytest.raises(InsideCompaction, match="compaction 1"):  # back to the first branch's history
+        store.follow("s", [f"m{n}" for n in range(6)] + ["new"])
+    with pytest.raises(InsideCompaction):
+        store.fork("s", "m5", None)
+    assert store.follow("s", ["m0", "m1", "m2", "m3", "b4", "b5", "next"]) == (6, "b")  # the compacted one goes on
+
+
 def test_codecs_and_inserts_name_only_declared_columns(store: MemoryStore):
     with pytest.raises(ValueError, match="no column nope in table pins"):
         Codec.dicts(PINS, ("id", "nope"))

@@ -559,19 +559,33 @@ class Conversation(Database):
 
 
 def _refuse_inside_compaction(conn: sqlite3.Connection, session: str, mid: str) -> None:
-    """Raise ``InsideCompaction`` when ``mid`` was archived by a compaction that archived later
-    turns too. A branch may end at the last turn a compaction archived (the summary covers its
-    path) or at any turn it did not archive."""
-    row = conn.execute(
-        "SELECT c.number, c.archived_ids FROM messages m JOIN compactions c "
-        "ON c.session = m.session AND c.number = m.archived_by WHERE m.session = ? AND m.id = ?",
-        (session, mid),
-    ).fetchone()
-    if row is not None and msgspec.json.decode(row[1])[-1:] != [mid]:
-        raise InsideCompaction(
-            f"cannot branch at {mid!r}: compaction {row[0]} of session {session!r} archived it and the turns "
-            "after it; branch from the last turn it archived, or a later one"
-        )
+    """Raise ``InsideCompaction`` when the path that ends at ``mid`` holds turns archived by a
+    compaction whose last archived turn is not on it: the compaction ran on another branch (past
+    where this one leaves it, or later, over turns the two share), and its summary covers turns
+    this path does not have. A path may end at the last turn a compaction archived, or after it."""
+    rows = conn.execute(
+        """WITH RECURSIVE chain(id) AS (
+               SELECT ?
+               UNION ALL
+               SELECT m.parent FROM messages m JOIN chain ON m.id = chain.id
+               WHERE m.session = ? AND m.parent IS NOT NULL)
+           SELECT m.id, m.archived_by FROM chain JOIN messages m ON m.id = chain.id AND m.session = ?""",
+        (mid, session, session),
+    ).fetchall()
+    numbers = {n for _, n in rows if n is not None}
+    if not numbers:  # the common case: nothing on the path is archived
+        return
+    on_path = {i for i, _ in rows}
+    marks = ", ".join("?" * len(numbers))
+    for number, archived_ids in conn.execute(
+        f"SELECT number, archived_ids FROM compactions WHERE session = ? AND number IN ({marks})",
+        (session, *sorted(numbers)),
+    ):
+        if msgspec.json.decode(archived_ids)[-1] not in on_path:
+            raise InsideCompaction(
+                f"cannot branch at {mid!r}: its path holds turns that compaction {number} of session {session!r} "
+                "archived with turns not on it; branch from the last turn it archived, or a later one"
+            )
 
 
 def _stored(conn: sqlite3.Connection, session: str, chain: list[str]) -> tuple[int, str | None]:
