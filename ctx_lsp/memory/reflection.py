@@ -195,19 +195,6 @@ def cosine(a: Counter[str], b: Counter[str]) -> float:
     return dot / (math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values())))
 
 
-def assign_cluster(
-    query: str, current: tuple[str, Counter[str]] | None, next_id: int
-) -> tuple[str, Counter[str], bool]:
-    """(cluster id, its new centroid, whether it is new): the query joins the current cluster
-    when similar enough, else starts cluster ``t{next_id}``."""
-    q = terms(query)
-    if current is not None:
-        cid, centroid = current
-        if cosine(q, centroid) >= CLUSTER_SIMILARITY:
-            return cid, centroid + q, False
-    return f"t{next_id}", q, True
-
-
 class Centroid:
     """A cluster's centroid (term counts) with its squared length, kept between queries. A long
     session's centroid holds every term its queries ever used; ``cosine`` and ``add`` cost the
@@ -237,9 +224,10 @@ class Centroid:
 
 
 def join_cluster(query: str, current: tuple[str, Centroid] | None, next_id: int) -> tuple[str, Counter[str], bool]:
-    """``assign_cluster`` over a kept centroid: (cluster id, the query's terms, whether the cluster
-    is new). The caller adds the terms to the current centroid (``Centroid.add``) or starts the
-    new one from them, once it keeps the result."""
+    """(cluster id, the query's terms, whether the cluster is new): the query joins the current
+    cluster when similar enough, else starts cluster ``t{next_id}``. The caller adds the terms to
+    the current centroid (``Centroid.add``) or starts the new one from them, once it keeps the
+    result."""
     q = terms(query)
     if current is not None and current[1].cosine(q) >= CLUSTER_SIMILARITY:
         return current[0], q, False
