@@ -508,3 +508,17 @@ def test_closed_index_refuses_reads(ws: Path) -> None:
     idx.close()  # idempotent
     with pytest.raises(RuntimeError):
         idx.search("invoice")
+
+
+def test_a_term_in_half_the_symbols_is_not_matched_but_still_named(index: WorkspaceIndex) -> None:
+    """``shop`` is in every symbol's path: FTS5's bm25 weighs it 1e-6, and scoring every row it is
+    in would cost the most. It is left out of the match (alone, it is still asked) and ``matched``
+    still names it."""
+    conn = index._db.reader()
+    rows = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+    assert conn.execute("SELECT doc FROM symbols_vocab WHERE term = 'shop'").fetchone()[0] == rows
+    with_it = index.search("shop reserve stock", limit=50)
+    without = index.search("reserve stock", limit=50)
+    assert [h.symbol.id for h in with_it] == [h.symbol.id for h in without]  # only what matches the rest
+    assert all("path: shop" in h.matched for h in with_it)
+    assert len(index.search("shop", limit=100)) == rows  # asked alone, it is matched

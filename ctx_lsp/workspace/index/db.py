@@ -78,8 +78,20 @@ CREATE TABLE IF NOT EXISTS centrality(
 CREATE VIRTUAL TABLE IF NOT EXISTS symbols_fts USING fts5(
     {", ".join(FTS_COLUMNS)},
     tokenize = 'unicode61 remove_diacritics 2');
+-- how many symbols hold each term (no data of its own: read from the FTS index)
+CREATE VIRTUAL TABLE IF NOT EXISTS symbols_vocab USING fts5vocab(symbols_fts, row);
 """
-_OWN_TABLES = ("files", "symbols", "imports", "symbols_fts", "edges", "targets", "centrality", "index_meta")
+_OWN_TABLES = (
+    "files",
+    "symbols",
+    "imports",
+    "symbols_vocab",
+    "symbols_fts",
+    "edges",
+    "targets",
+    "centrality",
+    "index_meta",
+)
 SET_META = "INSERT OR REPLACE INTO index_meta(key, value) VALUES (?, ?)"
 
 

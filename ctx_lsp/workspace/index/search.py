@@ -80,7 +80,12 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     terms = list(words)
     if not terms or limit <= 0:
         return []
-    any_term = " OR ".join(f'"{t}"' for t in terms)
+    conn = db.reader()
+    # A term in at least half the symbols (the package's name in every path) weighs 1e-6 in
+    # FTS5's bm25 (its idf is clamped), yet scoring every row it is in costs the most: it is
+    # left out of the match, unless nothing else is asked. ``matched`` still names it.
+    common = _ubiquitous(db, conn, terms)
+    any_term = " OR ".join(f'"{t}"' for t in terms if t not in common or len(common) == len(terms))
     weights = ", ".join(str(w) for w in FTS_WEIGHTS)
     name_weights = ", ".join(str(w if i == 0 else 0.0) for i, w in enumerate(FTS_WEIGHTS))
     # One scan ranks everything from the FTS index alone; symbol rows are fetched for the
@@ -97,7 +102,6 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     # A little over the limit, so the content-based tie-break below decides the cut.
     sql += " ORDER BY r, f.rowid LIMIT ?"
     params.append(int(limit) + 32)
-    conn = db.reader()
     try:
         ranked = conn.execute(sql, params).fetchall()
         if not ranked:
@@ -127,3 +131,20 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
                 parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
         hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts)))
     return hits
+
+
+def _ubiquitous(db: IndexDb, conn: sqlite3.Connection, terms: list[str]) -> set[str]:
+    """The terms at least half the symbols hold, whose bm25 idf FTS5 clamps to 1e-6 (counts
+    from ``symbols_vocab``, kept while the index does not change)."""
+    counts = memo.table(db, "term_rows")
+    missing = [t for t in terms if t not in counts]
+    if missing:
+        found = dict(
+            conn.execute(f"SELECT term, doc FROM symbols_vocab WHERE term IN ({marks(len(missing))})", missing)
+        )
+        for t in missing:
+            counts[t] = found.get(t, 0)
+        if "" not in counts:  # the number of rows, under a key no term has
+            counts[""] = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+    rows = counts.get("") or conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+    return {t for t in terms if 2 * counts[t] >= rows}
