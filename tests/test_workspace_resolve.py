@@ -3,6 +3,7 @@ the time limit and the RecursionError guard; the engine's fallback to it."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -128,8 +129,11 @@ def test_recursion_and_errors_inside_jedi_give_no_answer(ws: Path, monkeypatch: 
     assert resolve_at(ws, "shop/storage.py", None, 0, 0) is None
 
 
-def test_session_engine_pins_the_attribute_jedi_infers(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_engine_pins_the_attribute_jedi_infers(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(resolve, "DEFAULT_TIMEOUT_S", 30.0)  # jedi's answer, however loaded the machine
+    caplog.set_level(logging.INFO, logger=resolve.__name__)  # a failure shows why jedi had no answer
     engine = Engine(ws)
     engine.refresh_index()
     core = SessionEngine(engine)
