@@ -91,6 +91,7 @@ class Hit(Protocol):
     symbol: Head
     score: float
     matched: str
+    words: frozenset[str]
 
 
 Ranked = list[tuple[Head, float, str]]  # (symbol, score, why), best first
@@ -158,7 +159,7 @@ def rank(
     sig = signals if signals is not None else read(query)
     text = sig.search_text
     names = _names_in(text, hits)
-    terms = list(query_term_words(text).values())  # as ``matched`` names them
+    terms = frozenset(query_term_words(text).values())  # as ``matched`` names them
     n_terms = len(terms)
     open_list = list(dict.fromkeys(open_files))
     open_set = set(open_list)
@@ -172,8 +173,7 @@ def rank(
         score = max(hit.score, 0.0) + 1e-6
         why = [f"bm25 {hit.score:.2f} on {hit.matched}" if hit.matched else f"bm25 {hit.score:.2f}"]
         if n_terms > 1 and COVERAGE_FLOOR < 1.0:
-            found = {t for part in hit.matched.split("; ") for t in part.partition(": ")[2].split()}
-            covered = sum(1 for t in terms if t in found)
+            covered = len(terms & hit.words)
             factor = COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * min(1.0, covered / n_terms)
             if factor < 1.0:
                 score *= factor

@@ -50,11 +50,14 @@ SELECT_HEADS = f"SELECT {', '.join(_HEAD_FIELDS)} FROM symbols"
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One search result: ``score`` is -bm25 (higher is better); ``matched`` says which query
-    words matched (a stem of them) in which field, e.g. ``"name: invoice total; path: billing"``."""
+    words matched (a stem of them) in which field, e.g. ``"name: invoice total; path: billing"``;
+    ``words`` are those words, whatever the field (ranking counts them: no need to read
+    ``matched`` back)."""
 
     symbol: SymbolHead
     score: float
     matched: str
+    words: frozenset[str] = frozenset()
 
 
 def search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list[SearchHit]:
@@ -124,12 +127,14 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     needles = [(f" {t} ", words[t]) for t in terms]  # terms are whole words of the space-joined texts
     for score, sym in scored[:limit]:
         parts = []
+        found: set[str] = set()
         for label, text in zip(FTS_COLUMNS, texts.get(sym.id, ()), strict=False):
             padded = f" {text} "
             matched = [word for needle, word in needles if needle in padded]
             if matched:
                 parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
-        hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts)))
+                found.update(matched)
+        hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts), words=frozenset(found)))
     return hits
 
 
