@@ -15,8 +15,10 @@ read), or into ``--db``. Two kinds of plans per mode, each timed from the reques
 
 Prints median and p95 of each, the split (retrieval, packing) and the floor: the pure planner
 over the same inputs (no retrieval, nothing read), with the core count and the load average
-(the machine is shared: compare runs made back to back). Target (issue 18): a warm plan of
-sympy ≤ 15 ms.
+(the machine is shared: compare runs made back to back); then where a first-sight plan's
+retrieval goes (the engine's own timings): search (FTS5 and the hits' heads and fields), rank,
+items (the offered symbols read and made into cards and bodies). Target (issue 18): a warm
+plan of sympy ≤ 15 ms.
 """
 
 from __future__ import annotations
@@ -61,15 +63,20 @@ def fresh_questions(engine: Engine, count: int) -> list[str]:
     return out
 
 
-def timed(engine: Engine, query: str, mode: str) -> tuple[float, float, float, float]:
-    """(total, retrieval, packing, the pure planner again on the same inputs) in ms."""
+STAGES = ("search", "rank", "items")
+
+
+def timed(engine: Engine, query: str, mode: str) -> tuple[float, ...]:
+    """(total, retrieval, packing, the pure planner again on the same inputs, then each of
+    ``STAGES``) in ms."""
     t0 = time.perf_counter()
     out = engine.plan(PlanRequest(query=query, mode=mode))  # type: ignore[arg-type]
     total = (time.perf_counter() - t0) * 1000
     t1 = time.perf_counter()
     plan(out.inputs)
     floor = (time.perf_counter() - t1) * 1000
-    return total, out.timings_ms.get("retrieval", 0.0), out.timings_ms.get("plan", 0.0), floor
+    t = out.timings_ms
+    return total, t.get("retrieval", 0.0), t.get("plan", 0.0), floor, *(t.get(s, 0.0) for s in STAGES)
 
 
 def main() -> int:
@@ -92,6 +99,7 @@ def main() -> int:
         )
         fresh = fresh_questions(engine, args.runs * 2)
         load_before = _loadavg()
+        split: list[str] = []
         print(
             "\n| mode | plans | n | median | p95 | retrieval (median) | packing (median) | floor: planner alone "
             "(median) | target |"
@@ -108,12 +116,23 @@ def main() -> int:
                 if not questions:  # a small tree has few docstrings to ask about
                     continue
                 rows = [timed(engine, q, mode) for q in questions]
-                total, retrieval, packing, floor = (list(col) for col in zip(*rows, strict=True))
+                total, retrieval, packing, floor, *stages = (list(col) for col in zip(*rows, strict=True))
+                if kind == "first sight":
+                    split.append(
+                        f"| {mode} | "
+                        + " | ".join(f"{statistics.median(v):.1f} ms / {pct(v, 0.95):.1f} ms" for v in stages)
+                        + " |"
+                    )
                 print(
                     f"| {mode} | {kind} | {len(rows)} | {statistics.median(total):.1f} ms | {pct(total, 0.95):.1f} ms "
                     f"| {statistics.median(retrieval):.1f} ms | {statistics.median(packing):.1f} ms "
                     f"| {statistics.median(floor):.1f} ms | ≤ {TARGET_MS:.0f} ms |"
                 )
+        if split:
+            print("\nFirst sight, where retrieval goes (median / p95):\n")
+            print("| mode | " + " | ".join(STAGES) + " |")
+            print("|---|" + "---|" * len(STAGES))
+            print("\n".join(split))
         print(f"\ncores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}")
     finally:
         engine.close()

@@ -352,6 +352,7 @@ class Engine:
         t_inputs = time.perf_counter()
 
         pins = [self._pin_by_name(name, n, cal) for n, name in enumerate(req.pins)] + list(req.extra_pins)
+        timings: dict[str, float] = {}
         candidates: list[Item] = []
         scaffold: list[Item] = []
         retrieval_set_id = None
@@ -359,7 +360,7 @@ class Engine:
             if req.candidates is not None:
                 candidates = list(req.candidates)
             else:
-                candidates = self._retrieve(req, query, messages, required, pins, mode, counter, cal)
+                candidates = self._retrieve(req, query, messages, required, pins, mode, counter, cal, timings)
             retrieval_set_id = "rs-" + content_id(*(f"{c.id}:{c.score}" for c in candidates))
             scaffold = req.scaffold if req.scaffold is not None else [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
@@ -379,10 +380,8 @@ class Engine:
             notes=tuple(notes),
             allowance=req.allowance,
         )
-        timings = {
-            "inputs": (t_inputs - t0) * 1000,
-            "retrieval": (t_retrieval - t_inputs) * 1000,
-        }
+        timings["inputs"] = (t_inputs - t0) * 1000
+        timings["retrieval"] = (t_retrieval - t_inputs) * 1000
         return inputs, counter, timings
 
     def _retrieve(
@@ -395,7 +394,10 @@ class Engine:
         mode: Mode,
         counter: TokenCounter,
         cal: float,
+        timings: dict[str, float],
     ) -> list[Item]:
+        """Retrieval's candidates; ``timings`` gets the split of a question not answered from
+        memory: ``search``, ``rank`` and ``items`` (making the offered symbols' forms), in ms."""
         # retrieval reads the head of each recent question: a pasted log is not a search query
         recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
         rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
@@ -410,10 +412,17 @@ class Engine:
         found = retrieved.get(key)
         if found is None:
             ranked = self._ranked(
-                rag_query, open_files=req.open_files, focus_path=focus_path, seeds=seeds, activation=req.activation
+                rag_query,
+                open_files=req.open_files,
+                focus_path=focus_path,
+                seeds=seeds,
+                activation=req.activation,
+                timings=timings,
             )
+            t0 = time.perf_counter()
             fill = retrieval.graph_fill(ranked, self.index)
             found = retrieved[key] = tuple(self._offer(ranked, mode, counter, cal, fill))
+            timings["items"] = (time.perf_counter() - t0) * 1000
         candidates = list(found)
         if req.history:
             candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
@@ -447,9 +456,12 @@ class Engine:
         focus_path: str | None = None,
         seeds: list[str] | tuple[str, ...] = (),
         activation: dict[str, tuple[float, str]] | None = None,
+        timings: dict[str, float] | None = None,
     ) -> retrieval.Ranked:
+        t0 = time.perf_counter()
         pointers = signals.read(query)  # tracebacks, paths, names: exact pointers, not words
         hits = self.index.search(pointers.search_text, limit=min(self.config.retrieval_limit * 2, 1000))
+        t1 = time.perf_counter()
         ranked = retrieval.rank(
             hits,
             query,
@@ -459,7 +471,11 @@ class Engine:
             seeds=seeds,
             graph=self.index,
         )
-        return retrieval.with_activation(ranked, activation or {}, self.index.get, reflection.RETRIEVAL_WEIGHT)
+        ranked = retrieval.with_activation(ranked, activation or {}, self.index.get, reflection.RETRIEVAL_WEIGHT)
+        if timings is not None:
+            timings["search"] = (t1 - t0) * 1000
+            timings["rank"] = (time.perf_counter() - t1) * 1000
+        return ranked
 
     def search_code(
         self,
