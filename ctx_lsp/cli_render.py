@@ -57,9 +57,11 @@ def _line(item: PlanItem, included: bool) -> str:
 def print_tree(outcome: PlanOutcome, *, show_all: bool = False) -> None:
     print_plan(outcome.result.plan, show_all=show_all)
     t = outcome.timings_ms
+    # a question retrieval answered from memory has no split
+    split = " · ".join(f"{k} {t[k]:.1f}" for k in ("search", "rank", "items") if k in t)
     _console().print(
-        f"\n[dim]framing {outcome.result.plan.totals.framing} tok · retrieval {t.get('retrieval', 0):.1f} ms · "
-        f"plan {t.get('plan', 0):.1f} ms[/]"
+        f"\n[dim]framing {outcome.result.plan.totals.framing} tok · retrieval {t.get('retrieval', 0):.1f} ms"
+        f"{f' ({split})' if split else ''} · plan {t.get('plan', 0):.1f} ms[/]"
     )
 
 

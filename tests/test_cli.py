@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,7 @@ def test_tree_shows_meter_sections_and_reasons(ws):
         assert f"\n{section}  " in out.stdout
     assert "calculate_invoice_total" in out.stdout
     assert "latest_user" in out.stdout and "relevant" in out.stdout
+    assert re.search(r"retrieval [\d.]+ ms \(search [\d.]+ · rank [\d.]+ · items [\d.]+\)", out.stdout), out.stdout
     assert "Traceback" not in out.stderr
 
 
