@@ -551,9 +551,13 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     assert.match(await page.locator(".part.sidebar .composite.title").first().innerText(), /context/i);
     const e = run.expected;
     const label = (i, how) => `${i.title}, ${i.tokens} tokens, ${how}: ${i.reason}`;
+    // the groups' headers can render before their rows: wait for a few excluded rows too
     const rows = await waitRows(
-      (rows) => rows.some((r) => r.startsWith("Included: ")) && rows.some((r) => r.startsWith("Excluded: ")),
-      "Included and Excluded groups",
+      (rows) =>
+        rows.some((r) => r.startsWith("Included: ")) &&
+        rows.some((r) => r.startsWith("Excluded: ")) &&
+        e.excluded.filter((i) => rows.includes(label(i, "excluded"))).length >= 3,
+      "Included and Excluded groups with their rows",
     );
     assert.ok(rows.includes(`Included: ${e.included.length} items, ${e.included.reduce((a, i) => a + i.tokens, 0)} tokens`), JSON.stringify(rows));
     for (const item of e.included) assert.ok(rows.includes(label(item, "included")), `row for ${label(item, "included")}`);
