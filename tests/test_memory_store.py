@@ -137,8 +137,11 @@ def test_a_store_of_an_earlier_version_opens_and_migrates(tmp_path: Path, schema
     assert [m.content for m in store.path("s")] == [LARGE, "and now?"]
     raw = sqlite3.connect(path)
     moved = raw.execute("SELECT content = '', body IS NOT NULL, bytes FROM messages WHERE id = 't0'").fetchone()
+    # a turn's messages (reflection reads them every turn) are found by the index the store adds
+    plan = raw.execute("EXPLAIN QUERY PLAN SELECT seq FROM messages WHERE session = 's' AND turn = 0").fetchall()
     raw.close()
     assert moved == ((1, 1, len(LARGE)) if schema is FIRST_VERSION else (0, 0, None))
+    assert "messages_turn" in " ".join(str(r[-1]) for r in plan)
     (pin,) = store.pins("s", "main")
     assert (pin.id, pin.policy, pin.ttl_remaining, pin.status) == ("p1", "ask", 1, "active")
     row = store.plan_row("plan1")

@@ -167,6 +167,7 @@ def test_the_kept_path_parts_are_the_path_split(tmp_path: Path):
         archived, active = store.path_parts("s", branch)
         assert (list(archived), active) == split(fresh(db, "s", branch)[0])
         assert store.path_meta("s", branch) == fresh(db, "s", branch)[0]
+        assert store.path_length("s", branch) == len(fresh(db, "s", branch)[0])  # the kept path's length
         return archived
 
     store.append("s", None, messages(0, 6), [(10, "cl100k_base")] * 12)

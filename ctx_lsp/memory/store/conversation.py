@@ -435,7 +435,11 @@ class Conversation(Database):
             return kept
 
     def path_length(self, session: str, branch: str | None = None) -> int:
-        return len(self._path_rows(session, branch, "m.seq"))
+        """How many messages the branch's path has: the kept path's length (counting the rows
+        again would walk the whole path, after every append)."""
+        with self.reading():
+            kept = self._kept_path(session, branch)
+            return len(kept.metas) if kept is not None else 0
 
     def contents(self, session: str, ids: list[str], *, prefix: bool = False) -> dict[str, str]:
         """The texts of some messages, by id: whole, or (``prefix``) their first ``HEAD_CHARS``

@@ -306,5 +306,7 @@ TABLES = (
 INDEXES = (
     "CREATE INDEX IF NOT EXISTS plans_session ON plans(session, created)",
     "CREATE INDEX IF NOT EXISTS usage_model ON usage(model)",
+    # a turn's messages (reflection, each turn): not a walk through all of a long session's
+    "CREATE INDEX IF NOT EXISTS messages_turn ON messages(session, turn)",
 )
 SCHEMA = ";\n".join(t.create() for t in TABLES) + ";\n" + ";\n".join(INDEXES) + ";\n"
