@@ -15,7 +15,7 @@ import msgspec
 
 from ctx_lsp.core.conversation import group_turns, parse_messages
 from ctx_lsp.core.tokens import counter_for
-from ctx_lsp.memory import history, reflection
+from ctx_lsp.memory import history, history_shapes, reflection
 from ctx_lsp.memory.store import MemoryStore
 
 COUNTER = counter_for("cl100k_base")
@@ -151,6 +151,40 @@ def test_history_ranked_like_the_plain_loop_when_chunks_tie():
             ]
 
 
+def test_history_scored_by_shape_as_chunk_by_chunk():
+    """Chunks grouped by shape (length, counts of the query's words) and kept grouped as the
+    index grows rank and score exactly as the scan over every chunk: alike turns (few shapes,
+    ties everywhere) and varied ones (every chunk its own shape)."""
+    rng = random.Random(11)
+    words = ["invoice", "rounding", "discount", "tax", "cart", "refund"]
+    raw = []
+    for k in range(260):
+        alike = f"Part {k}: check the discount rules. " + "log line " * (200 + k % 2)
+        varied = " ".join(rng.choices(words, k=rng.randint(3, 40)))
+        raw.append({"id": f"u{k}", "role": "user", "content": alike if k % 7 else varied})
+        raw.append({"id": f"a{k}", "role": "assistant", "content": "done " + varied if k % 3 == 0 else "done"})
+    turns = group_turns(parse_messages(raw))
+    chunks = history.HistoryChunks()
+    queries = ["part discount", "log", "invoice tax refund", "rules cart", "nothing here"]
+    grouped = 0
+    for size in (1, 2, 5, 40, 41, 100, 180, 181, 260):
+        idx = chunks.index(turns[:size])
+        n = len(idx.lengths)
+        avg = idx.total / n or 1.0
+        for query in queries:
+            q = sorted(set(history._terms(query)))
+            postings = [p for p in map(idx.posting, q) if p.numbers]
+            scanned = history._scan(idx, postings, avg) if postings else []
+            shapes = history_shapes.Shapes(tuple(q))
+            shapes.add(idx.chunks)
+            idfs = [(i, history._idf(n, len(p.numbers))) for i, p in enumerate(map(idx.posting, q)) if p.numbers]
+            assert sorted(shapes.best(idfs, avg, history.HISTORY_LIMIT)) == scanned
+            assert history._best(idx, q) == scanned  # by the shapes kept as the index grew, once asked again
+            kept = idx.shapes.kept.get(tuple(q))
+            grouped += kept is not None and kept.size == n
+    assert grouped > 10
+
+
 def split(metas: list) -> tuple[list, list]:
     return [m for m in metas if m.archived_by is not None], [m for m in metas if m.archived_by is None]
 
@@ -163,9 +197,14 @@ def test_the_kept_path_parts_are_the_path_split(tmp_path: Path):
     store = MemoryStore(db)
     store.ensure_session("s")
 
+    seen: list[tuple] = []  # every archived tuple handed out
+
     def check(branch: str | None = None) -> tuple:
         archived, active = store.path_parts("s", branch)
         assert (list(archived), active) == split(fresh(db, "s", branch)[0])
+        # a tuple of an earlier one's lineage begins with all of it (older history grows on that)
+        assert all(archived[: len(e)] == e for e in seen if archived.extends(e))
+        seen.append(archived)
         assert store.path_meta("s", branch) == fresh(db, "s", branch)[0]
         assert store.path_length("s", branch) == len(fresh(db, "s", branch)[0])  # the kept path's length
         return archived
@@ -176,7 +215,7 @@ def test_the_kept_path_parts_are_the_path_split(tmp_path: Path):
     assert check() is first  # appends archive nothing: the same tuple
     store.add_compaction("s", "main", "one", None, ["u0", "a0", "u1", "a1"], 100, 20, 1.0, "trim", None)
     second = check()
-    assert second is not first and second[: len(first)] == first
+    assert second is not first and second[: len(first)] == first and second.extends(first)
     assert check() is second
     store.add_compaction("s", "main", "not the oldest", None, ["u4", "a4"], 50, 20, 1.0, "trim", None)
     check()

@@ -16,6 +16,7 @@ from ctx_lsp.core.planner import FRAMING_TOKENS
 from ctx_lsp.core.tokens import TokenCounter, utf8_size
 from ctx_lsp.engine import ResolvedModel
 from ctx_lsp.memory.store import BOUND_ENCODING, MessageMeta, StoredMessage
+from ctx_lsp.memory.store.paths import Archived
 from ctx_lsp.sessions.records import Branch
 from ctx_lsp.sessions.shared import Shared, found
 from ctx_lsp.sessions.values import Transcript
@@ -171,6 +172,8 @@ def _grown(kept: tuple[MessageMeta, ...], archived: tuple[MessageMeta, ...]) -> 
     n = len(kept)
     if n == 0 or len(archived) <= n or archived[n].role != "user":
         return False
-    if all(map(operator.is_, kept, archived)):  # the store's own tuple, grown: no ids to compare
+    if isinstance(archived, Archived) and archived.extends(kept):  # the store's own tuple, grown
+        return True
+    if all(map(operator.is_, kept, archived)):  # the same messages: no ids to compare
         return True
     return all(a.id == b.id for a, b in zip(kept, archived[:n], strict=True))

@@ -6,12 +6,13 @@ window's worth are active: the parts are kept rather than filtered out of the wh
 plan. An append adds to the active part; a compaction usually archives the oldest active turns,
 which moves them across without looking at the archived part; anything else splits the path
 again. The archived part is a tuple that stays the same object until a compaction changes it,
-so what is made from it (older-history retrieval's turns) is kept by identity.
+so what is made from it (older-history retrieval's turns) is kept by identity — and grown, when
+the tuple that replaces it is of its lineage (``Archived``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -20,13 +21,31 @@ if TYPE_CHECKING:
     from ctx_lsp.memory.store.conversation import MessageMeta
 
 
+class Archived(tuple["MessageMeta", ...]):
+    """A path's archived messages. Every tuple of one ``lineage`` begins with all the messages of
+    each earlier one: a compaction of the oldest active turns appends to it, and anything else a
+    kept path goes through starts a new lineage. So whoever kept an earlier tuple knows, without
+    comparing thousands of messages, that a later one only adds to it."""
+
+    lineage: object
+
+    def __new__(cls, messages: Iterable[MessageMeta], lineage: object | None = None) -> Archived:
+        made = super().__new__(cls, messages)
+        made.lineage = object() if lineage is None else lineage
+        return made
+
+    def extends(self, earlier: Sequence[MessageMeta]) -> bool:
+        """Whether this tuple is ``earlier`` (a tuple of the same lineage) followed by more."""
+        return isinstance(earlier, Archived) and earlier.lineage is self.lineage and len(earlier) <= len(self)
+
+
 class KeptPath:
     __slots__ = ("_active", "_archived", "_prefix", "head", "metas")
 
     def __init__(self, head: str | None, metas: list[MessageMeta]) -> None:
         self.head = head
         self.metas = metas  # owned: callers get copies
-        self._archived: tuple[MessageMeta, ...] | None = None  # None: not split yet
+        self._archived: Archived | None = None  # None: not split yet
         self._active: list[MessageMeta] = []
         self._prefix = False  # the path is its archived part followed by its active part
 
@@ -38,7 +57,7 @@ class KeptPath:
         return self._archived, list(self._active)
 
     def _split(self) -> None:
-        archived = tuple(m for m in self.metas if m.archived_by is not None)
+        archived = Archived(m for m in self.metas if m.archived_by is not None)
         self._archived = archived
         self._active = [m for m in self.metas if m.archived_by is None]
         self._prefix = all(m.archived_by is not None for m in self.metas[: len(archived)])
@@ -60,7 +79,7 @@ class KeptPath:
             moved = _leading(self._active, ids)
             if moved is not None:  # the oldest active messages: they move across, nothing else changes
                 done = tuple(msgspec.structs.replace(m, archived_by=number) for m in self._active[:moved])
-                self._archived += done
+                self._archived = Archived(self._archived + done, self._archived.lineage)
                 self._active = self._active[moved:]
                 self.metas = [*self._archived, *self._active]
                 return
