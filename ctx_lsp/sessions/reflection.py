@@ -30,7 +30,7 @@ class Reflections:
     centroids: dict[str, tuple[str, reflection.Centroid]] = field(default_factory=dict)
 
     def activation(self, session: str) -> dict[str, reflection.Activation]:
-        blob = self.shared.store.reflection_state(session)[0]
+        blob = self.shared.store.activation_state(session)
         return msgspec.json.decode(blob, type=dict[str, reflection.Activation]) if blob else {}
 
     def reflections(self, session: str) -> list[Reflection]:
@@ -145,7 +145,7 @@ class Reflections:
                     session, turn, "demote", p.symbol or p.id, p.id, "lease ran out: not used for its whole lease"
                 )
         retrieved = {i.symbol for i in plan.included if i.section == "rag" and i.symbol}
-        _, cluster, _, _ = store.reflection_state(session)
+        cluster = store.current_cluster(session)
         # the user undid a promotion: it stays undone for the rest of that task
         refused = {r.item for r in self._entries(session) if r.kind == "promote" and r.undone and r.task == cluster}
         for symbol, reason in reflection.promotions(scores, leased | refused, sticky, retrieved, model_named):

@@ -26,6 +26,16 @@ class Reflection(Database):
         )
         return rows[0] if rows else (None, None, None, 1)
 
+    def activation_state(self, session: str) -> bytes | None:
+        """The activation alone (``reflection_state``'s first): every plan reads it, and the row's
+        centroid grows with every new query word of a long session."""
+        rows = self._read("SELECT activation FROM reflection_state WHERE session = ?", (session,))
+        return rows[0][0] if rows else None
+
+    def current_cluster(self, session: str) -> str | None:
+        rows = self._read("SELECT cluster FROM reflection_state WHERE session = ?", (session,))
+        return rows[0][0] if rows else None
+
     def save_activation(self, session: str, activation: bytes) -> None:
         with self.write() as conn:
             conn.execute("INSERT OR IGNORE INTO reflection_state(session) VALUES (?)", (session,))
