@@ -15,7 +15,7 @@ import msgspec
 
 from ctx_lsp.core.conversation import group_turns, parse_messages
 from ctx_lsp.core.tokens import counter_for
-from ctx_lsp.memory import history, history_shapes, reflection
+from ctx_lsp.memory import history, reflection
 from ctx_lsp.memory.store import MemoryStore
 
 COUNTER = counter_for("cl100k_base")
@@ -149,40 +149,6 @@ def test_history_ranked_like_the_plain_loop_when_chunks_tie():
             assert [(i.text.split("message ", 1)[1].split(")", 1)[0], i.score) for i in got] == [
                 w[:2] for w in reference(turns[:size], query)
             ]
-
-
-def test_history_scored_by_shape_as_chunk_by_chunk():
-    """Chunks grouped by shape (length, counts of the query's words) and kept grouped as the
-    index grows rank and score exactly as the scan over every chunk: alike turns (few shapes,
-    ties everywhere) and varied ones (every chunk its own shape)."""
-    rng = random.Random(11)
-    words = ["invoice", "rounding", "discount", "tax", "cart", "refund"]
-    raw = []
-    for k in range(260):
-        alike = f"Part {k}: check the discount rules. " + "log line " * (200 + k % 2)
-        varied = " ".join(rng.choices(words, k=rng.randint(3, 40)))
-        raw.append({"id": f"u{k}", "role": "user", "content": alike if k % 7 else varied})
-        raw.append({"id": f"a{k}", "role": "assistant", "content": "done " + varied if k % 3 == 0 else "done"})
-    turns = group_turns(parse_messages(raw))
-    chunks = history.HistoryChunks()
-    queries = ["part discount", "log", "invoice tax refund", "rules cart", "nothing here"]
-    grouped = 0
-    for size in (1, 2, 5, 40, 41, 100, 180, 181, 260):
-        idx = chunks.index(turns[:size])
-        n = len(idx.lengths)
-        avg = idx.total / n or 1.0
-        for query in queries:
-            q = sorted(set(history._terms(query)))
-            postings = [p for p in map(idx.posting, q) if p.numbers]
-            scanned = history._scan(idx, postings, avg) if postings else []
-            shapes = history_shapes.Shapes(tuple(q))
-            shapes.add(idx.chunks)
-            idfs = [(i, history._idf(n, len(p.numbers))) for i, p in enumerate(map(idx.posting, q)) if p.numbers]
-            assert sorted(shapes.best(idfs, avg, history.HISTORY_LIMIT)) == scanned
-            assert history._best(idx, q) == scanned  # by the shapes kept as the index grew, once asked again
-            kept = idx.shapes.kept.get(tuple(q))
-            grouped += kept is not None and kept.size == n
-    assert grouped > 10
 
 
 def split(metas: list) -> tuple[list, list]:
