@@ -111,22 +111,6 @@ def test_deleted_and_renamed_files_leave_no_edges(index: WorkspaceIndex, ws: Pat
     assert "pkg.more.a" not in index.centrality(["pkg.more.a"])
 
 
-def test_search_leaves_its_hits_graph_stats_as_asked_by_name(index: WorkspaceIndex, ws: Path) -> None:
-    hits = index.search("base helper engine run entry")
-    names = {h.symbol.qualname for h in hits} | {"pkg.core.not_a_symbol"}
-    primed = index.node_stats(names)  # read with the hits' heads
-    with WorkspaceIndex(ws) as fresh:  # its own memo: every name asked of the centrality table
-        assert fresh.node_stats(names) == primed
-    assert "pkg.core.helper" in primed and "pkg.core.not_a_symbol" not in primed
-    # after a graph update the stats are read again, not taken from before it
-    index.update_file("pkg/api.py", b"def entry():\n    return 1\n")  # no longer calls helper
-    index.update_graph()
-    index.search("base helper engine run entry")
-    with WorkspaceIndex(ws) as fresh:
-        assert index.node_stats(names) == fresh.node_stats(names)
-    assert index.node_stats(names)["pkg.core.helper"][1] < primed["pkg.core.helper"][1]
-
-
 def test_incremental_update_resolves_at_once_and_centrality_later(index: WorkspaceIndex, ws: Path) -> None:
     assert not index.graph_dirty()
     # a reference to a name that does not exist yet stays unresolved ...

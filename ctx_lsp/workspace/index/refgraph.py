@@ -160,17 +160,6 @@ def central_symbols(db: IndexDb, n: int, kinds: Iterable[str]) -> list[str]:
     return [r[0] for r in rows]
 
 
-NODE_STATS = "node_stats"  # the memo of ``node_stats``
-
-
-def remember_node_stats(db: IndexDb, found: Iterable[tuple[str, float | None, int | None]]) -> None:
-    """Keep ``(qualname, pct, degree)`` read from ``centrality`` elsewhere (pct None: not in the
-    graph) for ``node_stats``: search reads them with its hits' heads."""
-    known = memo.table(db, NODE_STATS)
-    for q, pct, degree in found:
-        known[q] = None if pct is None else (pct, degree)
-
-
 def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
     """Centrality percentile of each given symbol that has one."""
     return dict(select_in(db.reader(), "SELECT qualname, pct FROM centrality WHERE qualname IN ({})", qualnames))
@@ -178,7 +167,7 @@ def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
 
 def node_stats(db: IndexDb, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
     """``(centrality percentile, degree)`` of each given symbol in the graph."""
-    known = memo.table(db, NODE_STATS)  # qualname → stats, or None: not in the graph
+    known = memo.table(db, "node_stats")  # qualname → stats, or None: not in the graph
     wanted = set(qualnames)
     missing = wanted - known.keys()
     if missing:

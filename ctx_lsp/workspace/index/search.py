@@ -12,7 +12,7 @@ import sqlite3
 
 import msgspec
 
-from ctx_lsp.workspace.index import memo, refgraph
+from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import IndexDb, marks
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, query_term_words
 
@@ -46,13 +46,6 @@ class SymbolHead(msgspec.Struct, frozen=True, gc=False):
 
 _HEAD_FIELDS = SymbolHead.__struct_fields__
 SELECT_HEADS = f"SELECT {', '.join(_HEAD_FIELDS)} FROM symbols"
-# Heads with their symbols' place in the graph, which ranking asks for next (``node_stats``):
-# in this statement it costs a twentieth of asking again by name.
-_SELECT_RANKED = (
-    f"SELECT {', '.join(f's.{f}' for f in _HEAD_FIELDS)}, c.pct, c.degree "
-    "FROM symbols s LEFT JOIN centrality c ON c.qualname = s.qualname"
-)
-_N_HEAD = len(_HEAD_FIELDS)
 
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -118,8 +111,8 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             return []
         ids = [r[0] for r in ranked]
         id_marks = marks(len(ids))
-        rows = conn.execute(f"{_SELECT_RANKED} WHERE s.id IN ({id_marks})", ids).fetchall()
-        found = {row[0]: SymbolHead(*row[:_N_HEAD]) for row in rows}
+        rows = conn.execute(f"{SELECT_HEADS} WHERE id IN ({id_marks})", ids)
+        found = {row[0]: SymbolHead(*row) for row in rows}
         texts = {
             r[0]: r[1:]
             for r in conn.execute(
@@ -128,7 +121,6 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
         }
     except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
         return []
-    refgraph.remember_node_stats(db, ((row[1], *row[_N_HEAD:]) for row in rows))
     scored = [(-rank, found[i]) for i, rank in ranked if i in found]
     scored.sort(key=lambda x: (-x[0], x[1].qualname, x[1].path, x[1].start_line))
     hits = []
