@@ -64,7 +64,8 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(args.workspace).resolve()
     queries = QUERIES if root == REPO else GENERAL_QUERIES
-    client = StdioClient(root, session="bench-latency")
+    # a session of its own each run: the workspace's store keeps the sessions of earlier runs
+    client = StdioClient(root, session=f"bench-latency-{os.getpid()}-{time.time_ns()}")
     try:
         client.wait_for("$/progress")  # indexing started; the end arrives before the first plan below
         first = client.request("ctx/planContext", {"query": queries[0]})
