@@ -27,13 +27,15 @@ class Reflection(Database):
         return rows[0] if rows else (None, None, None, 1)
 
     def activation_state(self, session: str) -> bytes | None:
-        """The activation alone (``reflection_state``'s first): every plan reads it, and the row's
-        centroid grows with every new query word of a long session."""
-        rows = self._read("SELECT activation FROM reflection_state WHERE session = ?", (session,))
-        return rows[0][0] if rows else None
+        """The activation alone: every plan reads it, and the row's centroid grows with every new
+        query word of a long session."""
+        return self._state_column(session, "activation")
 
     def current_cluster(self, session: str) -> str | None:
-        rows = self._read("SELECT cluster FROM reflection_state WHERE session = ?", (session,))
+        return self._state_column(session, "cluster")
+
+    def _state_column(self, session: str, column: str) -> Any:
+        rows = self._read(f"SELECT {column} FROM reflection_state WHERE session = ?", (session,))
         return rows[0][0] if rows else None
 
     def save_activation(self, session: str, activation: bytes) -> None:
