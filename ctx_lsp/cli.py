@@ -19,6 +19,8 @@ User errors print one line on stderr and exit 2; nothing a user did prints a tra
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
 import sys
 from pathlib import Path
@@ -471,7 +473,16 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return serve_mcp(Engine(args.workspace), args.session or DEFAULT_SESSION)
 
 
+def _report_crashes() -> None:
+    """A crash in native code (SQLite, tiktoken, the file watcher) prints every thread's Python
+    stack on stderr, for a bug report, instead of a silent exit code."""
+    with contextlib.suppress(Exception):  # stderr may have no file descriptor (captured)
+        if not faulthandler.is_enabled():
+            faulthandler.enable()
+
+
 def main(argv: list[str] | None = None) -> int:
+    _report_crashes()
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)

@@ -12,7 +12,9 @@ import pytest
 
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.workspace.index import (
+    BATCH_FILES,
     IndexedSymbol,
+    RefreshStopped,
     WorkspaceIndex,
     query_term_words,
     query_terms,
@@ -482,6 +484,31 @@ def test_reads_from_other_threads_during_refresh(ws: Path) -> None:
         assert errors == []
         assert stats.files_indexed == SAMPLE_FILES + 60
         assert idx.get("gen.mod59.func_59_19") is not None
+
+
+def test_a_stopped_refresh_keeps_what_it_wrote_and_the_next_one_reads_the_rest(ws: Path, tmp_path: Path) -> None:
+    n = BATCH_FILES + 50  # one whole batch is written before the stop
+    for i in range(n):
+        write(ws, f"gen/mod{i:03}.py", f"def func_{i}(x):\n    return x + {i}\n")
+    db = tmp_path / "index.sqlite3"
+    with WorkspaceIndex(ws, db_path=db) as idx:
+        seen: list[str] = []
+
+        def progress(done: int, total: int, rel: str) -> None:
+            seen.append(rel)
+            if done == BATCH_FILES + 10:
+                idx.stop()  # as a server's shutdown does, from its own thread
+
+        with pytest.raises(RefreshStopped, match="the index is closing"):
+            idx.refresh(progress, processes=0)
+        assert len(seen) == BATCH_FILES + 10  # it ended after the file it was on
+        written = {r[0] for r in idx._reader().execute("SELECT rel FROM files")}
+        assert len(written) == BATCH_FILES  # the batch in progress was not written: it is read again
+    with WorkspaceIndex(ws, db_path=db) as again:
+        stats = again.refresh(processes=0)
+        assert stats.files_indexed == n + SAMPLE_FILES - len(written)
+        assert again.get(f"gen.mod{n - 1:03}.func_{n - 1}") is not None
+        assert again.get("gen.mod000.func_0") is not None
 
 
 def test_two_index_objects_share_one_database(ws: Path, tmp_path: Path) -> None:

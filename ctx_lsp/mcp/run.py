@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ctx_lsp.engine import Engine
 from ctx_lsp.mcp.server import Face, build_server
 from ctx_lsp.sessions import SessionEngine
-from ctx_lsp.workspace.watch import WorkspaceWatcher
+from ctx_lsp.workspace.watch import WorkspaceWatcher, drained
 
 log = logging.getLogger("ctx_lsp.mcp")
 EXIT_GRACE_SECONDS = 2.0  # a refresh still running at exit (a big tree) does not hold the process
@@ -53,13 +53,13 @@ async def _main(engine: Engine, session: str) -> int:
             await watcher.close()
         sessions = face.sessions
         loop = asyncio.get_running_loop()
-        if sessions is not None:  # after the call in flight
-            try:
-                await asyncio.wait_for(loop.run_in_executor(worker, sessions.close), CLOSE_TIMEOUT_SECONDS)
-            except TimeoutError:
-                log.warning("the engine was still busy at exit; its store closes with the process")
-        else:
-            engine.close()
+        engine.index.stop()  # a refresh still running ends after its current file
+        try:  # the stores close once no thread uses them (after the call in flight)
+            await asyncio.wait_for(drained(indexer), CLOSE_TIMEOUT_SECONDS)
+            close = sessions.close if sessions is not None else engine.close
+            await asyncio.wait_for(loop.run_in_executor(worker, close), CLOSE_TIMEOUT_SECONDS)
+        except TimeoutError:
+            log.warning("the engine was still busy at exit; its store closes with the process")
         worker.shutdown(wait=False)
         indexer.shutdown(wait=False, cancel_futures=True)
     return 0

@@ -22,6 +22,7 @@ from ctx_lsp.server import documents, gateway
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
 from ctx_lsp.sessions import SessionEngine
+from ctx_lsp.workspace.watch import drained
 
 log = logging.getLogger("ctx_lsp.server")
 EXIT_GRACE_SECONDS = 2.0
@@ -152,6 +153,7 @@ async def _index_with_progress(ls: CtxServer) -> None:
             )
 
     sessions = ls.sessions
+    summary = "stopped"  # the server shut down before indexing ended
     try:
         stats = await loop.run_in_executor(ls.indexer, sessions.engine.refresh_index, report)
         summary = f"{stats.symbols} symbols in {stats.files_seen} files ({stats.seconds:.1f} s)"
@@ -174,20 +176,25 @@ async def _index_with_progress(ls: CtxServer) -> None:
 
 
 async def shutdown(ls: CtxServer) -> None:
+    """Stop what runs in the background, then close the stores on the worker thread, after the
+    request in flight (the event loop keeps serving meanwhile). The stores close only once no
+    thread uses them: an SQLite connection closed under another thread's query is a crash risk."""
     ls.shut_down = True
     await gateway.stop(ls)
     if ls.watcher is not None:
-        ls.watcher.stop()
+        await ls.watcher.close()
     for task in list(ls.background):
         task.cancel()
     sessions = ls.detach()
-    if sessions is not None:  # after the request in flight (the event loop keeps serving meanwhile)
-        try:
-            await asyncio.wait_for(
-                asyncio.get_running_loop().run_in_executor(ls.worker, sessions.close), SHUTDOWN_TIMEOUT_SECONDS
-            )
-        except TimeoutError:
-            log.warning("shutdown: the engine was still busy after 10 s; its store closes on exit")
+    if sessions is None:
+        return
+    sessions.engine.index.stop()  # a start-up refresh of a big tree ends after its current file
+    loop = asyncio.get_running_loop()
+    try:
+        await asyncio.wait_for(drained(ls.indexer), SHUTDOWN_TIMEOUT_SECONDS)
+        await asyncio.wait_for(loop.run_in_executor(ls.worker, sessions.close), SHUTDOWN_TIMEOUT_SECONDS)
+    except TimeoutError:
+        log.warning("shutdown: the engine was still busy after 10 s; its stores close on exit")
 
 
 def exit_soon(ls: CtxServer) -> None:

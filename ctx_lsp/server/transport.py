@@ -104,6 +104,11 @@ class CtxProtocol(LanguageServerProtocol):
         if method == types.EXIT:
             super().handle_message(message)
             return
+        if method is None and not request:
+            waiting = self._request_futures.get(getattr(message, "id", None))
+            if waiting is not None and waiting.cancelled():  # we stopped waiting (shutdown): pygls would raise
+                del self._request_futures[message.id]
+                return
         if self._shutdown:
             if request:
                 self.reply_error(

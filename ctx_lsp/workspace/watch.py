@@ -136,6 +136,15 @@ def apply_changes(
     return touched
 
 
+async def drained(executor: Executor) -> None:
+    """Wait until what was queued on ``executor`` (one thread) before this call is done."""
+    await asyncio.get_running_loop().run_in_executor(executor, _nothing)
+
+
+def _nothing() -> None:
+    pass
+
+
 class WorkspaceWatcher:
     """The watch loop of one workspace.
 
@@ -178,10 +187,13 @@ class WorkspaceWatcher:
         self.stop_event.set()
 
     async def close(self) -> None:
+        """Stop, and return once no change is being applied: the index may be closed then."""
         self.stop()
         if self.task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self.task, 2)
+        if self.executor is not None:
+            await drained(self.executor)
 
     async def _in_executor(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import queue
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -90,6 +91,9 @@ class Raw:
             except queue.Empty:
                 raise AssertionError(f"no response to {msg_id!r} within {timeout} s") from None
             assert msg is not None, f"the server closed its output before answering {msg_id!r}"
+            if msg.get("method") == "window/workDoneProgress/create":  # only with that capability
+                self.write(frame(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": None})))
+                continue
             if "method" in msg:
                 assert "id" not in msg, f"unexpected server request {msg}"
                 self.notifications.append(msg)
@@ -104,8 +108,8 @@ class Raw:
         assert "Traceback" not in msg["error"]["message"]
         return msg["error"]
 
-    def initialize(self, root: Path, msg_id: Any = "init") -> dict:
-        params = {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
+    def initialize(self, root: Path, msg_id: Any = "init", capabilities: dict | None = None) -> dict:
+        params = {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities or {}}
         self.write(request(msg_id, "initialize", params))
         result = self.response(msg_id)["result"]
         self.write(notification("initialized"))
@@ -231,6 +235,47 @@ def test_requests_after_shutdown_get_invalid_request_and_exit_ends_the_process(r
         assert "shut down" in err["message"] and "`exit`" in err["message"]
     raw.write(notification("exit"))
     assert raw.proc.wait(timeout=TIMEOUT) == 0
+
+
+def test_shutdown_during_start_up_indexing_stops_it_and_the_next_server_finishes_it(ws: Path, tmp_path: Path):
+    n = 1500  # indexing takes seconds: `shutdown` arrives while it runs
+    for i in range(n):
+        module = ws / "gen" / f"mod{i:04}.py"
+        module.parent.mkdir(exist_ok=True)
+        module.write_text("".join(f"def func_{i}_{j}(x):\n    return x + {j}\n\n" for j in range(10)))
+    first = start(ws, tmp_path)
+    first.initialize(ws, capabilities={"window": {"workDoneProgress": True}})  # indexing shows progress
+    first.write(request(0, "ctx/showBudget", {}))  # meanwhile the progress bar is created
+    first.response(0)
+
+    def reported() -> bool:
+        progress = [n["params"]["value"] for n in first.notifications if n["method"] == "$/progress"]
+        return any(p["kind"] == "report" for p in progress)
+
+    while not reported():
+        msg = first.messages.get(timeout=TIMEOUT)
+        assert msg is not None and "id" not in msg, msg
+        first.notifications.append(msg)
+    first.write(request(1, "shutdown"))  # while indexing runs
+    assert first.response(1) == {"jsonrpc": "2.0", "id": 1, "result": None}
+    first.write(notification("exit"))
+    assert first.proc.wait(timeout=TIMEOUT) == 0
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log
+    assert "indexing stopped after" in log  # the store closed after the refresh stopped, not under it
+    db = sqlite3.connect(ws / ".ctx" / "index.sqlite3")
+    indexed = db.execute("SELECT count(*) FROM files").fetchone()[0]
+    db.close()
+    assert indexed < n  # it stopped instead of finishing first
+
+    second = start(ws, tmp_path)
+    second.initialize(ws)
+    second.write(request(2, "ctx/pinSymbol", {"symbol": f"gen.mod{n - 1:04}.func_{n - 1}_9"}))  # waits for the index
+    assert second.response(2)["result"]["symbol"] == f"gen.mod{n - 1:04}.func_{n - 1}_9"
+    second.write(request(3, "shutdown"))
+    second.response(3)
+    second.write(notification("exit"))
+    assert second.proc.wait(timeout=TIMEOUT) == 0
 
 
 # ---- malformed messages -------------------------------------------------------------------------

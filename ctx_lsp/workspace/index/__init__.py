@@ -20,7 +20,7 @@ functions over the shared ``IndexDb``:
 """
 
 from ctx_lsp.workspace.index.build import BATCH_FILES, POOL_MIN_FILES, POOL_PROCESSES, IndexStats
-from ctx_lsp.workspace.index.db import SCHEMA_VERSION, IndexedSymbol, masking_key
+from ctx_lsp.workspace.index.db import SCHEMA_VERSION, IndexedSymbol, RefreshStopped, masking_key
 from ctx_lsp.workspace.index.facade import WorkspaceIndex
 from ctx_lsp.workspace.index.lookups import IndexSummary
 from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit, SymbolHead
@@ -48,6 +48,7 @@ __all__ = [
     "IndexStats",
     "IndexSummary",
     "IndexedSymbol",
+    "RefreshStopped",
     "SearchHit",
     "SymbolHead",
     "WorkspaceIndex",

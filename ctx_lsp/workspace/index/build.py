@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import logging
 import multiprocessing
 import os
 import sqlite3
@@ -28,6 +29,7 @@ from ctx_lsp.workspace.index.db import (
     INSERT_SYMBOL,
     SET_META,
     IndexDb,
+    RefreshStopped,
     masking_key,
     select_in,
     symbol_row,
@@ -35,6 +37,8 @@ from ctx_lsp.workspace.index.db import (
 )
 from ctx_lsp.workspace.index.prepare import FileWork, pool_init, pool_prepare, prepare_file, token_plan
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS
+
+log = logging.getLogger("ctx_lsp.index")
 
 BATCH_FILES = 200
 POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
@@ -149,6 +153,9 @@ def _refresh(
             )
         batch: list[FileWork] = []
         for done, (e, work) in enumerate(zip(changed, works, strict=True), 1):
+            if db.stopping.is_set():  # files not written keep their old stamps: the next refresh reads them
+                log.info("indexing stopped after %d of %d files: the index is closing", done - 1, len(changed))
+                raise RefreshStopped(f"stopped after {done - 1} of {len(changed)} files: the index is closing")
             batch.append(work)
             if len(batch) >= BATCH_FILES:
                 writer.submit(batch)

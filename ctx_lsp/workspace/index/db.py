@@ -195,6 +195,10 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+class RefreshStopped(Exception):
+    """A refresh ended early because the index is about to close (``WorkspaceIndex.stop``)."""
+
+
 class IndexDb:
     """The database of one workspace's index and what the parts of the index share.
 
@@ -213,6 +217,7 @@ class IndexDb:
         self.local = threading.local()  # this thread's reader, and its cached ``stats``
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
+        self.stopping = threading.Event()  # set by ``stop``: a refresh ends after the file it is on
         self.generation = 0  # bumped by every write that changes symbols or references
         self.count_cache: dict[str, int] = {}  # text → tokens, for re-indexing edited files
         self._recovered: str | None = None  # what happened to an unreadable cache, until told

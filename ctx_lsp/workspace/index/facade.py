@@ -66,8 +66,15 @@ class WorkspaceIndex:
         old way, or not at all, stays visible. Returns whether it was emptied."""
         return self._db.set_masker(masker)
 
+    def stop(self) -> None:
+        """Make a refresh in progress, on any thread, end after the file it is on (raising
+        ``RefreshStopped``), so that the index can be closed soon: what it wrote stays, and the
+        files it did not reach are read by the next refresh."""
+        self._db.stopping.set()
+
     def close(self) -> None:
-        """Close every connection. The index can not be used afterwards."""
+        """Close every connection. The index can not be used afterwards: call it only when no
+        other thread is using the index (``stop`` first, and wait for that thread)."""
         self._db.close()
 
     def __enter__(self) -> WorkspaceIndex:
