@@ -35,6 +35,12 @@ def restock(book: Inventory, depot: Warehouse, product):
 '''
 
 
+@pytest.fixture(autouse=True)
+def _jedi_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A failed assertion shows why jedi had no answer."""
+    caplog.set_level(logging.DEBUG, logger=resolve.__name__)
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
@@ -129,11 +135,8 @@ def test_recursion_and_errors_inside_jedi_give_no_answer(ws: Path, monkeypatch: 
     assert resolve_at(ws, "shop/storage.py", None, 0, 0) is None
 
 
-def test_session_engine_pins_the_attribute_jedi_infers(
-    ws: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_session_engine_pins_the_attribute_jedi_infers(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resolve, "DEFAULT_TIMEOUT_S", 30.0)  # jedi's answer, however loaded the machine
-    caplog.set_level(logging.INFO, logger=resolve.__name__)  # a failure shows why jedi had no answer
     engine = Engine(ws)
     engine.refresh_index()
     core = SessionEngine(engine)

@@ -74,6 +74,7 @@ def _goto(root: Path, rel: str, text: str, line: int, column: int) -> str | None
     if not names or all(n.type not in (*_PREFERRED, "module") for n in names):
         names = script.infer(line + 1, column) or names
     if not names:
+        log.debug("jedi found no definition at %s:%d:%d", rel, line + 1, column + 1)
         return None
     names = sorted(names, key=lambda n: (n.type not in _PREFERRED, n.type != "module"))
     for name in names:
@@ -119,7 +120,7 @@ def resolve_at(
         except RecursionError:
             log.info("jedi recursed too deep resolving %s:%d:%d", rel, line + 1, column + 1)
         except Exception as err:  # jedi on half-typed code: no answer, not a crash
-            log.info("jedi could not resolve %s:%d:%d: %s", rel, line + 1, column + 1, err)
+            log.info("jedi could not resolve %s:%d:%d: %s: %s", rel, line + 1, column + 1, type(err).__name__, err)
         finally:
             done.set()
 
