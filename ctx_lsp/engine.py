@@ -5,6 +5,7 @@ for the language server; the CLI and the server call these, neither holds busine
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -43,6 +44,8 @@ from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
+
+log = logging.getLogger("ctx_lsp.engine")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI coding assistant working in the Python workspace `{workspace}`. The context "
@@ -244,6 +247,19 @@ class Engine:
         stats = self.index.refresh(progress)
         self._scaffold_cache = None
         return stats
+
+    def prepare_search(self) -> None:
+        """What a long-running face does once, off the request path, after its start-up refresh:
+        search's postings in memory (``WorkspaceIndex.prepare_search``). A failure is logged;
+        searches then stay with FTS5."""
+        t0 = time.perf_counter()
+        try:
+            used = self.index.prepare_search()
+        except Exception:
+            log.exception("search stays with FTS5: its postings could not be kept in memory")
+            return
+        if used:
+            log.info("search postings in memory (%.1f s)", time.perf_counter() - t0)
 
     # ---- models and tokens -----------------------------------------------------------------
 

@@ -47,6 +47,7 @@ async def _main(root: Path, options: GatewayOptions, engine: Engine | None) -> i
 
     watcher = WorkspaceWatcher(engine.root, engine.index, indexer, on_files=saved)
     watcher.start()
+    indexer.submit(engine.prepare_search)  # searches use FTS5 until it is done
     gateway = Gateway(sessions, options, run)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

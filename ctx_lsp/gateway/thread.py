@@ -64,6 +64,7 @@ class GatewayThread:
         await loop.run_in_executor(indexer, engine.refresh_index)
         watcher = WorkspaceWatcher(engine.root, engine.index, indexer)
         watcher.start()
+        indexer.submit(engine.prepare_search)  # searches use FTS5 until it is done
         gateway = Gateway(sessions, self.options, run)
         try:
             self.url = await gateway.start()

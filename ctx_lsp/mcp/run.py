@@ -105,6 +105,7 @@ async def _open(face: Face, engine: Engine, indexer: ThreadPoolExecutor, watcher
     watcher = WorkspaceWatcher(engine.root, engine.index, indexer, on_files=saved)
     watchers.append(watcher)
     watcher.start()
+    await loop.run_in_executor(indexer, engine.prepare_search)
     try:
         await loop.run_in_executor(indexer, sessions.ensure_capsules)
     except Exception:

@@ -173,6 +173,7 @@ async def _index_with_progress(ls: CtxServer) -> None:
     if ls.serving:  # from now on, edits made outside the editor reach the index too
         documents.start_watcher(ls)
         await gateway.start(ls)
+        await loop.run_in_executor(ls.indexer, sessions.engine.prepare_search)
 
 
 async def shutdown(ls: CtxServer) -> None:

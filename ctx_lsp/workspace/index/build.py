@@ -287,7 +287,7 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
     """Apply a batch of file results in one write transaction (token counting included,
     overlapped with the FTS inserts)."""
     with db.lock, write_transaction(db.conn) as conn:
-        next_id = (conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0) + 1
+        next_id = _next_id(conn)
         fts_rows: list[tuple[int, str, str, str, str, str]] = []
         import_rows: list[tuple[str, str, str]] = []
         refs: list[tuple[int, str, int]] = []  # (source symbol id, target name, uses)
@@ -332,7 +332,17 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
         conn.executemany(INSERT_SYMBOL, [row for w, first in pending for row in _symbol_rows(w, first)])
         if changed:  # centrality (and references into changed files) need a graph update
             conn.execute(SET_META, ("graph_dirty", "1"))
+            # what the in-memory postings compare to find the rows gone and added (``postings``)
+            conn.executemany(SET_META, [("next_id", str(next_id)), ("symbols_version", os.urandom(8).hex())])
             db.generation += 1
+
+
+def _next_id(conn: sqlite3.Connection) -> int:
+    """The id of the next symbol written: ids are never given twice, even after the symbols
+    that held the highest ones are deleted (``postings.sync`` tells rows apart by id)."""
+    stored = conn.execute("SELECT value FROM index_meta WHERE key = 'next_id'").fetchone()
+    highest = conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0
+    return max(int(stored[0]) if stored else 0, highest + 1)
 
 
 def _target_ids(conn: sqlite3.Connection, names: set[str]) -> dict[str, int]:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import operator
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -30,6 +32,9 @@ from ctx_lsp.workspace.index import texts
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS
 from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
+
+if TYPE_CHECKING:
+    from ctx_lsp.workspace.index.postings import Postings
 
 log = logging.getLogger("ctx_lsp.index")
 # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
@@ -219,6 +224,7 @@ class IndexDb:
         self._closed = False
         self.stopping = threading.Event()  # set by ``stop``: a refresh ends after the file it is on
         self.generation = 0  # bumped by every write that changes symbols or references
+        self.postings: Postings | None = None  # searches score in memory once built (``postings``)
         self.count_cache: dict[str, int] = {}  # text → tokens, for re-indexing edited files
         self._recovered: str | None = None  # what happened to an unreadable cache, until told
         try:
@@ -289,6 +295,9 @@ class IndexDb:
                 if stmt.strip():
                     conn.execute(stmt)
             conn.executemany(SET_META, sorted(wanted.items()))
+            # which making of the index this is: rows of an index emptied and made again may
+            # have the ids of rows before it (``postings`` then builds again)
+            conn.execute("INSERT OR IGNORE INTO index_meta(key, value) VALUES ('made', ?)", (os.urandom(8).hex(),))
 
     def set_masker(self, masker: SecretMasker | None) -> bool:
         """Mask secrets with ``masker`` from now on; empty the index when it masks differently

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ctx_lsp.core.tokens import FALLBACK_ENCODING
-from ctx_lsp.workspace.index import build, lookups, memo, names, refgraph, search, updates
+from ctx_lsp.workspace.index import build, lookups, memo, names, postings, refgraph, search, updates
 from ctx_lsp.workspace.index.build import IndexStats
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol
 from ctx_lsp.workspace.index.lookups import IndexSummary
@@ -174,6 +174,17 @@ class WorkspaceIndex:
         and FTS operators in the query are inert. No usable terms → [].
         """
         return search.search(self._db, query, limit, kinds)
+
+    def prepare_search(self) -> bool:
+        """Build the in-memory postings that ``search`` scores with from now on (the same hits
+        and scores as FTS5's, about ten times faster: ``postings``). Takes about a second on
+        40k symbols, so long-running faces call it off the request path, after the start-up
+        refresh; searches meanwhile use FTS5. Later changes to the index are followed by the
+        searches themselves. Returns whether they are in use (not for a huge workspace)."""
+        with self._db.lock:  # one build at a time
+            if self._db.postings is None:
+                self._db.postings = postings.load(self._db.reader())
+        return self._db.postings is not None
 
     def resolve_name(self, name: str, from_rel: str | None = None) -> IndexedSymbol | None:
         """Find the symbol a (possibly dotted) name refers to.

@@ -12,12 +12,10 @@ import sqlite3
 
 import msgspec
 
-from ctx_lsp.workspace.index import memo
+from ctx_lsp.workspace.index import memo, postings
 from ctx_lsp.workspace.index.db import IndexDb, marks
-from ctx_lsp.workspace.index.terms import FTS_COLUMNS, query_term_words
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, query_term_words
 
-# bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
-FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
 SEARCHES_KEPT = 64  # whole results (hundreds of hits each) kept in memory
 _COLUMN_LABELS = {
     "qualname_terms": "name",
@@ -78,6 +76,9 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     Why the second part: FTS5 normalises by the length of the whole row and saturates each
     term, so a one-line ``__all__ = ["calculate_invoice_total"]`` would otherwise outrank the
     definition of ``calculate_invoice_total``; a match on the symbol's own name must win.
+
+    Scored by the in-memory postings when they are built (``postings``: the same scores), else
+    by FTS5 in SQL.
     """
     words = query_term_words(query)
     terms = list(words)
@@ -88,7 +89,57 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     # FTS5's bm25 (its idf is clamped), yet scoring every row it is in costs the most: it is
     # left out of the match, unless nothing else is asked. ``matched`` still names it.
     common = _ubiquitous(db, conn, terms)
-    any_term = " OR ".join(f'"{t}"' for t in terms if t not in common or len(common) == len(terms))
+    wanted = [t for t in terms if t not in common or len(common) == len(terms)]
+    want = int(limit) + 32  # a little over the limit, so the content-based tie-break below decides the cut
+    columns: list[list[int]] | None = None
+    in_memory = None if kinds else _current_postings(db, conn)
+    try:
+        if in_memory is not None:
+            with in_memory.lock:
+                ranked = in_memory.top(wanted, want)
+                columns = in_memory.columns([r[0] for r in ranked], terms)
+        else:
+            ranked = _ranked_in_sql(conn, wanted, want, kinds)
+        if not ranked:
+            return []
+        ids = [r[0] for r in ranked]
+        id_marks = marks(len(ids))
+        found = {row[0]: SymbolHead(*row) for row in conn.execute(f"{SELECT_HEADS} WHERE id IN ({id_marks})", ids)}
+        if columns is None:  # which terms each hit holds in which column, from its texts
+            columns = _columns_from_texts(conn, ids, id_marks, terms)
+    except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
+        return []
+    bits_of = dict(zip(ids, columns, strict=True))
+    scored = [(-rank, found[i]) for i, rank in ranked if i in found]
+    scored.sort(key=lambda x: (-x[0], x[1].qualname, x[1].path, x[1].start_line))
+    described: dict[tuple[int, ...], tuple[str, frozenset[str]]] = {}
+    hits = []
+    for score, sym in scored[:limit]:
+        bits = tuple(bits_of[sym.id])
+        said = described.get(bits)
+        if said is None:
+            said = described[bits] = _described(bits, [words[t] for t in terms])
+        hits.append(SearchHit(symbol=sym, score=score, matched=said[0], words=said[1]))
+    return hits
+
+
+def _current_postings(db: IndexDb, conn: sqlite3.Connection) -> postings.Postings | None:
+    """The in-memory postings, brought up to date; built again here when too much changed."""
+    current = db.postings
+    if current is None:
+        return None
+    with current.lock:
+        if current.sync(conn):
+            return current
+    db.postings = fresh = postings.load(conn)  # rare: after a refresh that changed a fifth of the rows
+    return fresh
+
+
+def _ranked_in_sql(
+    conn: sqlite3.Connection, terms: list[str], limit: int, kinds: set[str] | None
+) -> list[tuple[int, float]]:
+    """FTS5's ranking (see ``_search``): (row id, r), lower r first, at most ``limit``."""
+    any_term = " OR ".join(f'"{t}"' for t in terms)
     weights = ", ".join(str(w) for w in FTS_WEIGHTS)
     name_weights = ", ".join(str(w if i == 0 else 0.0) for i, w in enumerate(FTS_WEIGHTS))
     # One scan ranks everything from the FTS index alone; symbol rows are fetched for the
@@ -102,40 +153,31 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     else:
         sql += " WHERE symbols_fts MATCH ?"
         params = [any_term]
-    # A little over the limit, so the content-based tie-break below decides the cut.
     sql += " ORDER BY r, f.rowid LIMIT ?"
-    params.append(int(limit) + 32)
-    try:
-        ranked = conn.execute(sql, params).fetchall()
-        if not ranked:
-            return []
-        ids = [r[0] for r in ranked]
-        id_marks = marks(len(ids))
-        rows = conn.execute(f"{SELECT_HEADS} WHERE id IN ({id_marks})", ids)
-        found = {row[0]: SymbolHead(*row) for row in rows}
-        texts = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts WHERE rowid IN ({id_marks})", ids
-            )
-        }
-    except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
-        return []
-    scored = [(-rank, found[i]) for i, rank in ranked if i in found]
-    scored.sort(key=lambda x: (-x[0], x[1].qualname, x[1].path, x[1].start_line))
-    hits = []
-    needles = [(f" {t} ", words[t]) for t in terms]  # terms are whole words of the space-joined texts
-    for score, sym in scored[:limit]:
-        parts = []
-        found: set[str] = set()
-        for label, text in zip(FTS_COLUMNS, texts.get(sym.id, ()), strict=False):
-            padded = f" {text} "
-            matched = [word for needle, word in needles if needle in padded]
-            if matched:
-                parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
-                found.update(matched)
-        hits.append(SearchHit(symbol=sym, score=score, matched="; ".join(parts), words=frozenset(found)))
-    return hits
+    params.append(limit)
+    return conn.execute(sql, params).fetchall()
+
+
+def _columns_from_texts(conn: sqlite3.Connection, ids: list[int], id_marks: str, terms: list[str]) -> list[list[int]]:
+    """For each hit, the column bits of each term, found in its stored FTS texts."""
+    sql = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts WHERE rowid IN ({id_marks})"
+    texts = {r[0]: r[1:] for r in conn.execute(sql, ids)}
+    needles = [f" {t} " for t in terms]  # terms are whole words of the space-joined texts
+    out = []
+    for i in ids:
+        padded = [f" {text} " for text in texts.get(i, ())]
+        out.append([sum(1 << c for c, text in enumerate(padded) if needle in text) for needle in needles])
+    return out
+
+
+def _described(bits: tuple[int, ...], words: list[str]) -> tuple[str, frozenset[str]]:
+    """``matched`` and ``words`` of a hit whose terms are in the columns ``bits`` says."""
+    parts = []
+    for c, label in enumerate(FTS_COLUMNS):
+        matched = [word for word, b in zip(words, bits, strict=True) if b >> c & 1]
+        if matched:
+            parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
+    return "; ".join(parts), frozenset(w for w, b in zip(words, bits, strict=True) if b)
 
 
 def _ubiquitous(db: IndexDb, conn: sqlite3.Connection, terms: list[str]) -> set[str]:

@@ -22,6 +22,8 @@ _stem = Stemmer.Stemmer("english").stemWord
 
 # The columns of ``symbols_fts``, in table order (``fts_texts`` fills them in this order).
 FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
+# bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
+FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
 MAX_QUERY_TERMS = 32
 
 

@@ -1,0 +1,261 @@
+"""The search index's postings in memory: BM25 over arrays instead of inside SQLite.
+
+FTS5 scores every row a query matches one at a time, reading each row's position lists (about
+7 ms for the ~5,000 rows a docstring-like question matches on sympy); it also cannot say which
+column a term matched in, so ``matched`` needed the rows' texts read back and searched. Here each
+term's postings are arrays (row id, weighted frequency, name-column frequency, a bit per column
+it occurs in): a question is scored with a few vectorised operations per term, and ``matched``
+comes from the bits.
+
+The scores are FTS5's own, to the last bit: the same formula (``bm25`` with
+``search.FTS_WEIGHTS``, plus the name column's alone), the same operations in the same order,
+the same statistics (row count, average length, rows per term), so the hits, their order and
+their scores are the ones the SQL query gives (``tests/test_workspace_postings.py`` compares
+them). The SQL query stays the fallback: until the postings are built (``WorkspaceIndex.
+prepare_search``, off the request path, about a second for sympy's 40k symbols), for a search
+restricted to some kinds, and for a workspace too large to keep in memory.
+
+The index changes under the postings (an edit re-indexed, another process writing): every write
+that changes symbols stores a new ``symbols_version``, and symbol ids only grow (``next_id``), so
+``sync`` finds what changed by ids alone — rows gone, rows added past the ids it knows — and
+keeps them beside the arrays, until they are too many and the arrays are built again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS
+
+K1, B = 1.2, 0.75  # FTS5's bm25 constants
+MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~100 MB)
+REBUILD_SHARE = 0.2  # rows changed since the build, as a share of all rows, that start it again
+_SELECT_ROWS = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts"
+
+
+@contextlib.contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction: the state and the rows read inside it agree."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def state(conn: sqlite3.Connection) -> tuple[str | None, str | None, int]:
+    """The index's ``(made, symbols_version, next_id)``: which making of the index it is, and
+    what the last write of symbols stored."""
+    meta = dict(conn.execute("SELECT key, value FROM index_meta WHERE key IN ('made', 'symbols_version', 'next_id')"))
+    return meta.get("made"), meta.get("symbols_version"), int(meta.get("next_id") or 0)
+
+
+class _TermIds(dict[str, int]):
+    """term → dense id, given in order of first sight."""
+
+    def __missing__(self, term: str) -> int:
+        value = self[term] = len(self)
+        return value
+
+
+def _row_postings(row: Sequence) -> tuple[int, dict[str, list], int]:
+    """One FTS row → (row id, term → [weighted frequency, name frequency, column bits], length)."""
+    found: dict[str, list] = {}
+    length = 0
+    for col, text in enumerate(row[1:]):
+        tokens = text.split()
+        length += len(tokens)
+        weight, bit, name = FTS_WEIGHTS[col], 1 << col, FTS_WEIGHTS[0] if col == 0 else 0.0
+        for t in tokens:
+            entry = found.get(t)
+            if entry is None:
+                found[t] = [weight, name, bit]
+            else:
+                entry[0] += weight
+                entry[1] += name
+                entry[2] |= bit
+    return row[0], found, length
+
+
+class Postings:
+    """Every term's rows, for one state of the index (see the module's docstring). Use under
+    ``lock``: ``sync`` changes it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.lock = threading.Lock()
+        with _snapshot(conn):
+            self.made, self.version, self.next_id = state(conn)
+            rows = conn.execute(_SELECT_ROWS).fetchall()
+        self._build(rows)
+
+    def _build(self, rows: list[tuple]) -> None:
+        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        size = max(self.next_id, int(ids.max()) + 1 if len(ids) else 0)
+        self.terms = terms = _TermIds()
+        keys, cols = [], []
+        self.length = np.zeros(size, np.int64)  # tokens per row, all columns (bm25's D)
+        for col in range(len(FTS_COLUMNS)):
+            tokens: list[str] = []
+            counts = []
+            for r in rows:
+                split = r[col + 1].split()
+                counts.append(len(split))
+                tokens += split
+            term_ids = np.fromiter(map(terms.__getitem__, tokens), np.int64, len(tokens))
+            row_ids = np.repeat(ids, counts)
+            self.length += np.bincount(row_ids, minlength=size)
+            keys.append(term_ids * size + row_ids)
+            cols.append(np.full(len(tokens), col, np.int64))
+        key, col = np.concatenate(keys), np.concatenate(cols)
+        pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
+        weights = np.asarray(FTS_WEIGHTS)
+        self.freq = np.bincount(which, weights=weights[col], minlength=len(pairs))  # integers: exact sums
+        self.name_freq = np.bincount(which, weights=np.where(col == 0, weights[0], 0.0), minlength=len(pairs))
+        self.bits = np.zeros(len(pairs), np.uint8)
+        np.bitwise_or.at(self.bits, which, (1 << col).astype(np.uint8))
+        term_of, self.rows = np.divmod(pairs, size)
+        self.starts = np.searchsorted(term_of, np.arange(len(terms) + 1))
+        self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
+        by_row = np.argsort(self.rows, kind="stable")  # for a row gone: the terms it held
+        self.row_terms = term_of[by_row]
+        self.row_starts = np.searchsorted(self.rows[by_row], np.arange(size + 1))
+        self.alive = np.zeros(size, bool)
+        self.alive[ids] = True
+        self.n_rows = len(rows)
+        self.tokens = int(self.length.sum())
+        self.built_rows = len(rows)
+        self.base_size = size
+        self.changed = 0  # rows gone or added since the build
+        self.added: dict[str, dict[int, tuple[float, float, int]]] = {}  # term → row → postings
+        self.added_terms: dict[int, list[str]] = {}  # row → its terms, for the rows added
+
+    # ---- keeping up with the index ---------------------------------------------------------
+
+    def sync(self, conn: sqlite3.Connection) -> bool:
+        """Bring the postings up to the index's current state; False when they must be built
+        again instead (too much changed, or the index was made again from nothing)."""
+        with _snapshot(conn):
+            return self._sync(conn)
+
+    def _sync(self, conn: sqlite3.Connection) -> bool:
+        made, version, next_id = state(conn)
+        if made != self.made or next_id < self.next_id:  # made again: ids may be given twice
+            return False
+        if version == self.version:
+            return True
+        present = np.fromiter((r[0] for r in conn.execute("SELECT id FROM symbols INDEXED BY symbols_path")), np.int64)
+        self._grow(next_id)
+        now = np.zeros(len(self.alive), bool)
+        now[present] = True
+        gone = np.flatnonzero(self.alive & ~now)
+        new = present[present >= self.next_id]
+        self.changed += len(gone) + len(new)
+        if self.changed > REBUILD_SHARE * max(self.built_rows, 1):
+            return False
+        for row in gone.tolist():
+            self._remove(row)
+        if len(new):
+            for row in conn.execute(f"{_SELECT_ROWS} WHERE rowid >= ?", (self.next_id,)):
+                if now[row[0]]:
+                    self._add(row)
+        self.version, self.next_id = version, next_id
+        return True
+
+    def _grow(self, size: int) -> None:
+        extra = size - len(self.alive)
+        if extra > 0:
+            self.alive = np.concatenate([self.alive, np.zeros(extra, bool)])
+            self.length = np.concatenate([self.length, np.zeros(extra, np.int64)])
+
+    def _remove(self, row: int) -> None:
+        self.alive[row] = False
+        self.n_rows -= 1
+        self.tokens -= int(self.length[row])
+        if row < self.base_size:
+            np.subtract.at(self.docs, self.row_terms[self.row_starts[row] : self.row_starts[row + 1]], 1)
+        for term in self.added_terms.pop(row, ()):
+            del self.added[term][row]
+
+    def _add(self, fts_row: tuple) -> None:
+        row, found, length = _row_postings(fts_row)
+        self.alive[row] = True
+        self.length[row] = length
+        self.n_rows += 1
+        self.tokens += length
+        for term, (freq, name, bits) in found.items():
+            self.added.setdefault(term, {})[row] = (freq, name, bits)
+        self.added_terms[row] = list(found)
+
+    # ---- searching ---------------------------------------------------------------------------
+
+    def _of(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """A term's (rows, frequencies, name frequencies, column bits, rows holding it)."""
+        tid = self.terms.get(term)
+        if tid is None:
+            rows, freq, name, bits = np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.uint8)
+            docs = 0
+        else:
+            lo, hi = self.starts[tid], self.starts[tid + 1]
+            rows, freq, name, bits = self.rows[lo:hi], self.freq[lo:hi], self.name_freq[lo:hi], self.bits[lo:hi]
+            docs = int(self.docs[tid])
+        added = self.added.get(term)
+        if added:
+            extra = sorted(added.items())
+            rows = np.concatenate([rows, np.fromiter((r for r, _ in extra), np.int64, len(extra))])
+            freq = np.concatenate([freq, [p[0] for _, p in extra]])
+            name = np.concatenate([name, [p[1] for _, p in extra]])
+            bits = np.concatenate([bits, np.array([p[2] for _, p in extra], np.uint8)])
+            docs += len(extra)
+        return rows, freq, name, bits, docs
+
+    def top(self, terms: Iterable[str], limit: int) -> list[tuple[int, float]]:
+        """The rows holding any of ``terms``, as FTS5 ranks them: ``(row id, r)`` by r, then row
+        id, at most ``limit``; r = bm25 over all columns + bm25 of the name column (negative:
+        lower is better)."""
+        size = len(self.alive)
+        over_all, over_name = np.zeros(size), np.zeros(size)
+        hit = np.zeros(size, bool)
+        avgdl = self.tokens / self.n_rows if self.n_rows else 1.0
+        for term in terms:  # in the query's order: the sums are FTS5's, operation for operation
+            rows, freq, name, _, docs = self._of(term)
+            if not len(rows):
+                continue
+            idf = math.log((self.n_rows - docs + 0.5) / (docs + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            norm = K1 * ((1 - B) + B * self.length[rows] / avgdl)
+            over_all[rows] += idf * ((freq * (K1 + 1.0)) / (freq + norm))
+            over_name[rows] += idf * ((name * (K1 + 1.0)) / (name + norm))
+            hit[rows] = True
+        ids = np.flatnonzero(hit & self.alive)
+        r = (-1.0 * over_all[ids]) + (-1.0 * over_name[ids])
+        if len(ids) > limit > 0:  # the best ``limit``, and every row tied with the last of them
+            cut = np.partition(r, limit - 1)[limit - 1]
+            keep = r <= cut
+            ids, r = ids[keep], r[keep]
+        order = np.lexsort((ids, r))[:limit]
+        return list(zip(ids[order].tolist(), r[order].tolist(), strict=True))
+
+    def columns(self, rows: Sequence[int], terms: Sequence[str]) -> list[list[int]]:
+        """For each row, the column bits of each term (0: not in the row)."""
+        wanted = np.asarray(rows, np.int64)
+        out = np.zeros((len(wanted), len(terms)), np.int64)
+        for j, term in enumerate(terms):
+            held, _, _, bits, _ = self._of(term)  # by row id: the added rows come after the built ones
+            if not len(held):
+                continue
+            at = np.minimum(np.searchsorted(held, wanted), len(held) - 1)
+            out[:, j] = np.where(held[at] == wanted, bits[at], 0)
+        return out.tolist()
+
+
+def load(conn: sqlite3.Connection) -> Postings | None:
+    """The postings of the index as it is now; None when it holds too many symbols to keep."""
+    rows = conn.execute("SELECT count(*) FROM symbols INDEXED BY symbols_path").fetchone()[0]
+    return Postings(conn) if rows <= MAX_ROWS else None

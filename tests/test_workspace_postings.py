@@ -1,0 +1,205 @@
+"""The in-memory postings give FTS5's search results exactly (hits, order, scores, ``matched``),
+and keep giving them while the index changes: edits, removals, new files, another process
+writing, a refresh that changes most rows, an index made again from nothing."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.workspace.index import WorkspaceIndex, postings, search
+from tests.workspaces import copy_sample
+
+WORDS = (
+    "invoice",
+    "total",
+    "price",
+    "round",
+    "tax",
+    "discount",
+    "parse",
+    "token",
+    "stream",
+    "buffer",
+    "cache",
+    "render",
+    "node",
+    "tree",
+    "walk",
+    "symbol",
+    "index",
+    "graph",
+    "edge",
+    "weight",
+    "rank",
+    "score",
+    "budget",
+    "plan",
+    "window",
+    "message",
+    "reply",
+    "session",
+    "branch",
+    "pin",
+)
+QUERIES = [
+    "how is the invoice total calculated with tax?",
+    "parse the token stream into a tree",
+    "where is the cache of rendered nodes kept",
+    "rank symbols by graph weight and score",
+    "budget of the plan window for a session branch",
+    "discount",
+    "Inventory add_product",
+    "round price",
+]
+
+
+def module_text(rng: random.Random, n: int, tag: str) -> str:
+    out = []
+    for j in range(n):
+        a, b, c = rng.sample(WORDS, 3)
+        doc = " ".join(rng.choices(WORDS, k=rng.randint(3, 12)))
+        body = "\n".join(
+            f"    {rng.choice(WORDS)}_{k} = {rng.choice(WORDS)}(x) + {k}" for k in range(rng.randint(1, 6))
+        )
+        out.append(f'def {a}_{b}_{tag}{j}(x, {c}=None):\n    """{doc}."""\n{body}\n    return x\n')
+        if j % 4 == 0:
+            out.append(
+                f'class {b.title()}{c.title()}{tag}{j}:\n    """{doc}"""\n\n    def {a}(self):\n        return {c}\n'
+            )
+    return "\n".join(out)
+
+
+def generate(root: Path, rng: random.Random, files: int) -> None:
+    copy_sample(root)
+    for i in range(files):
+        path = root / "gen" / f"m{i:03}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(module_text(rng, 12, f"f{i}"), encoding="utf-8")
+
+
+def in_sql(idx: WorkspaceIndex, query: str, limit: int = 60) -> list[search.SearchHit]:
+    db = idx._db
+    kept, db.postings = db.postings, None
+    try:
+        return search._search(db, query, limit, None)
+    finally:
+        db.postings = kept
+
+
+def in_memory(idx: WorkspaceIndex, query: str, limit: int = 60) -> list[search.SearchHit]:
+    assert idx._db.postings is not None
+    return search._search(idx._db, query, limit, None)
+
+
+def assert_same(idx: WorkspaceIndex, queries: list[str] = QUERIES) -> None:
+    for q in queries:
+        expected = in_sql(idx, q)
+        assert expected, q
+        assert in_memory(idx, q) == expected, q  # the same hits, order, scores (bit for bit), matched
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    generate(root, random.Random(7), 40)
+    return root
+
+
+@pytest.fixture
+def idx(ws: Path, tmp_path: Path):
+    index = WorkspaceIndex(ws, db_path=tmp_path / "index.sqlite3")
+    index.refresh(processes=0)
+    assert index.prepare_search()
+    yield index
+    index.close()
+
+
+def test_scores_and_matches_are_fts5s(idx: WorkspaceIndex) -> None:
+    assert_same(idx)
+    hit = in_memory(idx, "invoice total")[0]
+    assert "name: invoice total" in hit.matched and hit.words == {"invoice", "total"}
+
+
+def test_edits_removals_and_new_files_are_followed(idx: WorkspaceIndex, ws: Path) -> None:
+    rng = random.Random(11)
+    before = idx._db.postings
+    for i in range(3):
+        (ws / "gen" / f"m{i:03}.py").write_text(module_text(rng, 8, f"edit{i}"), encoding="utf-8")
+        idx.update_file(f"gen/m{i:03}.py", None)
+    idx.remove_file("gen/m010.py")
+    (ws / "gen" / "fresh.py").write_text("def zanzibar_total(x):\n    '''Totals for zanzibar.'''\n    return x\n")
+    idx.update_file("gen/fresh.py", None)
+    assert_same(idx, [*QUERIES, "zanzibar"])
+    assert idx._db.postings is before  # kept up to date, not built again
+    assert in_memory(idx, "zanzibar")[0].symbol.qualname == "gen.fresh.zanzibar_total"
+    # the same file edited twice: its first replacement goes too
+    (ws / "gen" / "fresh.py").write_text("def zanzibar_sum(x):\n    return x\n")
+    idx.update_file("gen/fresh.py", None)
+    found = [h.symbol.qualname for h in in_memory(idx, "zanzibar")]
+    assert found[0] == "gen.fresh.zanzibar_sum" and "gen.fresh.zanzibar_total" not in found
+    assert_same(idx, [*QUERIES, "zanzibar"])
+
+
+def test_ids_are_never_given_twice(idx: WorkspaceIndex, ws: Path) -> None:
+    """Deleting the file with the highest ids, then adding one, must not reuse them: the
+    postings tell rows apart by id."""
+    top = idx._reader().execute("SELECT path, max(id) FROM symbols").fetchone()
+    idx.remove_file(top[0])
+    (ws / "gen" / "later.py").write_text("def later_work(x):\n    return x\n")
+    idx.update_file("gen/later.py", None)
+    new_id = idx._reader().execute("SELECT min(id) FROM symbols WHERE path = 'gen/later.py'").fetchone()[0]
+    assert new_id > top[1]
+    assert_same(idx, [*QUERIES, "later work"])
+
+
+def test_another_process_writing_is_followed(idx: WorkspaceIndex, ws: Path, tmp_path: Path) -> None:
+    in_memory(idx, "invoice")  # the postings' state read before the other writer
+    other = WorkspaceIndex(ws, db_path=tmp_path / "index.sqlite3")
+    try:
+        (ws / "gen" / "m005.py").write_text("def quokka_invoice(x):\n    '''Quokka invoices.'''\n    return x\n")
+        other.update_file("gen/m005.py", None)
+    finally:
+        other.close()
+    assert in_memory(idx, "quokka")[0].symbol.qualname == "gen.m005.quokka_invoice"
+    assert_same(idx, [*QUERIES, "quokka invoice"])
+
+
+def test_a_large_change_builds_them_again(idx: WorkspaceIndex, ws: Path) -> None:
+    before = idx._db.postings
+    rng = random.Random(5)
+    for i in range(20):  # half the files
+        (ws / "gen" / f"m{i:03}.py").write_text(module_text(rng, 12, f"new{i}"), encoding="utf-8")
+    idx.refresh(processes=0)
+    assert_same(idx)
+    assert idx._db.postings is not before and idx._db.postings is not None
+
+
+def test_an_index_emptied_and_made_again_builds_them_again(idx: WorkspaceIndex, ws: Path) -> None:
+    before = idx._db.postings
+    in_memory(idx, "invoice")
+    # another process opens the index with another schema: the tables are made again, ids from 1
+    other = WorkspaceIndex(ws, db_path=idx.db_path)
+    try:
+        with other._db.lock:
+            other._db.conn.execute("UPDATE index_meta SET value = 'older' WHERE key = 'schema'")
+        other._db.init_schema()
+        other.refresh(processes=0)
+    finally:
+        other.close()
+    assert_same(idx)
+    assert idx._db.postings is not before
+
+
+def test_too_many_symbols_stay_with_fts5(idx: WorkspaceIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    idx._db.postings = None
+    monkeypatch.setattr(postings, "MAX_ROWS", 10)
+    assert not idx.prepare_search()
+    assert idx.search("invoice total") == in_sql(idx, "invoice total", 200)
+
+
+def test_searches_restricted_to_kinds_use_fts5(idx: WorkspaceIndex) -> None:
+    hits = idx.search("invoice total", kinds={"class"})
+    assert hits and {h.symbol.kind for h in hits} == {"class"}
