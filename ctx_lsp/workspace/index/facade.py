@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ctx_lsp.core.tokens import FALLBACK_ENCODING
-from ctx_lsp.workspace.index import build, lookups, memo, names, postings, refgraph, search, updates
+from ctx_lsp.workspace.index import build, lookups, memo, names, refgraph, search, updates
 from ctx_lsp.workspace.index.build import IndexStats
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol
 from ctx_lsp.workspace.index.lookups import IndexSummary
@@ -181,6 +181,8 @@ class WorkspaceIndex:
         40k symbols, so long-running faces call it off the request path, after the start-up
         refresh; searches meanwhile use FTS5. Later changes to the index are followed by the
         searches themselves. Returns whether they are in use (not for a huge workspace)."""
+        from ctx_lsp.workspace.index import postings  # numpy: only where postings are kept
+
         with self._db.lock:  # one build at a time
             if self._db.postings is None:
                 self._db.postings = postings.load(self._db.reader())

@@ -9,12 +9,16 @@ packs a few dozen). The texts of the ones offered are read by row id (``symbols_
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from ctx_lsp.workspace.index import memo, postings
+from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import IndexDb, marks
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, query_term_words
+
+if TYPE_CHECKING:  # numpy is imported only by processes that build the postings
+    from ctx_lsp.workspace.index.postings import Postings
 
 SEARCHES_KEPT = 64  # whole results (hundreds of hits each) kept in memory
 _COLUMN_LABELS = {
@@ -123,11 +127,13 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     return hits
 
 
-def _current_postings(db: IndexDb, conn: sqlite3.Connection) -> postings.Postings | None:
+def _current_postings(db: IndexDb, conn: sqlite3.Connection) -> Postings | None:
     """The in-memory postings, brought up to date; built again here when too much changed."""
     current = db.postings
     if current is None:
         return None
+    from ctx_lsp.workspace.index import postings
+
     with current.lock:
         if current.sync(conn):
             return current
