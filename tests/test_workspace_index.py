@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace.cards import body_header
 from ctx_lsp.workspace.index import (
     BATCH_FILES,
     IndexedSymbol,
@@ -549,3 +550,14 @@ def test_a_term_in_half_the_symbols_is_not_matched_but_still_named(index: Worksp
     assert [h.symbol.id for h in with_it] == [h.symbol.id for h in without]  # only what matches the rest
     assert all("path: shop" in h.matched for h in with_it)
     assert len(index.search("shop", limit=100)) == rows  # asked alone, it is matched
+
+
+def test_each_symbols_body_header_is_counted_when_indexed(index: WorkspaceIndex, ws: Path) -> None:
+    """A plan charges a body's header line from the index, not by counting it per plan."""
+    count = counter_for(index.encoding).count
+    symbols = index.iter_symbols()
+    assert symbols and all(s.header_tokens == count(body_header(s)) for s in symbols)
+    write(ws, "shop/added.py", "def a_new_function_with_a_longer_name(x):\n    return x\n")
+    index.update_file("shop/added.py", None)
+    new = index.get("shop.added.a_new_function_with_a_longer_name")
+    assert new is not None and new.header_tokens == count(body_header(new))

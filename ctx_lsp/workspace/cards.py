@@ -35,6 +35,7 @@ class SymbolRow(Protocol):
     body: str
     card_tokens: int
     body_tokens: int
+    header_tokens: int  # of ``body_header`` (counted when it was indexed)
     secrets: int  # secrets masked in its lines (its texts show placeholders instead)
 
 
@@ -76,9 +77,10 @@ def body_item(
     why: str | None = None,
     count: Callable[[str], int] | None = None,
 ) -> Item:
-    """The symbol's whole code under a one-line header; ``count`` counts the header exactly
-    (else HEADER_TOKENS, a conservative allowance, is charged)."""
-    header = HEADER_TOKENS if count is None else count(body_header(sym))
+    """The symbol's whole code under a one-line header, whose tokens were counted when the
+    symbol was indexed; a row without that count has it counted by ``count``, else charged
+    HEADER_TOKENS (a conservative allowance)."""
+    header = sym.header_tokens or (HEADER_TOKENS if count is None else count(body_header(sym)))
     return Item(
         id=f"body:{sym.qualname}@{short_hash(sym.body)}",
         section=section,  # type: ignore[arg-type]

@@ -358,8 +358,8 @@ def _symbol_rows(work: FileWork, first_id: int) -> list[tuple]:
     syms = work.parsed.symbols
     packed = work.packed if work.packed is not None else [texts.pack(s.card, s.docstring, s.body) for s in syms]
     return [
-        symbol_row(s, first_id + i, card_tokens, body_tokens, p)
-        for i, (s, (card_tokens, body_tokens), p) in enumerate(zip(syms, work.tokens, packed, strict=True))
+        symbol_row(s, first_id + i, tokens, p)
+        for i, (s, tokens, p) in enumerate(zip(syms, work.tokens, packed, strict=True))
     ]
 
 

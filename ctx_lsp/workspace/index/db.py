@@ -40,7 +40,7 @@ log = logging.getLogger("ctx_lsp.index")
 # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
 # terms; 6: module names of src/ layouts without "src."; 7: cards from the source as written;
 # 8: half the size: the graph by integer ids, no raw identifiers, big texts compressed (``texts``)
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 
 # Sizes below are sympy's (1,543 files, 40.7k symbols): schema 7 took 195 MB, 75 of them for the
 # edges and their two indexes, which repeated a path, a qualname and a dotted target per row.
@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS symbols(
     start_col INTEGER NOT NULL, end_col INTEGER NOT NULL, signature TEXT NOT NULL,
     docstring TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
     card TEXT NOT NULL, body TEXT NOT NULL, card_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL,
+    header_tokens INTEGER NOT NULL,
     secrets INTEGER NOT NULL DEFAULT 0, packed BLOB);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path, start_line);
 CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
@@ -127,13 +128,14 @@ class IndexedSymbol(Symbol, frozen=True, kw_only=True, gc=False):
     id: int
     card_tokens: int
     body_tokens: int
+    header_tokens: int  # of the line above its body in a prompt (``cards.body_header``)
 
 
 # The ``symbols`` columns, named after the ``IndexedSymbol`` fields they hold: the three the index
 # adds to a parsed symbol, the parsed fields stored as they are, the three texts (``texts``),
 # ``decorators`` (a JSON list) and ``packed``. ``identifiers`` is not stored (see SCHEMA).
 # ``symbol_row`` and ``row_symbol`` are the one mapping between the two.
-_ADDED_FIELDS = ("id", "card_tokens", "body_tokens")
+_ADDED_FIELDS = ("id", "card_tokens", "body_tokens", "header_tokens")
 _TEXT_FIELDS = ("card", "docstring", "body")
 _PLAIN_FIELDS = tuple(
     f for f in Symbol.__struct_fields__ if f not in ("decorators", "identifiers") and f not in _TEXT_FIELDS
@@ -150,14 +152,14 @@ _decode_json = msgspec.json.decode
 _N_HEAD = len(_HEAD_FIELDS)
 
 
-def symbol_row(sym: Symbol, id: int, card_tokens: int, body_tokens: int, packed: bytes | None) -> tuple:
-    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol; ``packed`` is
-    ``texts.pack`` of its texts, which are then not stored as they are (a pool worker may have
-    packed them, and sent ``sym`` without them)."""
+def symbol_row(sym: Symbol, id: int, tokens: tuple[int, int, int], packed: bytes | None) -> tuple:
+    """The ``symbols`` row (``SYMBOL_COLUMNS``) of a parsed symbol with its token counts (card,
+    body, body header); ``packed`` is ``texts.pack`` of its texts, which are then not stored as
+    they are (a pool worker may have packed them, and sent ``sym`` without them)."""
     decorators = _encode_json(sym.decorators).decode() if sym.decorators else "[]"
     if packed is None:
-        return (id, card_tokens, body_tokens, *_plain_values(sym), sym.card, sym.docstring, sym.body, decorators, None)
-    return (id, card_tokens, body_tokens, *_plain_values(sym), "", "", "", decorators, packed)
+        return (id, *tokens, *_plain_values(sym), sym.card, sym.docstring, sym.body, decorators, None)
+    return (id, *tokens, *_plain_values(sym), "", "", "", decorators, packed)
 
 
 def row_symbol(row: tuple) -> IndexedSymbol:

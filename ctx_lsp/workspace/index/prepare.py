@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.workspace.cards import body_header
 from ctx_lsp.workspace.files import (
     BINARY,
     MAX_FILE_BYTES,
@@ -42,7 +43,7 @@ class FileWork:
     action: str = "replace"  # replace | stat | error | skip | remove
     reason: str = ""
     parsed: ParsedModule | None = None
-    tokens: list[tuple[int, int]] | None = None  # (card, body) per symbol
+    tokens: list[tuple[int, int, int]] | None = None  # (card, body, body header) per symbol
     fts: list[tuple[str, str, str, str, str]] | None = None  # search text per symbol
     # ``texts.pack`` per symbol, when a pool worker packed them (the symbols then travel without
     # the packed texts: less to pickle, and the parent's core is left to SQLite)
@@ -50,9 +51,9 @@ class FileWork:
     secrets: str = ""  # how secrets were masked in it (``masking_key``); stale results are dropped
 
 
-def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int]]]]:
+def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int, int]]]]:
     """The texts to count for one file, and how to turn their counts into
-    ``(card_tokens, body_tokens)`` per symbol.
+    ``(card_tokens, body_tokens, header_tokens)`` per symbol (the header: ``cards.body_header``).
 
     Each source line is counted about once: a leaf (function, method, variable) on its exact
     body; a container (class, module) as its own lines outside its children plus its
@@ -94,11 +95,14 @@ def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], l
             own[i].append(len(texts))
             texts.append("".join(lines[cur : s.end_line + 1]))
 
-    def assemble(counts: list[int]) -> list[tuple[int, int]]:
+    headers = len(texts)  # then each symbol's body header, counted here rather than per plan
+    texts.extend(body_header(s) for s in syms)
+
+    def assemble(counts: list[int]) -> list[tuple[int, int, int]]:
         body = [0] * n
         for i in range(n - 1, -1, -1):  # children (later in the list) first
             body[i] = sum(counts[j] for j in own[i]) + sum(body[k] for k in unique_kids.get(i, ()))
-        return [(counts[i], body[i]) for i in range(n)]
+        return [(counts[i], body[i], counts[headers + i]) for i in range(n)]
 
     return texts, assemble
 
