@@ -9,6 +9,7 @@ or the file). Each prior is a named multiplier that ``retrieval.rank`` writes in
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -61,6 +62,7 @@ class Prior:
     why: str
 
 
+@functools.lru_cache(maxsize=16384)  # a plan asks about the paths of hundreds of hits, mostly the same ones
 def path_role(rel: str, generated: bool = False) -> tuple[str, str] | None:
     """``(role, what)`` for a workspace-relative path whose code is not the project's own
     package code, else None. ``what`` is the word a request would use to mean it (the vendored

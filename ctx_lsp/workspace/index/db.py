@@ -117,7 +117,7 @@ def select_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iter
     items = sorted(set(values))
     for i in range(0, len(items), 500):
         chunk = items[i : i + 500]
-        yield from conn.execute(sql.format(marks(len(chunk))), chunk)
+        yield from conn.execute(sql.format(marks(len(chunk))), chunk).fetchall()  # a row at a time costs more
 
 
 class IndexedSymbol(Symbol, frozen=True, kw_only=True, gc=False):

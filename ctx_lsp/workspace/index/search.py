@@ -107,10 +107,9 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
         if not ranked:
             return []
         ids = [r[0] for r in ranked]
-        id_marks = marks(len(ids))
-        found = {row[0]: SymbolHead(*row) for row in conn.execute(f"{SELECT_HEADS} WHERE id IN ({id_marks})", ids)}
+        found = _heads(db, conn, ids)
         if columns is None:  # which terms each hit holds in which column, from its texts
-            columns = _columns_from_texts(conn, ids, id_marks, terms)
+            columns = _columns_from_texts(conn, ids, marks(len(ids)), terms)
     except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
         return []
     bits_of = dict(zip(ids, columns, strict=True))
@@ -125,6 +124,17 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             said = described[bits] = _described(bits, [words[t] for t in terms])
         hits.append(SearchHit(symbol=sym, score=score, matched=said[0], words=said[1]))
     return hits
+
+
+def _heads(db: IndexDb, conn: sqlite3.Connection, ids: list[int]) -> dict[int, SymbolHead]:
+    """The heads of the symbols with these row ids (those that exist). Kept between searches
+    while the index is unchanged: most hits of a new question were hits of earlier ones."""
+    known = memo.table(db, "heads")
+    missing = [i for i in ids if i not in known]
+    if missing:
+        rows = conn.execute(f"{SELECT_HEADS} WHERE id IN ({marks(len(missing))})", missing).fetchall()
+        known.update((row[0], SymbolHead(*row)) for row in rows)
+    return {i: head for i in ids if (head := known.get(i)) is not None}
 
 
 def _current_postings(db: IndexDb, conn: sqlite3.Connection) -> Postings | None:
@@ -171,8 +181,13 @@ def _columns_from_texts(conn: sqlite3.Connection, ids: list[int], id_marks: str,
     needles = [f" {t} " for t in terms]  # terms are whole words of the space-joined texts
     out = []
     for i in ids:
-        padded = [f" {text} " for text in texts.get(i, ())]
-        out.append([sum(1 << c for c, text in enumerate(padded) if needle in text) for needle in needles])
+        bits = [0] * len(needles)
+        for c, text in enumerate(texts.get(i, ())):
+            padded = f" {text} "
+            for j, needle in enumerate(needles):
+                if needle in padded:
+                    bits[j] |= 1 << c
+        out.append(bits)
     return out
 
 
