@@ -1,6 +1,7 @@
-"""The in-memory postings give FTS5's search results exactly (hits, order, scores, ``matched``),
-and keep giving them while the index changes: edits, removals, new files, another process
-writing, a refresh that changes most rows, an index made again from nothing."""
+"""What a long-running face keeps in memory gives what the SQL gives: the postings give FTS5's
+search results exactly (hits, order, scores, ``matched``), and keep giving them while the index
+changes (edits, removals, new files, another process writing, a refresh that changes most rows,
+an index made again from nothing); every symbol's node stats follow graph updates."""
 
 from __future__ import annotations
 
@@ -203,3 +204,31 @@ def test_too_many_symbols_stay_with_fts5(idx: WorkspaceIndex, monkeypatch: pytes
 def test_searches_restricted_to_kinds_use_fts5(idx: WorkspaceIndex) -> None:
     hits = idx.search("invoice total", kinds={"class"})
     assert hits and {h.symbol.kind for h in hits} == {"class"}
+
+
+def test_node_stats_kept_in_memory_follow_graph_updates(idx: WorkspaceIndex, ws: Path, tmp_path: Path) -> None:
+    def from_sql(names: list[str]) -> dict:
+        fresh = WorkspaceIndex(ws, db_path=tmp_path / "index.sqlite3")  # keeps nothing in memory
+        try:
+            return fresh.node_stats(names)
+        finally:
+            fresh.close()
+
+    names = [s.qualname for s in idx.iter_symbols()]
+    assert idx._db.graph_stats is not None  # read by prepare_search
+    assert idx.node_stats(names) == from_sql(names) != {}
+    callers = "".join(f"def caller_{i}(x):\n    return calculate_invoice_total(x)\n\n" for i in range(30))
+    (ws / "shop" / "callers.py").write_text(f"from shop.billing.invoice import calculate_invoice_total\n\n{callers}")
+    other = WorkspaceIndex(ws, db_path=tmp_path / "index.sqlite3")  # another process updates the graph
+    try:
+        other.update_file("shop/callers.py", None)
+        other.update_graph()
+    finally:
+        other.close()
+    names = [s.qualname for s in idx.iter_symbols()]
+    assert idx.node_stats(names) == from_sql(names)
+    assert "shop.callers.caller_7" in idx.node_stats(names)
+    (ws / "shop" / "callers.py").unlink()
+    idx.remove_file("shop/callers.py")
+    idx.update_graph()  # in this process: handed over, not read back
+    assert idx.node_stats(names) == from_sql(names) and "shop.callers.caller_7" not in idx.node_stats(names)

@@ -227,6 +227,10 @@ class IndexDb:
         self.stopping = threading.Event()  # set by ``stop``: a refresh ends after the file it is on
         self.generation = 0  # bumped by every write that changes symbols or references
         self.postings: Postings | None = None  # searches score in memory once built (``postings``)
+        # A long-running face keeps whole tables in memory too (``WorkspaceIndex.prepare_search``):
+        # every symbol's node stats, by the version of the centrality table they were read from.
+        self.keep_tables = False
+        self.graph_stats: tuple[str, dict[str, tuple[float, int]]] | None = None
         self.count_cache: dict[str, int] = {}  # text → tokens, for re-indexing edited files
         self._recovered: str | None = None  # what happened to an unreadable cache, until told
         try:

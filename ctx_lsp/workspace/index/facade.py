@@ -177,15 +177,18 @@ class WorkspaceIndex:
 
     def prepare_search(self) -> bool:
         """Build the in-memory postings that ``search`` scores with from now on (the same hits
-        and scores as FTS5's, about ten times faster: ``postings``). Takes about a second on
-        40k symbols, so long-running faces call it off the request path, after the start-up
-        refresh; searches meanwhile use FTS5. Later changes to the index are followed by the
-        searches themselves. Returns whether they are in use (not for a huge workspace)."""
+        and scores as FTS5's, about ten times faster: ``postings``), and keep every symbol's
+        node stats in memory. Takes about a second on 40k symbols, so long-running faces call
+        it off the request path, after the start-up refresh; searches meanwhile use FTS5. Later
+        changes to the index are followed by the reads themselves. Returns whether the
+        postings are in use (not for a huge workspace)."""
         from ctx_lsp.workspace.index import postings  # numpy: only where postings are kept
 
         with self._db.lock:  # one build at a time
+            self._db.keep_tables = True
             if self._db.postings is None:
                 self._db.postings = postings.load(self._db.reader())
+        self.node_stats(())  # every symbol's, read now rather than by the next plan
         return self._db.postings is not None
 
     def resolve_name(self, name: str, from_rel: str | None = None) -> IndexedSymbol | None:

@@ -8,6 +8,7 @@ pause or after a refresh.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -134,8 +135,12 @@ def update_graph(db: IndexDb) -> float:
             [(q, rank_of[q], pct[q], degree[i]) for i, q in enumerate(names)],
         )
         conn.execute(SET_META, ("edges", str(len(weights))))
+        version = os.urandom(8).hex()  # which centrality table this is (``node_stats``)
+        conn.execute(SET_META, ("centrality_version", version))
         if db.generation == generation:
             conn.execute(SET_META, ("graph_dirty", "0"))
+    if db.keep_tables:
+        db.graph_stats = (version, {q: (pct[q], degree[i]) for i, q in enumerate(names)})
     return time.perf_counter() - t0
 
 
@@ -167,8 +172,11 @@ def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
 
 def node_stats(db: IndexDb, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
     """``(centrality percentile, degree)`` of each given symbol in the graph."""
-    known = memo.table(db, "node_stats")  # qualname → stats, or None: not in the graph
     wanted = set(qualnames)
+    every = _all_stats(db) if db.keep_tables else None
+    if every is not None:
+        return {q: stats for q in wanted if (stats := every.get(q)) is not None}
+    known = memo.table(db, "node_stats")  # qualname → stats, or None: not in the graph
     missing = wanted - known.keys()
     if missing:
         sql = "SELECT qualname, pct, degree FROM centrality WHERE qualname IN ({})"
@@ -177,6 +185,25 @@ def node_stats(db: IndexDb, qualnames: Iterable[str]) -> dict[str, tuple[float, 
         for q in missing:
             known.setdefault(q, None)
     return {q: stats for q in wanted if (stats := known[q]) is not None}
+
+
+def _all_stats(db: IndexDb) -> dict[str, tuple[float, int]] | None:
+    """Every symbol's node stats, for a process that keeps tables in memory: a plan asks for
+    hundreds, most of them new to a new question. Kept until the next graph update (which
+    hands them over when it runs in this process); None before the first one."""
+    conn = db.reader()
+    conn.execute("BEGIN")  # the version and the table read agree
+    try:
+        row = conn.execute("SELECT value FROM index_meta WHERE key = 'centrality_version'").fetchone()
+        if row is None:
+            return None
+        held = db.graph_stats
+        if held is None or held[0] != row[0]:
+            rows = conn.execute("SELECT qualname, pct, degree FROM centrality")
+            held = db.graph_stats = (row[0], {q: (pct, degree) for q, pct, degree in rows})
+        return held[1]
+    finally:
+        conn.execute("COMMIT")
 
 
 def neighbours(db: IndexDb, seeds: Iterable[str], per_seed: int) -> list[tuple[str, str, str, int]]:
