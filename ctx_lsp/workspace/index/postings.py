@@ -24,6 +24,7 @@ keeps them beside the arrays, until they are too many and the arrays are built a
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import sqlite3
 import threading
@@ -36,6 +37,7 @@ from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~100 MB)
 REBUILD_SHARE = 0.2  # rows changed since the build, as a share of all rows, that start it again
+BUILD_CHUNK = 2048  # FTS rows read at a time while building
 _SELECT_ROWS = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts"
 
 
@@ -91,45 +93,55 @@ class Postings:
         self.lock = threading.Lock()
         with _snapshot(conn):
             self.made, self.version, self.next_id = state(conn)
-            rows = conn.execute(_SELECT_ROWS).fetchall()
-        self._build(rows)
+            highest = conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0
+            self._build(conn.execute(_SELECT_ROWS), max(self.next_id, highest + 1))
 
-    def _build(self, rows: list[tuple]) -> None:
-        ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-        size = max(self.next_id, int(ids.max()) + 1 if len(ids) else 0)
+    def _build(self, cursor: sqlite3.Cursor, size: int) -> None:
+        """The arrays, from the FTS rows read a chunk at a time: each token becomes a term id
+        at once, so the texts of the whole index are never held (the peak stays near the
+        arrays' own ~20 MB for sympy, plus the sort's)."""
         self.terms = terms = _TermIds()
-        keys, cols = [], []
+        id_chunks, term_chunks, row_chunks, col_chunks = [], [], [], []
         self.length = np.zeros(size, np.int64)  # tokens per row, all columns (bm25's D)
-        for col in range(len(FTS_COLUMNS)):
-            tokens: list[str] = []
-            counts = []
-            for r in rows:
-                split = r[col + 1].split()
-                counts.append(len(split))
-                tokens += split
-            term_ids = np.fromiter(map(terms.__getitem__, tokens), np.int64, len(tokens))
-            row_ids = np.repeat(ids, counts)
-            self.length += np.bincount(row_ids, minlength=size)
-            keys.append(term_ids * size + row_ids)
-            cols.append(np.full(len(tokens), col, np.int64))
-        key, col = np.concatenate(keys), np.concatenate(cols)
+        while chunk := cursor.fetchmany(BUILD_CHUNK):
+            ids = np.fromiter((r[0] for r in chunk), np.int64, len(chunk))
+            id_chunks.append(ids)
+            for col in range(len(FTS_COLUMNS)):
+                counts = []
+                term_ids: list[int] = []
+                for r in chunk:
+                    split = r[col + 1].split()
+                    counts.append(len(split))
+                    term_ids += map(terms.__getitem__, split)
+                rows = np.repeat(ids, counts).astype(np.int32)
+                self.length += np.bincount(rows, minlength=size)
+                term_chunks.append(np.array(term_ids, np.int32))
+                row_chunks.append(rows)
+                col_chunks.append(np.full(len(rows), col, np.int8))
+        ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
+        col = np.concatenate(col_chunks) if col_chunks else np.zeros(0, np.int8)
+        key = np.concatenate(term_chunks).astype(np.int64) * size + np.concatenate(row_chunks) if col_chunks else col
+        del term_chunks, row_chunks, col_chunks
         pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
+        del key
         weights = np.asarray(FTS_WEIGHTS)
-        self.freq = np.bincount(which, weights=weights[col], minlength=len(pairs))  # integers: exact sums
-        self.name_freq = np.bincount(which, weights=np.where(col == 0, weights[0], 0.0), minlength=len(pairs))
+        # weighted frequencies are sums of small integers: float32 holds them exactly
+        self.freq = np.bincount(which, weights=weights[col], minlength=len(pairs)).astype(np.float32)
+        self.name_freq = np.bincount(which, weights=(col == 0) * weights[0], minlength=len(pairs)).astype(np.float32)
         self.bits = np.zeros(len(pairs), np.uint8)
         np.bitwise_or.at(self.bits, which, (1 << col).astype(np.uint8))
-        term_of, self.rows = np.divmod(pairs, size)
+        del which, col
+        term_of, rows = np.divmod(pairs, size)
+        self.rows = rows.astype(np.int32)
         self.starts = np.searchsorted(term_of, np.arange(len(terms) + 1))
         self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
         by_row = np.argsort(self.rows, kind="stable")  # for a row gone: the terms it held
-        self.row_terms = term_of[by_row]
+        self.row_terms = term_of[by_row].astype(np.int32)
         self.row_starts = np.searchsorted(self.rows[by_row], np.arange(size + 1))
         self.alive = np.zeros(size, bool)
         self.alive[ids] = True
-        self.n_rows = len(rows)
+        self.n_rows = self.built_rows = len(ids)
         self.tokens = int(self.length.sum())
-        self.built_rows = len(rows)
         self.base_size = size
         self.changed = 0  # rows gone or added since the build
         self.added: dict[str, dict[int, tuple[float, float, int]]] = {}  # term → row → postings
@@ -202,7 +214,8 @@ class Postings:
             docs = 0
         else:
             lo, hi = self.starts[tid], self.starts[tid + 1]
-            rows, freq, name, bits = self.rows[lo:hi], self.freq[lo:hi], self.name_freq[lo:hi], self.bits[lo:hi]
+            rows, bits = self.rows[lo:hi], self.bits[lo:hi]
+            freq, name = self.freq[lo:hi].astype(np.float64), self.name_freq[lo:hi].astype(np.float64)
             docs = int(self.docs[tid])
         added = self.added.get(term)
         if added:
@@ -258,4 +271,15 @@ class Postings:
 def load(conn: sqlite3.Connection) -> Postings | None:
     """The postings of the index as it is now; None when it holds too many symbols to keep."""
     rows = conn.execute("SELECT count(*) FROM symbols INDEXED BY symbols_path").fetchone()[0]
-    return Postings(conn) if rows <= MAX_ROWS else None
+    if rows > MAX_ROWS:
+        return None
+    built = Postings(conn)
+    _give_back()
+    return built
+
+
+def _give_back() -> None:
+    """Return the build's freed temporaries to the system: glibc keeps freed heap memory for
+    reuse, which left the server ~60 MB larger on sympy than what it holds. Elsewhere, nothing."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        ctypes.CDLL(None).malloc_trim(0)
