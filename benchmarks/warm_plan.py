@@ -66,6 +66,15 @@ def fresh_questions(engine: Engine, count: int) -> list[str]:
 STAGES = ("search", "rank", "items")
 
 
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return 0.0
+
+
 def timed(engine: Engine, query: str, mode: str) -> tuple[float, ...]:
     """(total, retrieval, packing, the pure planner again on the same inputs, then each of
     ``STAGES``) in ms."""
@@ -97,9 +106,12 @@ def main() -> int:
             f"index: {root} ({stats.files_indexed} parsed, {stats.files_unchanged} unchanged, "
             f"{engine.index.stats().symbols:,} symbols) in {time.perf_counter() - t0:.1f} s"
         )
-        t0 = time.perf_counter()
+        t0, rss0 = time.perf_counter(), _rss_mb()
         engine.prepare_search()  # as the server does after its start-up refresh
-        print(f"search postings in memory in {time.perf_counter() - t0:.2f} s")
+        print(
+            f"search postings in memory in {time.perf_counter() - t0:.2f} s, "
+            f"resident memory {rss0:.0f} → {_rss_mb():.0f} MB"
+        )
         fresh = fresh_questions(engine, args.runs * 2)
         load_before = _loadavg()
         split: list[str] = []

@@ -151,6 +151,7 @@ def test_warm_plan_prints_its_table(tmp_path: Path) -> None:
     for mode in ("light", "heavy"):
         assert f"| {mode} | re-plans | 3 |" in out and f"| {mode} | first sight |" in out, out
     assert "cores:" in out and "load average" in out and "floor: planner alone" in out
+    assert re.search(r"^search postings in memory in [\d.]+ s, resident memory \d+ → \d+ MB$", out, re.M), out
     # first sight split by the engine's own timings: each stage took some time
     assert "| mode | search | rank | items |" in out, out
     stages = re.search(r"^\| light \| (.*) \|$", out.split("| mode | search")[1], re.M)
