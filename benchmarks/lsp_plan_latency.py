@@ -67,7 +67,9 @@ def main() -> None:
     # a session of its own each run: the workspace's store keeps the sessions of earlier runs
     client = StdioClient(root, session=f"bench-latency-{os.getpid()}-{time.time_ns()}")
     try:
-        client.wait_for("$/progress")  # indexing started; the end arrives before the first plan below
+        client.wait_for("$/progress")  # indexing started
+        while client.next_notification("$/progress", timeout=600)["params"]["value"]["kind"] != "end":
+            pass  # the server's start-up work (indexing, search's postings) is over: plans are timed alone
         first = client.request("ctx/planContext", {"query": queries[0]})
         picked = [i["symbol"] for i in first["included"] if i["section"] == "rag" and i.get("symbol")]
         for name in list(dict.fromkeys(picked))[: args.pins]:

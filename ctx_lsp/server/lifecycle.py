@@ -167,13 +167,15 @@ async def _index_with_progress(ls: CtxServer) -> None:
         summary = f"indexing failed: {err}"
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"ctx-lsp: {summary}"))
     finally:
-        ls.index_ready.set()
+        ls.index_ready.set()  # requests go ahead: search works from the index alone
+    try:
+        if ls.serving:  # from now on, edits made outside the editor reach the index too
+            documents.start_watcher(ls)
+            await gateway.start(ls)
+            await loop.run_in_executor(ls.indexer, sessions.engine.prepare_search)
+    finally:  # the progress ends once the start-up work is done (search in memory included)
         if use_progress:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
-    if ls.serving:  # from now on, edits made outside the editor reach the index too
-        documents.start_watcher(ls)
-        await gateway.start(ls)
-        await loop.run_in_executor(ls.indexer, sessions.engine.prepare_search)
 
 
 async def shutdown(ls: CtxServer) -> None:
