@@ -76,12 +76,15 @@ def start_gateway(workspace: Path, up: FakeUpstream) -> tuple[subprocess.Popen, 
         text=True,
     )
     assert proc.stderr is not None
+    url, ready = None, False
     for line in proc.stderr:
         found = re.search(r"listening on (http://\S+)", line)
-        if found:
+        url = found.group(1) if found else url
+        ready = ready or "search ready" in line
+        if url and ready:  # listening, and its start-up work is over: requests are timed alone
             # its log goes on (a line a request): read, or the gateway blocks on a full pipe
             threading.Thread(target=_drain, args=(proc.stderr,), daemon=True).start()
-            return proc, found.group(1)
+            return proc, url
     raise SystemExit(f"the gateway did not start (exit {proc.wait()})")
 
 

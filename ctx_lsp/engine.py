@@ -256,10 +256,12 @@ class Engine:
         try:
             used = self.index.prepare_search()
         except Exception:
-            log.exception("search stays with FTS5: its postings could not be kept in memory")
+            log.exception("search ready (SQLite FTS5: its postings could not be kept in memory)")
             return
         if used:
-            log.info("search postings in memory (%.1f s)", time.perf_counter() - t0)
+            log.info("search ready (postings in memory, %.1f s)", time.perf_counter() - t0)
+        else:
+            log.info("search ready (SQLite FTS5: too many symbols to keep their postings in memory)")
 
     # ---- models and tokens -----------------------------------------------------------------
 

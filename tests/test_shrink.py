@@ -77,6 +77,27 @@ def test_json_keeps_the_shape_and_the_items_that_match() -> None:
     assert "leftpad" in out.text and "packages" in out.text and "500 items" in out.text
 
 
+def test_json_keeps_the_entry_the_request_names_deep_in_a_tree() -> None:
+    """``npm ls --all --json``: packages are keys of nested objects, not items of an array."""
+
+    def package(name: str, depth: int) -> dict:
+        deps = {f"{name}-dep{n}": package(f"{name}-dep{n}", depth - 1) for n in range(4)} if depth else {}
+        return {"version": "1.0.0", "resolved": f"https://registry.example/{name}.tgz", "dependencies": deps}
+
+    tree = {
+        "name": "client",
+        "version": "0.1.0",
+        "dependencies": {f"tool{n}": package(f"tool{n}", 3) for n in range(6)},
+    }
+    tree["dependencies"]["tool4"]["dependencies"]["tool4-dep2"]["dependencies"]["vscode-languageclient"] = {
+        "version": "9.0.1"
+    }
+    out = _shrink(json.dumps(tree, indent=2), query="which version of vscode-languageclient do we have?")
+    assert out is not None and out.kind == "json" and len(out.text) < len(json.dumps(tree)) / 4
+    assert '"vscode-languageclient":{"version":"9.0.1"}' in out.text
+    assert out.text.count("$.dependencies") < 15  # "version", in every package, points at none
+
+
 def test_folding_keeps_first_last_and_a_count() -> None:
     lines = [f"Downloading part {n} of 50" for n in range(50)]
     assert fold(lines) == ["Downloading part 0 of 50", "… 48 similar lines …", "Downloading part 49 of 50"]

@@ -12,6 +12,7 @@ from ctx_lsp.core.shrink.fold import words
 FIRST = 3
 ITEM_CHARS = 600
 MATCHES = 10
+NAMED_DEPTH = 8  # how deep keys are looked at for the names the request gives
 STANDS_OUT = ("error", "fail", "exception", "invalid", "denied", "conflict")
 
 
@@ -39,7 +40,33 @@ def shrink(text: str, query: str) -> tuple[str, str]:
             lines += ["  " + _short(x) for x in picked]
     if len(lines) == 1:  # an object without long arrays: its top level, shortened
         lines.append(_short(data, 4000))
+    named = _named(data, wanted)
+    if named:  # keys the request names, however deep (a package in ``npm ls --all --json``)
+        lines.append(f"entries whose key the request names ({len(named)}):")
+        lines += [f"  {path}: {_short({key: value})}" for path, key, value in named]
     return "\n".join(lines), "the shape, the first items and those that match the request or stand out"
+
+
+def _named(data: Any, wanted: set[str]) -> list[tuple[str, str, Any]]:
+    """``(path, key, value)`` of the entries whose key holds a word of the request, best first
+    (the key is the word itself, then more words, then shallower), at most MATCHES. A word in the
+    keys of more than MATCHES entries (``version`` in every package) points at none of them."""
+    found: list[tuple[int, str, str, Any, set[str]]] = []  # (depth, path, key, value, words held)
+    todo: list[tuple[Any, str, int]] = [(data, "$", 0)]
+    while todo and len(found) < 10_000:
+        value, path, depth = todo.pop(0)  # breadth first: shallower entries first
+        if isinstance(value, dict) and depth < NAMED_DEPTH:
+            for key, inner in value.items():
+                held = {w for w in wanted if w in str(key).lower()}
+                if held:
+                    found.append((depth, path, str(key), inner, held))
+                todo.append((inner, f"{path}.{key}", depth + 1))
+        elif isinstance(value, list) and depth < NAMED_DEPTH:
+            todo += [(x, f"{path}[{n}]", depth + 1) for n, x in enumerate(value[:FIRST])]
+    common = {w for w in wanted if sum(1 for f in found if w in f[4]) > MATCHES}
+    ranked = [f for f in found if f[4] - common]
+    ranked.sort(key=lambda f: (str(f[2]).lower() not in wanted, -len(f[4] - common), f[0]))
+    return [(path, key, value) for _, path, key, value, _ in ranked[:MATCHES]]
 
 
 def _shape(v: Any, depth: int = 0) -> str:
