@@ -105,7 +105,7 @@ def assert_same(idx: WorkspaceIndex, queries: list[str] = QUERIES) -> None:
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    generate(root, random.Random(7), 40)
+    generate(root, random.Random(7), 120)  # large enough that a few edits are followed, not rebuilt
     return root
 
 
@@ -171,7 +171,7 @@ def test_another_process_writing_is_followed(idx: WorkspaceIndex, ws: Path, tmp_
 def test_a_large_change_builds_them_again(idx: WorkspaceIndex, ws: Path) -> None:
     before = idx._db.postings
     rng = random.Random(5)
-    for i in range(20):  # half the files
+    for i in range(60):  # half the files
         (ws / "gen" / f"m{i:03}.py").write_text(module_text(rng, 12, f"new{i}"), encoding="utf-8")
     idx.refresh(processes=0)
     assert_same(idx)
@@ -232,3 +232,27 @@ def test_node_stats_kept_in_memory_follow_graph_updates(idx: WorkspaceIndex, ws:
     idx.remove_file("shop/callers.py")
     idx.update_graph()  # in this process: handed over, not read back
     assert idx.node_stats(names) == from_sql(names) and "shop.callers.caller_7" not in idx.node_stats(names)
+
+
+def test_a_failure_leaves_search_to_sqlite(idx: WorkspaceIndex, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    expected = in_sql(idx, "invoice total")
+
+    def broken(*args, **kwargs):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(postings.Postings, "top", broken)
+    assert search._search(idx._db, "invoice total", 60, None) == expected
+    assert idx._db.postings is None and "searches use SQLite from now on" in caplog.text
+
+
+def test_a_quiet_graph_update_builds_worn_postings_again(idx: WorkspaceIndex, ws: Path) -> None:
+    before = idx._db.postings
+    rng = random.Random(3)
+    for i in range(3):  # a few percent of the rows: followed by the searches, not rebuilt
+        (ws / "gen" / f"m{i:03}.py").write_text(module_text(rng, 12, f"w{i}"), encoding="utf-8")
+        idx.update_file(f"gen/m{i:03}.py", None)
+    assert_same(idx)
+    assert idx._db.postings is before and before.worn()
+    idx.update_graph()  # what the watch loop runs when edits pause
+    assert idx._db.postings is not before and not idx._db.postings.worn()
+    assert_same(idx)

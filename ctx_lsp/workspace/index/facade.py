@@ -126,8 +126,16 @@ class WorkspaceIndex:
         """Resolve every reference against the whole workspace and recompute centrality
         (PageRank over the def→ref graph, warm-started from the previous ranks). Returns the
         seconds it took. Reads run on a snapshot without holding the write lock; a write that
-        lands meanwhile leaves the graph marked dirty for the next call."""
-        return refgraph.update_graph(self._db)
+        lands meanwhile leaves the graph marked dirty for the next call. Search's postings, when
+        kept, are built again here once enough changed since their build (``postings``): the
+        watch loop calls this when edits pause, off the request path."""
+        seconds = refgraph.update_graph(self._db)
+        kept = self._db.postings
+        if kept is not None and kept.worn():
+            from ctx_lsp.workspace.index import postings
+
+            self._db.postings = postings.load(self._db.reader())
+        return seconds
 
     def edge_count(self) -> int:
         """Resolved def→ref edges as of the last ``update_graph``."""

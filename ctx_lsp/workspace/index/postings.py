@@ -36,7 +36,11 @@ from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~100 MB)
-REBUILD_SHARE = 0.2  # rows changed since the build, as a share of all rows, that start it again
+# Rows changed since the build (gone or added), as a share of the rows built: past WORN_SHARE
+# the next graph update (when edits pause) builds the arrays again; past REBUILD_SHARE (a large
+# refresh) the next search does. The rows added meanwhile live in dicts, ~7 kB each.
+WORN_SHARE = 0.03
+REBUILD_SHARE = 0.1
 BUILD_CHUNK = 2048  # FTS rows read at a time while building
 _SELECT_ROWS = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts"
 
@@ -149,6 +153,10 @@ class Postings:
 
     # ---- keeping up with the index ---------------------------------------------------------
 
+    def worn(self) -> bool:
+        """Whether enough changed since the build to build the arrays again at a quiet time."""
+        return self.changed > WORN_SHARE * max(self.built_rows, 1)
+
     def sync(self, conn: sqlite3.Connection) -> bool:
         """Bring the postings up to the index's current state; False when they must be built
         again instead (too much changed, or the index was made again from nothing)."""
@@ -161,7 +169,7 @@ class Postings:
             return False
         if version == self.version:
             return True
-        present = np.fromiter((r[0] for r in conn.execute("SELECT id FROM symbols INDEXED BY symbols_path")), np.int64)
+        present = np.fromiter((r[0] for r in conn.execute("SELECT id FROM symbols")), np.int64)
         self._grow(next_id)
         now = np.zeros(len(self.alive), bool)
         now[present] = True
@@ -270,7 +278,7 @@ class Postings:
 
 def load(conn: sqlite3.Connection) -> Postings | None:
     """The postings of the index as it is now; None when it holds too many symbols to keep."""
-    rows = conn.execute("SELECT count(*) FROM symbols INDEXED BY symbols_path").fetchone()[0]
+    rows = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
     if rows > MAX_ROWS:
         return None
     built = Postings(conn)

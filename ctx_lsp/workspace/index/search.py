@@ -8,6 +8,7 @@ packs a few dozen). The texts of the ones offered are read by row id (``symbols_
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, query_term_w
 if TYPE_CHECKING:  # numpy is imported only by processes that build the postings
     from ctx_lsp.workspace.index.postings import Postings
 
+log = logging.getLogger("ctx_lsp.index")
 SEARCHES_KEPT = 64  # whole results (hundreds of hits each) kept in memory
 _COLUMN_LABELS = {
     "qualname_terms": "name",
@@ -97,12 +99,17 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     want = int(limit) + 32  # a little over the limit, so the content-based tie-break below decides the cut
     columns: list[list[int]] | None = None
     in_memory = None if kinds else _current_postings(db, conn)
-    try:
-        if in_memory is not None:
+    ranked: list[tuple[int, float]] | None = None
+    if in_memory is not None:
+        try:
             with in_memory.lock:
                 ranked = in_memory.top(wanted, want)
                 columns = in_memory.columns([r[0] for r in ranked], terms)
-        else:
+        except Exception:
+            _give_up_postings(db)
+            ranked = columns = None
+    try:
+        if ranked is None:
             ranked = _ranked_in_sql(conn, wanted, want, kinds)
         if not ranked:
             return []
@@ -138,17 +145,27 @@ def _heads(db: IndexDb, conn: sqlite3.Connection, ids: list[int]) -> dict[int, S
 
 
 def _current_postings(db: IndexDb, conn: sqlite3.Connection) -> Postings | None:
-    """The in-memory postings, brought up to date; built again here when too much changed."""
+    """The in-memory postings, brought up to date; built again here when too much changed. A
+    failure is logged and leaves search to SQLite from then on: a plan never fails for them."""
     current = db.postings
     if current is None:
         return None
     from ctx_lsp.workspace.index import postings
 
-    with current.lock:
-        if current.sync(conn):
-            return current
-    db.postings = fresh = postings.load(conn)  # rare: after a refresh that changed a fifth of the rows
-    return fresh
+    try:
+        with current.lock:
+            if current.sync(conn):
+                return current
+        db.postings = fresh = postings.load(conn)  # rare: after a refresh that changed a tenth of the rows
+        return fresh
+    except Exception:
+        _give_up_postings(db)
+        return None
+
+
+def _give_up_postings(db: IndexDb) -> None:
+    log.exception("search's postings failed; searches use SQLite from now on")
+    db.postings = None
 
 
 def _ranked_in_sql(
