@@ -124,6 +124,18 @@ def test_scores_and_matches_are_fts5s(idx: WorkspaceIndex) -> None:
     assert "name: invoice total" in hit.matched and hit.words == {"invoice", "total"}
 
 
+def test_terms_with_diacritics_are_folded_as_fts5_folds_them(idx: WorkspaceIndex, ws: Path) -> None:
+    text = 'def poincaré_map(x):\n    """The Lovász number and a poincare section."""\n    return x\n'
+    (ws / "gen" / "accents.py").write_text(text, encoding="utf-8")
+    idx.update_file("gen/accents.py", None)
+    assert_same(idx, ["poincaré map", "poincare section", "Lovász number", "lovasz"])  # followed
+    idx._db.postings = None
+    assert idx.prepare_search()  # and built with the accented terms
+    for q in ("poincaré map", "poincare", "Lovász number", "lovasz"):
+        assert in_memory(idx, q)[0].symbol.qualname == "gen.accents.poincaré_map", q
+    assert_same(idx, ["poincaré map", "poincare section", "Lovász number", "lovasz"])
+
+
 def test_edits_removals_and_new_files_are_followed(idx: WorkspaceIndex, ws: Path) -> None:
     rng = random.Random(11)
     before = idx._db.postings

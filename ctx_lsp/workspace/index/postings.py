@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
 MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~100 MB)
@@ -63,10 +63,20 @@ def state(conn: sqlite3.Connection) -> tuple[str | None, str | None, int]:
 
 
 class _TermIds(dict[str, int]):
-    """term → dense id, given in order of first sight."""
+    """term → dense id, given in order of first sight; a spelling with diacritics has the id of
+    its folded form (``fold``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0  # ids given
 
     def __missing__(self, term: str) -> int:
-        value = self[term] = len(self)
+        folded = fold(term)
+        if folded != term:
+            value = self[term] = self[folded]
+            return value
+        value = self[term] = self.size
+        self.size += 1
         return value
 
 
@@ -78,7 +88,7 @@ def _row_postings(row: Sequence) -> tuple[int, dict[str, list], int]:
         tokens = text.split()
         length += len(tokens)
         weight, bit, name = FTS_WEIGHTS[col], 1 << col, FTS_WEIGHTS[0] if col == 0 else 0.0
-        for t in tokens:
+        for t in map(fold, tokens):
             entry = found.get(t)
             if entry is None:
                 found[t] = [weight, name, bit]
@@ -137,7 +147,7 @@ class Postings:
         del which, col
         term_of, rows = np.divmod(pairs, size)
         self.rows = rows.astype(np.int32)
-        self.starts = np.searchsorted(term_of, np.arange(len(terms) + 1))
+        self.starts = np.searchsorted(term_of, np.arange(terms.size + 1))
         self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
         by_row = np.argsort(self.rows, kind="stable")  # for a row gone: the terms it held
         self.row_terms = term_of[by_row].astype(np.int32)
@@ -216,6 +226,7 @@ class Postings:
 
     def _of(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """A term's (rows, frequencies, name frequencies, column bits, rows holding it)."""
+        term = fold(term)
         tid = self.terms.get(term)
         if tid is None:
             rows, freq, name, bits = np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.uint8)

@@ -16,7 +16,7 @@ import msgspec
 
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import IndexDb, marks
-from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, query_term_words
+from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold, query_term_words
 
 if TYPE_CHECKING:  # numpy is imported only by processes that build the postings
     from ctx_lsp.workspace.index.postings import Postings
@@ -195,12 +195,12 @@ def _columns_from_texts(conn: sqlite3.Connection, ids: list[int], id_marks: str,
     """For each hit, the column bits of each term, found in its stored FTS texts."""
     sql = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts WHERE rowid IN ({id_marks})"
     texts = {r[0]: r[1:] for r in conn.execute(sql, ids)}
-    needles = [f" {t} " for t in terms]  # terms are whole words of the space-joined texts
+    needles = [f" {fold(t)} " for t in terms]  # whole words of the space-joined texts, as FTS5 sees them
     out = []
     for i in ids:
         bits = [0] * len(needles)
         for c, text in enumerate(texts.get(i, ())):
-            padded = f" {text} "
+            padded = f" {text} " if text.isascii() else f" {' '.join(map(fold, text.split()))} "
             for j, needle in enumerate(needles):
                 if needle in padded:
                     bits[j] |= 1 << c

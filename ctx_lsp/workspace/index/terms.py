@@ -11,6 +11,7 @@ finds ``round_price``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -97,6 +98,14 @@ class _Memo(dict[str, str]):
 
 _stem_of = _Memo(_stem).__getitem__  # identifiers share sub-words (``eval``, ``is``, ``expr``)
 _terms_of = _Memo(_word_terms).__getitem__
+
+
+def fold(term: str) -> str:
+    """A term as FTS5's ``unicode61`` tokenizer (``remove_diacritics 2``) stores it: our terms
+    are lower-case letters and digits already, but ``poincaré`` is ``poincare`` to it."""
+    if term.isascii():
+        return term
+    return "".join(c for c in unicodedata.normalize("NFKD", term) if not unicodedata.combining(c)).lower()
 
 
 def search_terms(text: str) -> str:
