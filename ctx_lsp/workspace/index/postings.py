@@ -7,13 +7,13 @@ term's postings are arrays (row id, weighted frequency, name-column frequency, a
 it occurs in): a question is scored with a few vectorised operations per term, and ``matched``
 comes from the bits.
 
-The scores are FTS5's own, to the last bit: the same formula (``bm25`` with
-``search.FTS_WEIGHTS``, plus the name column's alone), the same operations in the same order,
-the same statistics (row count, average length, rows per term), so the hits, their order and
-their scores are the ones the SQL query gives (``tests/test_workspace_postings.py`` compares
-them). The SQL query stays the fallback: until the postings are built (``WorkspaceIndex.
-prepare_search``, off the request path, about a second for sympy's 40k symbols), for a search
-restricted to some kinds, and for a workspace too large to keep in memory.
+The scores are FTS5's own, to the last bit: the same formula (``bm25`` with ``FTS_WEIGHTS``,
+plus the name column's alone), the same operations in the same order, the same statistics (row
+count, average length, rows per term) and terms folded as its tokenizer folds them (``fold``),
+so the hits, their order and their scores are the ones the SQL query gives (the tests compare
+them). The SQL query stays the fallback: until the postings are built
+(``WorkspaceIndex.prepare_search``, off the request path, about a second for sympy's 40k
+symbols), for a search restricted to some kinds, and for a workspace too large to keep in memory.
 
 The index changes under the postings (an edit re-indexed, another process writing): every write
 that changes symbols stores a new ``symbols_version``, and symbol ids only grow (``next_id``), so
@@ -35,7 +35,7 @@ import numpy as np
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
-MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~100 MB)
+MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~150 MB)
 # Rows changed since the build (gone or added), as a share of the rows built: past WORN_SHARE
 # the next graph update (when edits pause) builds the arrays again; past REBUILD_SHARE (a large
 # refresh) the next search does. The rows added meanwhile live in dicts, ~7 kB each.
@@ -112,8 +112,8 @@ class Postings:
 
     def _build(self, cursor: sqlite3.Cursor, size: int) -> None:
         """The arrays, from the FTS rows read a chunk at a time: each token becomes a term id
-        at once, so the texts of the whole index are never held (the peak stays near the
-        arrays' own ~20 MB for sympy, plus the sort's)."""
+        at once, so the texts of the whole index are never held at once (on sympy the build
+        peaks at ~165 MB over the process, mostly the sort's copies, and leaves 47 MB)."""
         self.terms = terms = _TermIds()
         id_chunks, term_chunks, row_chunks, col_chunks = [], [], [], []
         self.length = np.zeros(size, np.int64)  # tokens per row, all columns (bm25's D)
