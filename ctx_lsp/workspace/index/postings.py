@@ -35,7 +35,7 @@ import numpy as np
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
-MAX_ROWS = 300_000  # more symbols than this: FTS5 alone (the arrays would take ~150 MB)
+MAX_ROWS = 150_000  # more symbols: FTS5 alone (~75 MB of arrays, and a build peaking near 600 MB)
 # Rows changed since the build (gone or added), as a share of the rows built: past WORN_SHARE
 # the next graph update (when edits pause) builds the arrays again; past REBUILD_SHARE (a large
 # refresh) the next search does. The rows added meanwhile live in dicts, ~7 kB each.
