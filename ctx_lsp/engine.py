@@ -439,7 +439,7 @@ class Engine:
             )
             t0 = time.perf_counter()
             fill = retrieval.graph_fill(ranked, self.index)
-            found = retrieved[key] = tuple(self._offer(ranked, mode, counter, cal, fill))
+            found = retrieved[key] = tuple(self._offer(ranked, mode, cal, fill))
             timings["items"] = (time.perf_counter() - t0) * 1000
         candidates = list(found)
         if req.history:
@@ -450,7 +450,6 @@ class Engine:
         self,
         ranked: retrieval.Ranked,
         mode: Mode,
-        counter: TokenCounter,
         cal: float,
         fill: Sequence[tuple[retrieval.Head, float, str]] = (),
     ) -> list[Item]:
@@ -460,7 +459,6 @@ class Engine:
             ranked,
             mode,
             cal,
-            count=counter.count,
             fill=fill,
             load=self.index.symbols_by_id,
             memo=self.index.memo("items"),
@@ -513,9 +511,9 @@ class Engine:
         if not query:
             raise UserError("give a query: words or names to search the code for")
         model = model or self.resolve_model(None)
-        counter, cal = model.counter, model.estimator.calibration
+        cal = model.estimator.calibration
         ranked = self._ranked(query, seeds=seeds)
-        candidates = self._offer(ranked, mode, counter, cal)
+        candidates = self._offer(ranked, mode, cal)
         included, excluded = select_retrieved(tuple(candidates), budget, mode)
         return CodeSearch(
             query=query,

@@ -101,7 +101,7 @@ class Pins:
 
     def state(self, pin: PinRecord) -> PinState:
         sym = self.shared.engine.index.get(pin.symbol) if pin.symbol else None
-        return PinState(pin, None if sym is None else sym.body_tokens + cards.HEADER_TOKENS)
+        return PinState(pin, None if sym is None else sym.body_tokens + sym.header_tokens)
 
     def pinned_items(
         self, record: SessionRecord, what_if: list[PinIntent], calibration: float, notes: list[str]

@@ -5,7 +5,6 @@ and what it costs."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Protocol
 
 from ctx_lsp.core.ids import short_hash
@@ -13,9 +12,6 @@ from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.secrets import masked_detail
 
-# Counted once per card or body header: "# path:12-40 · pkg.mod.name\n" is ~10–20 tokens; we
-# charge a conservative constant rather than re-tokenizing on the request path.
-HEADER_TOKENS = 24
 SEPARATOR_TOKENS = 1
 
 
@@ -75,19 +71,16 @@ def body_item(
     section: str = "rag",
     score: float | None = None,
     why: str | None = None,
-    count: Callable[[str], int] | None = None,
 ) -> Item:
-    """The symbol's whole code under a one-line header, whose tokens were counted when the
-    symbol was indexed; a row without that count has it counted by ``count``, else charged
-    HEADER_TOKENS (a conservative allowance)."""
-    header = sym.header_tokens or (HEADER_TOKENS if count is None else count(body_header(sym)))
+    """The symbol's whole code under a one-line header (``body_header``), whose tokens were
+    counted when the symbol was indexed: planning never tokenizes it."""
     return Item(
         id=f"body:{sym.qualname}@{short_hash(sym.body)}",
         section=section,  # type: ignore[arg-type]
         kind=SYMBOL_BODY,
         title=f"{sym.kind} {sym.qualname} (body)",
         text=body_text(sym),
-        tokens=scaled(sym.body_tokens + header + SEPARATOR_TOKENS, calibration),
+        tokens=scaled(sym.body_tokens + sym.header_tokens + SEPARATOR_TOKENS, calibration),
         path=sym.path,
         range=symbol_range(sym),
         symbol=sym.qualname,

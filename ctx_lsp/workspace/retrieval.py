@@ -490,7 +490,6 @@ def candidates(
     mode: Mode,
     calibration: float,
     *,
-    count: Callable[[str], int] | None = None,
     fill: Sequence[tuple[Head, float, str]] = (),
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
     memo: dict[Any, Forms | None] | None = None,
@@ -498,8 +497,7 @@ def candidates(
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
     score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
     first (within the mode's depth share), then cards for breadth, and never two forms of one
-    symbol (``count`` counts a body's header exactly). Heavy mode looks at more symbols; off
-    offers nothing.
+    symbol. Heavy mode looks at more symbols; off offers nothing.
 
     Only the symbols offered are read whole: ranked heads (search hits) are read by row id with
     ``load``. ``memo`` keeps the two forms of a symbol between calls (the caller empties it when
@@ -512,7 +510,7 @@ def candidates(
         if row[1] < floor:
             break
         offered.append(row)
-    forms = _forms([r[0] for r in (*offered, *fill)], calibration, count, load, memo)
+    forms = _forms([r[0] for r in (*offered, *fill)], calibration, load, memo)
     replace = msgspec.structs.replace
     out: list[Item] = []
     for sym, score, why in offered:
@@ -543,13 +541,12 @@ Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has 
 def _forms(
     symbols: list[Head],
     calibration: float,
-    count: Callable[[str], int] | None,
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
     memo: dict[Any, Forms | None] | None,
 ) -> dict[int, Forms]:
     """Card and body of each symbol (by row id), made once per ``memo``."""
     memo = {} if memo is None else memo
-    keys = {sym.id: (sym.id, calibration, count) for sym in symbols}
+    keys = {sym.id: (sym.id, calibration) for sym in symbols}
     missing = [sym for sym in symbols if keys[sym.id] not in memo]
     if missing:
         rows: dict[int, SymbolRow] = {s.id: s for s in missing if hasattr(s, "body")}  # type: ignore[misc]
@@ -563,6 +560,6 @@ def _forms(
             memo[keys[sym.id]] = (
                 None
                 if row is None
-                else (card_item(row, calibration), body_item(row, calibration, count=count) if row.body else None)
+                else (card_item(row, calibration), body_item(row, calibration) if row.body else None)
             )
     return {i: found for i, key in keys.items() if (found := memo[key]) is not None}
