@@ -6,6 +6,7 @@ the index. Each method hands its ``IndexDb`` to the module that does the work (`
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -37,6 +38,7 @@ class WorkspaceIndex:
         database defaults to ``<root>/.ctx/index.sqlite3``; one that cannot be read is moved
         aside and rebuilt (``take_recovered`` says so)."""
         self._db = db = IndexDb(root, db_path, encoding, masker)
+        self._building = threading.Lock()  # ``prepare_search``
         self.root = db.root
         self.db_path = db.db_path
         self.encoding = encoding
@@ -192,7 +194,7 @@ class WorkspaceIndex:
         postings are in use (not for a huge workspace)."""
         from ctx_lsp.workspace.index import postings  # numpy: only where postings are kept
 
-        with self._db.lock:  # one build at a time
+        with self._building:  # one build at a time; writers go on meanwhile (it reads a snapshot)
             self._db.keep_tables = True
             if self._db.postings is None:
                 self._db.postings = postings.load(self._db.reader())
