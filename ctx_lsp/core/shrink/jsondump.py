@@ -3,6 +3,7 @@ that match the request's words or stand out (errors), counts for the rest."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import msgspec
@@ -52,9 +53,9 @@ def _named(data: Any, wanted: set[str]) -> list[tuple[str, str, Any]]:
     (the key is the word itself, then more words, then shallower), at most MATCHES. A word in the
     keys of more than MATCHES entries (``version`` in every package) points at none of them."""
     found: list[tuple[int, str, str, Any, set[str]]] = []  # (depth, path, key, value, words held)
-    todo: list[tuple[Any, str, int]] = [(data, "$", 0)]
+    todo: deque[tuple[Any, str, int]] = deque([(data, "$", 0)])
     while todo and len(found) < 10_000:
-        value, path, depth = todo.pop(0)  # breadth first: shallower entries first
+        value, path, depth = todo.popleft()  # breadth first: shallower entries first
         if isinstance(value, dict) and depth < NAMED_DEPTH:
             for key, inner in value.items():
                 held = {w for w in wanted if w in str(key).lower()}
@@ -62,10 +63,10 @@ def _named(data: Any, wanted: set[str]) -> list[tuple[str, str, Any]]:
                     found.append((depth, path, str(key), inner, held))
                 todo.append((inner, f"{path}.{key}", depth + 1))
         elif isinstance(value, list) and depth < NAMED_DEPTH:
-            todo += [(x, f"{path}[{n}]", depth + 1) for n, x in enumerate(value[:FIRST])]
+            todo.extend((x, f"{path}[{n}]", depth + 1) for n, x in enumerate(value[:FIRST]))
     common = {w for w in wanted if sum(1 for f in found if w in f[4]) > MATCHES}
     ranked = [f for f in found if f[4] - common]
-    ranked.sort(key=lambda f: (str(f[2]).lower() not in wanted, -len(f[4] - common), f[0]))
+    ranked.sort(key=lambda f: (f[2].lower() not in wanted, -len(f[4] - common), f[0]))
     return [(path, key, value) for _, path, key, value, _ in ranked[:MATCHES]]
 
 
