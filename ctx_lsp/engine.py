@@ -454,14 +454,14 @@ class Engine:
         fill: Sequence[tuple[retrieval.Head, float, str]] = (),
     ) -> list[Item]:
         """The ranked symbols as candidate items: read whole only when offered, and made once
-        per state of the index (the index's memo)."""
+        per row (a row never changes while its id stands: the memo outlasts saves)."""
         return retrieval.candidates(
             ranked,
             mode,
             cal,
             fill=fill,
             load=self.index.symbols_by_id,
-            memo=self.index.memo("items"),
+            memo=self.index.memo("items", lasting=True),
         )
 
     def _ranked(
@@ -579,8 +579,7 @@ class Engine:
         return PinnedItem(PinSpec(pin_id=f"cli-{seq}", kind="sticky", seq=seq), item)
 
     def _scaffold(self, counter: TokenCounter, cal: float) -> Item:
-        stats = self.index.stats()
-        key = hash((stats.files, stats.symbols, stats.edges, cal))  # edges: a graph update may change what is central
+        key = hash((*self.index.counts(), cal))  # files, symbols, edges: a graph update may change what is central
         if self._scaffold_cache and self._scaffold_cache[0] == key:
             return self._scaffold_cache[1]
         per_module = self.index.module_symbol_counts()

@@ -100,6 +100,9 @@ def assert_same(idx: WorkspaceIndex, queries: list[str] = QUERIES) -> None:
         expected = in_sql(idx, q)
         assert expected, q
         assert in_memory(idx, q) == expected, q  # the same hits, order, scores (bit for bit), matched
+    # and the heads they keep are the rows' heads, of the rows there are now, no more
+    stored = {r[0]: search.SymbolHead(*r) for r in idx._db.reader().execute(search.SELECT_HEADS)}
+    assert idx._db.postings is not None and idx._db.postings.heads == stored
 
 
 @pytest.fixture

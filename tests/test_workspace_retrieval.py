@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ctx_lsp.core.items import Item
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
@@ -346,3 +347,42 @@ def test_the_errors_exception_points_at_its_class_and_where_it_is_raised(index: 
     by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}
     assert "shop.inventory.OutOfStockError named in the request (×2.50)" in by_name["shop.inventory.OutOfStockError"]
     assert "raises the error's exception (×1.50)" in by_name["shop.inventory.Inventory.reserve"]
+
+
+def test_prompt_items_outlast_a_save_and_show_the_saved_code(ws: Path) -> None:
+    """The items made of a symbol are kept by row id across saves (a row never changes while its
+    id stands); a saved symbol is a new row with its new code; an index made again starts over."""
+    engine = Engine(ws)
+    engine.refresh_index()
+    query = "calculate_invoice_total in the monthly report"
+
+    def bodies() -> dict[str, Item]:
+        out = engine.plan(PlanRequest(query=query, mode="heavy"))
+        return {c.symbol: c for c in out.inputs.candidates if c.kind == "symbol_body" and c.symbol}
+
+    try:
+        before = bodies()
+        report, total = before["shop.reports.monthly_report"], before["shop.billing.invoice.calculate_invoice_total"]
+        kept_id = engine.index.get("shop.billing.invoice.calculate_invoice_total").id
+        path = ws / "shop" / "reports.py"
+        path.write_text(REPORTS.replace("grand = sum(totals)", "grand = sum(totals) + 1"), encoding="utf-8")
+        engine.index.update_file("shop/reports.py", path.read_bytes())
+        memo = engine.index.memo("items", lasting=True)
+        assert any(key[0] == kept_id for key in memo)  # the save left the other file's rows, and their items
+        after = bodies()
+        assert "sum(totals) + 1" in after["shop.reports.monthly_report"].text and "sum(totals) + 1" not in report.text
+        assert after["shop.billing.invoice.calculate_invoice_total"].text == total.text
+        # another process makes the index again (another schema): ids start over, so does the memo
+        other = WorkspaceIndex(ws)
+        try:
+            with other._db.lock:
+                other._db.conn.execute("UPDATE index_meta SET value = 'older' WHERE key = 'schema'")
+            other._db.init_schema()
+            other.refresh(processes=0)
+        finally:
+            other.close()
+        assert engine.index.memo("items", lasting=True) == {}
+        again = bodies()
+        assert again["shop.reports.monthly_report"].text == after["shop.reports.monthly_report"].text
+    finally:
+        engine.close()

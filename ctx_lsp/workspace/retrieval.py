@@ -500,8 +500,9 @@ def candidates(
     symbol. Heavy mode looks at more symbols; off offers nothing.
 
     Only the symbols offered are read whole: ranked heads (search hits) are read by row id with
-    ``load``. ``memo`` keeps the two forms of a symbol between calls (the caller empties it when
-    the index changes), so a symbol offered again costs a copy with its new score and why."""
+    ``load``. ``memo`` keeps the two forms of a symbol between calls, by row id (the caller
+    empties it when ids may be given again), so a symbol offered again costs a copy with its new
+    score and why."""
     limit = MODE_LIMITS[mode]
     # relative to the fifth best: one symbol the request points at must not cut off the rest
     floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0

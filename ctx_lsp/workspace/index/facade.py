@@ -243,10 +243,11 @@ class WorkspaceIndex:
         """Stored symbols by row id (a search hit's ``symbol.id``), those that still exist."""
         return lookups.symbols_by_id(self._db, ids)
 
-    def memo(self, name: str, limit: int = memo.MAX_ENTRIES) -> dict:
+    def memo(self, name: str, limit: int = memo.MAX_ENTRIES, *, lasting: bool = False) -> dict:
         """A table for what callers make from the index's rows (the engine: prompt items), kept
-        per thread and emptied when the database changes (see ``memo``)."""
-        return memo.table(self._db, name, limit)
+        per thread and emptied when the database changes, or, ``lasting`` (keyed by row id), when
+        the index is made again (see ``memo``)."""
+        return memo.table(self._db, name, limit, lasting=lasting)
 
     def symbols_in(self, rel: str) -> list[IndexedSymbol]:
         """The symbols of one file in source order (the module symbol first)."""
@@ -275,6 +276,10 @@ class WorkspaceIndex:
     def module_symbol_counts(self) -> list[tuple[str, int]]:
         """``(path, number of symbols)`` per indexed file, by path (for the scaffold)."""
         return lookups.module_symbol_counts(self._db)
+
+    def counts(self) -> tuple[int, int, int]:
+        """Files, symbols and resolved edges, counted now (cheap: see ``stats`` for the sums)."""
+        return lookups.counts(self._db)
 
     def stats(self) -> IndexSummary:
         """Totals: files, symbols, files with errors, card tokens, tokens of all files (cached

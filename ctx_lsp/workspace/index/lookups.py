@@ -98,10 +98,23 @@ def module_symbol_counts(db: IndexDb) -> list[tuple[str, int]]:
     return [(r[0], r[1]) for r in rows]
 
 
+def counts(db: IndexDb) -> tuple[int, int, int]:
+    """Files, symbols and edges: what a plan's scaffold depends on. SQLite counts rows from its
+    smallest index (0.5 ms on sympy), where ``stats``' sums read every row (≈20 ms, again after
+    each save); kept until the database changes."""
+    known = memo.table(db, "counts")
+    found = known.get(())
+    if found is None:
+        conn = db.reader()
+        files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        symbols = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+        found = known[()] = (files, symbols, db.edge_count())
+    return found
+
+
 def stats(db: IndexDb) -> IndexSummary:
     """The totals, cached per thread until the database changes (``PRAGMA data_version`` moves
-    when any other connection commits): the sums scan every symbol (≈20 ms on sympy), and a
-    plan asks."""
+    when any other connection commits): the sums scan every symbol (≈20 ms on sympy)."""
     conn = db.reader()
     version = conn.execute("PRAGMA data_version").fetchone()[0]
     cached = getattr(db.local, "stats", None)

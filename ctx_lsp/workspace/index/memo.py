@@ -7,6 +7,12 @@ statistics, symbols by name or row id, the items made from them) are pure functi
 database: kept per thread (each thread reads through its own connection) and dropped as soon as
 ``PRAGMA data_version`` moves — which it does when any other connection, in this process or
 another, commits a change (an edit re-indexed, a graph update, a second editor's server).
+
+What is made from one row by its id alone (the prompt items of a symbol) may be kept across
+changes (``lasting``): a row never changes while its id stands, and ids are not given twice
+within one making of the index (``index_meta.made``). Those tables are emptied only when the
+index is made again. A re-plan after a save then remakes the items of the rows the save
+replaced, not of every symbol offered (on sympy: half the cost of that re-plan).
 """
 
 from __future__ import annotations
@@ -18,15 +24,22 @@ from ctx_lsp.workspace.index.db import IndexDb
 MAX_ENTRIES = 20_000  # per kind of read: a table that grows past its limit starts again, empty
 
 
-def table(db: IndexDb, name: str, limit: int = MAX_ENTRIES) -> dict[Any, Any]:
+def table(db: IndexDb, name: str, limit: int = MAX_ENTRIES, *, lasting: bool = False) -> dict[Any, Any]:
     """This thread's memo of reads called ``name``, valid for the database as it is now, with at
     most about ``limit`` entries (a table of whole results, each of hundreds of rows, keeps
-    fewer)."""
+    fewer). ``lasting``: for what is keyed by row id, valid while the index is not made again."""
     local = db.local
-    version = db.reader().execute("PRAGMA data_version").fetchone()[0]
+    conn = db.reader()
+    version = conn.execute("PRAGMA data_version").fetchone()[0]
     state = getattr(local, "memo", None)
     if state is None or state[0] != version:
         state = local.memo = (version, {})
+        made = conn.execute("SELECT value FROM index_meta WHERE key = 'made'").fetchone()
+        kept = getattr(local, "lasting", None)
+        if kept is None or kept[0] != made:
+            local.lasting = (made, {})
+    if lasting:
+        state = local.lasting
     found = state[1].get(name)
     if found is None or len(found) >= limit:
         found = state[1][name] = {}

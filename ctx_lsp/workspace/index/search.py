@@ -100,21 +100,25 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     columns: list[list[int]] | None = None
     in_memory = None if kinds else _current_postings(db, conn)
     ranked: list[tuple[int, float]] | None = None
+    found: dict[int, SymbolHead] | None = None
     if in_memory is not None:
         try:
             with in_memory.lock:
                 ranked = in_memory.top(wanted, want)
                 columns = in_memory.columns([r[0] for r in ranked], terms)
+                heads = in_memory.heads
+                found = {i: heads[i] for i, _ in ranked if i in heads}
         except Exception:
             _give_up_postings(db)
-            ranked = columns = None
+            ranked = columns = found = None
     try:
         if ranked is None:
             ranked = _ranked_in_sql(conn, wanted, want, kinds)
         if not ranked:
             return []
         ids = [r[0] for r in ranked]
-        found = _heads(db, conn, ids)
+        if found is None:
+            found = _heads(db, conn, ids)
         if columns is None:  # which terms each hit holds in which column, from its texts
             columns = _columns_from_texts(conn, ids, marks(len(ids)), terms)
     except sqlite3.OperationalError:  # belt and braces: terms are \w+ and quoted
