@@ -159,6 +159,28 @@ def test_edits_removals_and_new_files_are_followed(idx: WorkspaceIndex, ws: Path
     assert_same(idx, [*QUERIES, "zanzibar"])
 
 
+def test_a_save_is_followed_without_reading_every_id(
+    idx: WorkspaceIndex, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save replaces one file's rows: those are found among that file's rows. A file removed
+    (no new rows say where) has every id compared."""
+    rng = random.Random(5)
+    in_memory(idx, "invoice")
+    read_all = postings._ids
+    calls: list[int] = []
+    monkeypatch.setattr(postings, "_ids", lambda conn: calls.append(1) or read_all(conn))
+    for i in (4, 5):  # two files saved between two searches
+        (ws / "gen" / f"m{i:03}.py").write_text(module_text(rng, 6, f"saved{i}"), encoding="utf-8")
+        idx.update_file(f"gen/m{i:03}.py", None)
+    assert_same(idx)
+    assert calls == []
+    idx.remove_file("gen/m006.py")
+    (ws / "gen" / "m007.py").write_text(module_text(rng, 6, "saved7"), encoding="utf-8")
+    idx.update_file("gen/m007.py", None)
+    assert_same(idx)
+    assert calls == [1]
+
+
 def test_ids_are_never_given_twice(idx: WorkspaceIndex, ws: Path) -> None:
     """Deleting the file with the highest ids, then adding one, must not reuse them: the
     postings tell rows apart by id."""
