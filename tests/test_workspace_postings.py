@@ -127,6 +127,16 @@ def test_scores_and_matches_are_fts5s(idx: WorkspaceIndex) -> None:
     assert "name: invoice total" in hit.matched and hit.words == {"invoice", "total"}
 
 
+def test_terms_in_half_the_rows_are_left_out_of_the_match_alike(idx: WorkspaceIndex) -> None:
+    """``gen`` is in the path of most rows: both paths leave it out of the match (but not out
+    of ``matched``), unless nothing else is asked."""
+    db = idx._db
+    assert db.postings is not None and db.postings.ubiquitous(["gen", "invoice"]) == {"gen"}
+    assert search._ubiquitous(db, db.reader(), ["gen", "invoice", "gén"]) == {"gen", "gén"}
+    assert_same(idx, ["gen invoice total", "gen", "gén invoice"])
+    assert "path: gen" in in_memory(idx, "gen invoice total")[0].matched
+
+
 def test_terms_with_diacritics_are_folded_as_fts5_folds_them(idx: WorkspaceIndex, ws: Path) -> None:
     text = 'def poincaré_map(x):\n    """The Lovász number and a poincare section."""\n    return x\n'
     (ws / "gen" / "accents.py").write_text(text, encoding="utf-8")

@@ -298,6 +298,17 @@ class Postings:
             docs += len(extra)
         return rows, freq, name, bits, docs
 
+    def ubiquitous(self, terms: Iterable[str]) -> set[str]:
+        """The terms at least half the rows hold (see ``search._ubiquitous``: the same counts
+        FTS5 keeps, without a query)."""
+        return {t for t in terms if 2 * self._docs(t) >= self.n_rows}
+
+    def _docs(self, term: str) -> int:
+        """The rows holding a term."""
+        term = fold(term)
+        tid = self.terms.get(term)
+        return (0 if tid is None else int(self.docs[tid])) + len(self.added.get(term, ()))
+
     def top(self, terms: Iterable[str], limit: int) -> list[tuple[int, float]]:
         """The rows holding any of ``terms``, as FTS5 ranks them: ``(row id, r)`` by r, then row
         id, at most ``limit``; r = bm25 over all columns + bm25 of the name column (negative:

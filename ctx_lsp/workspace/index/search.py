@@ -94,8 +94,6 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     # A term in at least half the symbols (the package's name in every path) weighs 1e-6 in
     # FTS5's bm25 (its idf is clamped), yet scoring every row it is in costs the most: it is
     # left out of the match, unless nothing else is asked. ``matched`` still names it.
-    common = _ubiquitous(db, conn, terms)
-    wanted = [t for t in terms if t not in common or len(common) == len(terms)]
     want = int(limit) + 32  # a little over the limit, so the content-based tie-break below decides the cut
     columns: list[list[int]] | None = None
     in_memory = None if kinds else _current_postings(db, conn)
@@ -104,6 +102,8 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     if in_memory is not None:
         try:
             with in_memory.lock:
+                common = in_memory.ubiquitous(terms)
+                wanted = [t for t in terms if t not in common or len(common) == len(terms)]
                 ranked = in_memory.top(wanted, want)
                 columns = in_memory.columns([r[0] for r in ranked], terms)
                 heads = in_memory.heads
@@ -113,6 +113,8 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             ranked = columns = found = None
     try:
         if ranked is None:
+            common = _ubiquitous(db, conn, terms)
+            wanted = [t for t in terms if t not in common or len(common) == len(terms)]
             ranked = _ranked_in_sql(conn, wanted, want, kinds)
         if not ranked:
             return []
@@ -215,24 +217,27 @@ def _columns_from_texts(conn: sqlite3.Connection, ids: list[int], id_marks: str,
 def _described(bits: tuple[int, ...], words: list[str]) -> tuple[str, frozenset[str]]:
     """``matched`` and ``words`` of a hit whose terms are in the columns ``bits`` says."""
     parts = []
+    held = 0
+    for b in bits:
+        held |= b
     for c, label in enumerate(FTS_COLUMNS):
-        matched = [word for word, b in zip(words, bits, strict=True) if b >> c & 1]
-        if matched:
+        if held >> c & 1:  # most hits match in two or three of the five columns
+            matched = [word for word, b in zip(words, bits, strict=True) if b >> c & 1]
             parts.append(f"{_COLUMN_LABELS[label]}: {' '.join(matched)}")
     return "; ".join(parts), frozenset(w for w, b in zip(words, bits, strict=True) if b)
 
 
 def _ubiquitous(db: IndexDb, conn: sqlite3.Connection, terms: list[str]) -> set[str]:
     """The terms at least half the symbols hold, whose bm25 idf FTS5 clamps to 1e-6 (counts
-    from ``symbols_vocab``, kept while the index does not change)."""
+    from ``symbols_vocab``, which holds terms as its tokenizer folds them; kept while the index
+    does not change)."""
     counts = memo.table(db, "term_rows")
     missing = [t for t in terms if t not in counts]
     if missing:
-        found = dict(
-            conn.execute(f"SELECT term, doc FROM symbols_vocab WHERE term IN ({marks(len(missing))})", missing)
-        )
-        for t in missing:
-            counts[t] = found.get(t, 0)
+        folded = [fold(t) for t in missing]
+        found = dict(conn.execute(f"SELECT term, doc FROM symbols_vocab WHERE term IN ({marks(len(folded))})", folded))
+        for t, f in zip(missing, folded, strict=True):
+            counts[t] = found.get(f, 0)
         if "" not in counts:  # the number of rows, under a key no term has
             counts[""] = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
     rows = counts.get("") or conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
