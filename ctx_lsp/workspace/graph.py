@@ -13,7 +13,6 @@ Pure functions over plain data; the index feeds them rows and stores what they r
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Iterable, Mapping
 
 DAMPING = 0.85
@@ -105,42 +104,48 @@ def pagerank(
 
     Returns the ranks (summing to 1) and the number of iterations run. ``start`` (e.g. the
     previous ranks, after a small change) makes it converge in a few iterations. Rank of
-    nodes without out-edges is spread evenly, as is the teleport share. Pure Python (no numpy
-    here): the inner loop is one multiply-add per edge, the rest runs in C (map, sum).
+    nodes without out-edges is spread evenly, as is the teleport share.
+
+    With numpy (0.08 s for sympy's 148k edges, where a Python loop took 0.9 s on every graph
+    update), yet the ranks of a plain loop to the last bit: each node's shares are added in
+    the loop's order (sources as they first come, each one's edges as they came: ``add.at``
+    adds in array order) and sums are sequential (``cumsum``, not numpy's pairwise ``sum``).
+    Percentiles group exactly equal ranks, so bits matter.
     """
+    import numpy as np  # here: one-shot commands that never rank do not pay for the import
+
     if n == 0:
         return [], 0
-    out: dict[int, list[tuple[int, float]]] = {}
-    for src, dst, w in edges:
-        if src != dst and w > 0:
-            out.setdefault(src, []).append((dst, w))
-    # (src, [(dst, normalised weight)]): the inner loop is plain float arithmetic
-    adjacency = []
-    for src, targets in out.items():
-        total = sum(w for _, w in targets)
-        adjacency.append((src, [(d, w / total) for d, w in targets]))
-    dangling = [i for i in range(n) if i not in out]
+    kept = [(s, d, w) for s, d, w in edges if s != d and w > 0]
+    src = np.fromiter((e[0] for e in kept), np.int64, len(kept))
+    dst = np.fromiter((e[1] for e in kept), np.int64, len(kept))
+    weight = np.fromiter((e[2] for e in kept), np.float64, len(kept))
+    first = np.full(n, len(kept), np.int64)  # each source's first edge
+    np.minimum.at(first, src, np.arange(len(kept)))
+    order = np.argsort(first[src], kind="stable")
+    src, dst, weight = src[order], dst[order], weight[order]
+    total = np.zeros(n)
+    np.add.at(total, src, weight)
+    share = weight / total[src]
+    has_out = np.zeros(n, bool)
+    has_out[src] = True
+    dangling = np.flatnonzero(~has_out)
     if start is not None and len(start) == n and sum(start) > 0:
-        total = sum(start)
-        rank = [r / total for r in start]
+        begun = sum(start)
+        rank = np.array([r / begun for r in start])
     else:
-        rank = [1.0 / n] * n
+        rank = np.full(n, 1.0 / n)
     base = (1.0 - damping) / n
-    get = rank.__getitem__
     iterations = 0
     for iterations in range(1, max_iterations + 1):  # noqa: B007 - reported to the caller
-        leak = damping * sum(map(get, dangling)) / n
-        new = [base + leak] * n
-        for src, targets in adjacency:
-            r = damping * rank[src]
-            for d, share in targets:
-                new[d] += r * share
-        delta = sum(map(abs, map(operator.sub, new, rank)))
+        lost = np.cumsum(rank[dangling])[-1] if len(dangling) else 0
+        new = np.full(n, base + damping * lost / n)
+        np.add.at(new, dst, (damping * rank[src]) * share)
+        delta = np.cumsum(np.abs(new - rank))[-1]
         rank = new
-        get = rank.__getitem__
         if delta < tolerance:
             break
-    return rank, iterations
+    return rank.tolist(), iterations
 
 
 def percentiles(ranks: Mapping[str, float]) -> dict[str, float]:
