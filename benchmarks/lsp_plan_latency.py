@@ -11,6 +11,11 @@ the client: the request, the plan (the session read, retrieval, packing, the pla
 replay), the reply and the notifications sent before it. Prints median and p95 per question and
 over all, with the core count and the load average (the machine is shared). Target (issue 18):
 ≤ 20 ms median on sympy.
+
+Then ``--edits`` plans as an editor asks for them while the user types: the file of the best
+hit of the question is open, and before each plan its buffer changes (a line added) and the
+server re-indexes it (``didChange``; the plan is sent once its debounce and re-index are over,
+``--settle`` seconds later), so each plan meets an index that changed since the last.
 """
 
 from __future__ import annotations
@@ -55,12 +60,44 @@ def history(turns: int, topic: str) -> list[dict[str, str]]:
     return out
 
 
+def after_edits(client: StdioClient, root: Path, queries: list[str], edits: int, settle: float) -> list[float]:
+    """Plan times, each after the best hit's file was edited in its buffer and re-indexed."""
+    times = []
+    opened: dict[str, tuple[str, int]] = {}  # uri → (text on disk, version)
+    for i in range(edits):
+        q = queries[i % len(queries)]
+        plan = client.request("ctx/planContext", {"query": q})
+        rel = next(item["path"] for item in plan["included"] if item["section"] == "rag" and item.get("path"))
+        uri = (root / rel).as_uri()
+        if uri not in opened:
+            text = (root / rel).read_text(encoding="utf-8")
+            opened[uri] = (text, 1)
+            doc = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+            client.notify("textDocument/didOpen", {"textDocument": doc})
+        text, version = opened[uri]
+        opened[uri] = (text, version + 1)
+        change = {"text": f"{text}\n# edit {i}\n"}
+        client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": [change]},
+        )
+        time.sleep(settle)
+        t0 = time.perf_counter()
+        client.request("ctx/planContext", {"query": q})
+        times.append((time.perf_counter() - t0) * 1000)
+    for uri in opened:  # back to the text on disk
+        client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return times
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workspace", nargs="?", default=str(REPO))
     ap.add_argument("--runs", type=int, default=30, help="timed plans per question")
     ap.add_argument("--pins", type=int, default=3, help="symbols pinned in the session first")
     ap.add_argument("--turns", type=int, default=20, help="turns of conversation in the session first")
+    ap.add_argument("--edits", type=int, default=32, help="plans right after an edit was re-indexed")
+    ap.add_argument("--settle", type=float, default=0.6, help="seconds from an edit to its plan")
     args = ap.parse_args()
     root = Path(args.workspace).resolve()
     queries = QUERIES if root == REPO else GENERAL_QUERIES
@@ -100,6 +137,12 @@ def main() -> None:
             f"| {pct(every, 0.95):.1f} ms | {max(every):.1f} ms | | |"
         )
         cpu = (cpu_seconds(client.proc.pid) - cpu0) * 1000 / (len(every) + len(queries))
+        if args.edits:
+            edited = after_edits(client, root, queries, args.edits, args.settle)
+            print(
+                f"| after an edit ({args.edits} plans, each after a re-index) | {len(edited)} "
+                f"| {statistics.median(edited):.1f} ms | {pct(edited, 0.95):.1f} ms | {max(edited):.1f} ms | | |"
+            )
         pins = len(client.request("ctx/listPins", {}))
         print(
             f"\nserver CPU per plan (all its threads, the meter after each plan included): {cpu:.1f} ms\n"

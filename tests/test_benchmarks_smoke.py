@@ -163,8 +163,10 @@ def test_warm_plan_prints_its_table(tmp_path: Path) -> None:
 
 def test_lsp_plan_latency_prints_its_table(tmp_path: Path) -> None:
     ws = copy_sample(tmp_path / "ws")
-    out = run(str(BENCH / "lsp_plan_latency.py"), str(ws), "--runs", "2", "--pins", "1", "--turns", "2", timeout=120)
+    args = ("--runs", "2", "--pins", "1", "--turns", "2", "--edits", "3", "--settle", "0.3")
+    out = run(str(BENCH / "lsp_plan_latency.py"), str(ws), *args, timeout=120)
     assert "| all (8 questions) | 16 |" in out, out
+    assert "| after an edit (3 plans, each after a re-index) | 3 |" in out, out
     assert "session: 1 pins, 2 turns" in out and "server CPU per plan" in out and "load average" in out
 
 
