@@ -151,9 +151,12 @@ def test_retrieved_item_covered_by_pin_is_duplicate():
     cls = sym("pkg.mod.Invoice", 200, score=0, line=0)
     method = sym("pkg.mod.Invoice.total", 50, score=9.0, line=2)
     other = sym("pkg.mod.other", 50, score=1.0, line=40)
-    r = reasons(plan(plan_input(pins=(pinned(cls, "p"),), candidates=(method, other))))
-    assert r["sym:pkg.mod.Invoice.total"] == "duplicate"
-    assert r["sym:pkg.mod.other"] == "relevant"
+    nested = sym("pkg.mod.Invoice.Line.amount", 50, score=2.0, path="elsewhere.py", line=40)  # by name alone
+    lookalike = sym("pkg.mod.InvoiceLine", 50, score=3.0, line=60)  # a longer name, not inside it
+    candidates = (method, other, nested, lookalike)
+    r = reasons(plan(plan_input(pins=(pinned(cls, "p"),), candidates=candidates)))
+    assert r["sym:pkg.mod.Invoice.total"] == r["sym:pkg.mod.Invoice.Line.amount"] == "duplicate"
+    assert r["sym:pkg.mod.other"] == r["sym:pkg.mod.InvoiceLine"] == "relevant"
 
 
 def test_retrieval_whole_items_by_score_never_truncated():

@@ -290,6 +290,8 @@ class _Coverage:
                     self.ranges.setdefault(item.path, []).append((item.range.start.line, item.range.end.line, pin_id))
                 elif item.symbol is None:
                     self.whole_files[item.path] = pin_id
+        # a pinned symbol or what it encloses: one C-level test turns away most candidates
+        self.enclosing = tuple(f"{name}." for name in self.symbols)
 
     def pin_covering(self, item: Item) -> str | None:
         """The id of a pin that already covers ``item`` (same item, the symbol or an enclosing
@@ -297,7 +299,7 @@ class _Coverage:
         hit = self.ids.get(item.id)
         if hit is not None:
             return hit
-        if item.symbol and self.symbols:
+        if item.symbol and (item.symbol in self.symbols or item.symbol.startswith(self.enclosing)):
             name = item.symbol
             while True:
                 hit = self.symbols.get(name)
