@@ -552,14 +552,13 @@ class _RagPack:
             if i.id in self.chosen:
                 continue
             form = self.symbols.get(i.symbol) if i.symbol else None
-            container = self._container(i)
             if i.id in self.inside_of:
                 excluded.append((i, "duplicate", f"inside {self.inside_of[i.id]}, included instead", None))
             elif form is not None and i.kind == SYMBOL_BODY and self.chosen[form].kind != SYMBOL_BODY:
                 excluded.append((i, "budget", "its card is included: the body did not fit", None))
             elif form is not None:
                 excluded.append((i, "duplicate", "another form of this symbol is included", None))
-            elif container is not None:
+            elif (container := self._container(i)) is not None:
                 excluded.append((i, "duplicate", f"inside {container.title}, already included", None))
             else:
                 excluded.append((i, "budget", None, None))
