@@ -191,6 +191,24 @@ def test_a_save_is_followed_without_reading_every_id(
     assert calls == [1]
 
 
+def test_the_segments_of_many_saves_are_merged(idx: WorkspaceIndex, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each search after a save adds a segment of the saved rows; segments are merged as they
+    come (a search looks in each), dropping the rows saved over since."""
+    monkeypatch.setattr(postings, "REBUILD_SHARE", 1.0)  # followed all the way, never built again
+    rng = random.Random(9)
+    before = idx._db.postings
+    for i in range(12):
+        (ws / "gen" / f"m{i % 3:03}.py").write_text(module_text(rng, 2, f"saved{i}"), encoding="utf-8")
+        idx.update_file(f"gen/m{i % 3:03}.py", None)
+        assert_same(idx, QUERIES[:2])
+    kept = idx._db.postings
+    assert kept is before and kept is not None
+    assert 1 <= len(kept.segments) <= 3
+    live = sum(int(kept.alive[seg.rows].all()) for seg in kept.segments)
+    assert live == len(kept.segments)  # what merging kept is only rows that are there
+    assert_same(idx)
+
+
 def test_ids_are_never_given_twice(idx: WorkspaceIndex, ws: Path) -> None:
     """Deleting the file with the highest ids, then adding one, must not reuse them: the
     postings tell rows apart by id."""

@@ -17,8 +17,10 @@ symbols), for a search restricted to some kinds, and for a workspace too large t
 
 The index changes under the postings (an edit re-indexed, another process writing): every write
 that changes symbols stores a new ``symbols_version``, and symbol ids only grow (``next_id``), so
-``sync`` finds what changed by ids alone — rows gone, rows added past the ids it knows — and
-keeps them beside the arrays, until they are too many and the arrays are built again.
+``sync`` finds what changed by ids alone — rows gone, rows added past the ids it knows. The rows
+a sync finds added become a segment: arrays made the way the build makes them, beside the built
+ones (a save of sympy's ``expr.py``, 162 rows, took 11 ms in Python dicts a row at a time). When
+the rows changed are too many, the arrays are built again.
 
 The postings also keep every row's head (``SymbolHead``): a new question's hits are a few
 hundred rows, and reading their heads from SQLite cost more than scoring them (~1.4 ms on sympy
@@ -34,6 +36,7 @@ import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,10 +47,11 @@ K1, B = 1.2, 0.75  # FTS5's bm25 constants
 MAX_ROWS = 150_000  # more symbols: FTS5 alone (~75 MB of arrays, and a build peaking near 600 MB)
 # Rows changed since the build (gone or added), as a share of the rows built: past WORN_SHARE
 # the next graph update (when edits pause) builds the arrays again; past REBUILD_SHARE (a large
-# refresh) the next search does. The rows added meanwhile live in dicts, ~7 kB each.
+# refresh) the next search does. Each sync that found rows added keeps a segment until then.
 WORN_SHARE = 0.03
 REBUILD_SHARE = 0.1
 BUILD_CHUNK = 2048  # FTS rows read at a time while building
+GROW_ROWS = 4096  # row ids the arrays indexed by row id grow by, past the ones needed
 _SELECT_ROWS = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts"
 
 
@@ -93,23 +97,89 @@ class _TermIds(dict[str, int]):
         return value
 
 
-def _row_postings(row: Sequence) -> tuple[int, dict[str, list], int]:
-    """One FTS row → (row id, term → [weighted frequency, name frequency, column bits], length)."""
-    found: dict[str, list] = {}
-    length = 0
-    for col, text in enumerate(row[1:]):
-        tokens = text.split() if text.isascii() else [fold(t) for t in text.split()]  # nearly all ASCII
-        length += len(tokens)
-        weight, bit, name = FTS_WEIGHTS[col], 1 << col, FTS_WEIGHTS[0] if col == 0 else 0.0
-        for t in tokens:
-            entry = found.get(t)
-            if entry is None:
-                found[t] = [weight, name, bit]
-            else:
-                entry[0] += weight
-                entry[1] += name
-                entry[2] |= bit
-    return row[0], found, length
+class _Pairs(NamedTuple):
+    """Postings as arrays: one entry per (term, row) pair, sorted by term, then row."""
+
+    ids: np.ndarray  # the rows read
+    term_of: np.ndarray
+    rows: np.ndarray
+    freq: np.ndarray  # weighted frequency (bm25's over all columns)
+    name_freq: np.ndarray  # the name column's
+    bits: np.ndarray  # a bit per column the term is in
+
+
+def _pairs(chunks: Iterable[list[tuple]], size: int, terms: _TermIds, length: np.ndarray) -> _Pairs:
+    """The postings of FTS rows read a chunk at a time (``size``: above every row id); each
+    token becomes a term id at once, so the texts are never all held together, and each row's
+    token count is added to ``length``."""
+    id_chunks, term_chunks, row_chunks, col_chunks = [], [], [], []
+    for chunk in chunks:
+        ids = np.fromiter((r[0] for r in chunk), np.int64, len(chunk))
+        id_chunks.append(ids)
+        for col in range(len(FTS_COLUMNS)):
+            counts = []
+            term_ids: list[int] = []
+            for r in chunk:
+                split = r[col + 1].split()
+                counts.append(len(split))
+                term_ids += map(terms.__getitem__, split)
+            rows = np.repeat(ids, counts).astype(np.int32)
+            length[ids] += counts  # a chunk's ids are distinct
+            term_chunks.append(np.array(term_ids, np.int32))
+            row_chunks.append(rows)
+            col_chunks.append(np.full(len(rows), col, np.int8))
+    ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
+    col = np.concatenate(col_chunks) if col_chunks else np.zeros(0, np.int8)
+    key = np.concatenate(term_chunks).astype(np.int64) * size + np.concatenate(row_chunks) if col_chunks else col
+    del term_chunks, row_chunks, col_chunks
+    pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
+    del key
+    weights = np.asarray(FTS_WEIGHTS)
+    # weighted frequencies are sums of small integers: float32 holds them exactly
+    freq = np.bincount(which, weights=weights[col], minlength=len(pairs)).astype(np.float32)
+    name_freq = np.bincount(which, weights=(col == 0) * weights[0], minlength=len(pairs)).astype(np.float32)
+    bits = np.zeros(len(pairs), np.uint8)
+    np.bitwise_or.at(bits, which, (1 << col).astype(np.uint8))
+    term_of, rows = np.divmod(pairs, size)
+    return _Pairs(ids, term_of, rows.astype(np.int32), freq, name_freq, bits)
+
+
+class _Segment:
+    """The postings of the rows one sync found added: the built arrays' layout, over the terms
+    those rows hold (``terms``, sorted term ids)."""
+
+    def __init__(self, p: _Pairs) -> None:
+        self.terms, first = np.unique(p.term_of, return_index=True)
+        self.starts = np.append(first, len(p.term_of))
+        self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
+        self.term_of, self.rows, self.freq, self.name_freq, self.bits = p.term_of, p.rows, p.freq, p.name_freq, p.bits
+        by_row = np.argsort(p.rows, kind="stable")  # for a row gone: the terms it held
+        self.row_sorted = p.rows[by_row]
+        self.row_terms = np.searchsorted(self.terms, p.term_of[by_row])
+        self.first_row, self.last_row = int(p.ids.min()), int(p.ids.max())
+
+    def find(self, tid: int) -> int | None:
+        """Where term ``tid`` is in ``terms``, if the segment holds it."""
+        k = int(np.searchsorted(self.terms, tid))
+        return k if k < len(self.terms) and self.terms[k] == tid else None
+
+    def remove(self, rows: np.ndarray) -> None:
+        if len(rows):
+            np.subtract.at(self.docs, self.row_terms[np.isin(self.row_sorted, rows)], 1)
+
+
+def _merged(older: _Segment, newer: _Segment, alive: np.ndarray) -> _Segment | None:
+    """One segment for two, without the rows gone since (None: none is left)."""
+    term_of, rows, freq, name_freq, bits = (
+        np.concatenate([getattr(older, f), getattr(newer, f)]) for f in ("term_of", "rows", "freq", "name_freq", "bits")
+    )
+    keep = alive[rows]
+    if not keep.any():
+        return None
+    term_of, rows, freq, name_freq, bits = term_of[keep], rows[keep], freq[keep], name_freq[keep], bits[keep]
+    order = np.lexsort((rows, term_of))  # by term, then row: the newer segment's rows are the higher
+    p = _Pairs(np.unique(rows), term_of[order], rows[order], freq[order], name_freq[order], bits[order])
+    return _Segment(p)
 
 
 class Postings:
@@ -141,55 +211,25 @@ class Postings:
             )  # fmt: skip
 
     def _build(self, cursor: sqlite3.Cursor, size: int) -> None:
-        """The arrays, from the FTS rows read a chunk at a time: each token becomes a term id
-        at once, so the texts of the whole index are never held at once (on sympy the build
-        peaks at ~165 MB over the process, mostly the sort's copies, and leaves 47 MB)."""
+        """The arrays, from the FTS rows read a chunk at a time (on sympy the build peaks at
+        ~165 MB over the process, mostly the sort's copies, and leaves 47 MB)."""
         self.terms = terms = _TermIds()
-        id_chunks, term_chunks, row_chunks, col_chunks = [], [], [], []
         self.length = np.zeros(size, np.int64)  # tokens per row, all columns (bm25's D)
-        while chunk := cursor.fetchmany(BUILD_CHUNK):
-            ids = np.fromiter((r[0] for r in chunk), np.int64, len(chunk))
-            id_chunks.append(ids)
-            for col in range(len(FTS_COLUMNS)):
-                counts = []
-                term_ids: list[int] = []
-                for r in chunk:
-                    split = r[col + 1].split()
-                    counts.append(len(split))
-                    term_ids += map(terms.__getitem__, split)
-                rows = np.repeat(ids, counts).astype(np.int32)
-                self.length += np.bincount(rows, minlength=size)
-                term_chunks.append(np.array(term_ids, np.int32))
-                row_chunks.append(rows)
-                col_chunks.append(np.full(len(rows), col, np.int8))
-        ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
-        col = np.concatenate(col_chunks) if col_chunks else np.zeros(0, np.int8)
-        key = np.concatenate(term_chunks).astype(np.int64) * size + np.concatenate(row_chunks) if col_chunks else col
-        del term_chunks, row_chunks, col_chunks
-        pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
-        del key
-        weights = np.asarray(FTS_WEIGHTS)
-        # weighted frequencies are sums of small integers: float32 holds them exactly
-        self.freq = np.bincount(which, weights=weights[col], minlength=len(pairs)).astype(np.float32)
-        self.name_freq = np.bincount(which, weights=(col == 0) * weights[0], minlength=len(pairs)).astype(np.float32)
-        self.bits = np.zeros(len(pairs), np.uint8)
-        np.bitwise_or.at(self.bits, which, (1 << col).astype(np.uint8))
-        del which, col
-        term_of, rows = np.divmod(pairs, size)
-        self.rows = rows.astype(np.int32)
-        self.starts = np.searchsorted(term_of, np.arange(terms.size + 1))
+        p = _pairs(iter(lambda: cursor.fetchmany(BUILD_CHUNK), []), size, terms, self.length)
+        self.rows, self.freq, self.name_freq, self.bits = p.rows, p.freq, p.name_freq, p.bits
+        self.base_terms = terms.size  # terms first seen later are only in segments
+        self.starts = np.searchsorted(p.term_of, np.arange(terms.size + 1))
         self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
         by_row = np.argsort(self.rows, kind="stable")  # for a row gone: the terms it held
-        self.row_terms = term_of[by_row].astype(np.int32)
+        self.row_terms = p.term_of[by_row].astype(np.int32)
         self.row_starts = np.searchsorted(self.rows[by_row], np.arange(size + 1))
         self.alive = np.zeros(size, bool)
-        self.alive[ids] = True
-        self.n_rows = self.built_rows = len(ids)
+        self.alive[p.ids] = True
+        self.n_rows = self.built_rows = len(p.ids)
         self.tokens = int(self.length.sum())
         self.base_size = size
         self.changed = 0  # rows gone or added since the build
-        self.added: dict[str, dict[int, tuple[float, float, int]]] = {}  # term → row → postings
-        self.added_terms: dict[int, list[str]] = {}  # row → its terms, for the rows added
+        self.segments: list[_Segment] = []  # the rows added since, a segment per sync
 
     # ---- keeping up with the index ---------------------------------------------------------
 
@@ -215,13 +255,16 @@ class Postings:
         self.changed += len(gone) + len(new_heads)
         if self.changed > REBUILD_SHARE * max(self.built_rows, 1):
             return False
-        for row in gone:
-            self._remove(row)
+        self._remove(gone)
         if new_heads:
             new = {h[0] for h in new_heads}
-            for row in conn.execute(f"{_SELECT_ROWS} WHERE rowid >= ?", (self.next_id,)):
-                if row[0] in new:
-                    self._add(row)
+            rows = [r for r in conn.execute(f"{_SELECT_ROWS} WHERE rowid >= ?", (self.next_id,)) if r[0] in new]
+            if rows:
+                p = _pairs([rows], len(self.alive), self.terms, self.length)
+                self.alive[p.ids] = True
+                self.n_rows += len(p.ids)
+                self.tokens += int(self.length[p.ids].sum())
+                self._add_segment(_Segment(p))
             self._read_heads(new_heads)
         self.version, self.next_id = version, next_id
         return True
@@ -247,56 +290,63 @@ class Postings:
         now[_ids(conn)] = True
         return np.flatnonzero(self.alive & ~now).tolist()
 
+    def _add_segment(self, segment: _Segment) -> None:
+        """Keep a sync's segment; merge the newest two while the newer is at least half the
+        older: a search looks a term up in each segment, and this keeps them few (their sizes
+        at least double from newest to oldest) for little merging."""
+        segments = self.segments
+        segments.append(segment)
+        while len(segments) > 1 and 2 * len(segments[-1].rows) >= len(segments[-2].rows):
+            merged = _merged(segments[-2], segments[-1], self.alive)
+            segments[-2:] = [] if merged is None else [merged]
+
     def _grow(self, size: int) -> None:
         extra = size - len(self.alive)
-        if extra > 0:
+        if extra > 0:  # room for the next few saves too: each grows these by copying them
+            extra += GROW_ROWS
             self.alive = np.concatenate([self.alive, np.zeros(extra, bool)])
             self.length = np.concatenate([self.length, np.zeros(extra, np.int64)])
             self.row_path = np.concatenate([self.row_path, np.full(extra, -1, np.int32)])
 
-    def _remove(self, row: int) -> None:
-        self.alive[row] = False
-        self.heads.pop(row, None)
-        self.n_rows -= 1
-        self.tokens -= int(self.length[row])
-        if row < self.base_size:
-            np.subtract.at(self.docs, self.row_terms[self.row_starts[row] : self.row_starts[row + 1]], 1)
-        for term in self.added_terms.pop(row, ()):
-            del self.added[term][row]
-
-    def _add(self, fts_row: tuple) -> None:
-        row, found, length = _row_postings(fts_row)
-        self.alive[row] = True
-        self.length[row] = length
-        self.n_rows += 1
-        self.tokens += length
-        for term, (freq, name, bits) in found.items():
-            self.added.setdefault(term, {})[row] = (freq, name, bits)
-        self.added_terms[row] = list(found)
+    def _remove(self, gone: list[int]) -> None:
+        """Forget rows: their heads, and their share of the row counts of the terms they hold."""
+        if not gone:
+            return
+        rows = np.asarray(gone, np.int64)
+        self.alive[rows] = False
+        for row in gone:
+            self.heads.pop(row, None)
+        self.n_rows -= len(rows)
+        self.tokens -= int(self.length[rows].sum())
+        built = rows[rows < self.base_size].tolist()
+        if built:
+            at = np.concatenate([np.arange(self.row_starts[r], self.row_starts[r + 1]) for r in built])
+            np.subtract.at(self.docs, self.row_terms[at], 1)
+        for seg in self.segments:
+            seg.remove(rows[(rows >= seg.first_row) & (rows <= seg.last_row)])
 
     # ---- searching ---------------------------------------------------------------------------
 
     def _of(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """A term's (rows, frequencies, name frequencies, column bits, rows holding it)."""
-        term = fold(term)
-        tid = self.terms.get(term)
-        if tid is None:
-            rows, freq, name, bits = np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.uint8)
-            docs = 0
-        else:
+        """A term's (rows, frequencies, name frequencies, column bits, rows holding it), by row id:
+        the built rows, then each segment's (ids only grow)."""
+        tid = self.terms.get(fold(term))
+        parts = []
+        docs = 0
+        if tid is not None and tid < self.base_terms:
             lo, hi = self.starts[tid], self.starts[tid + 1]
-            rows, bits = self.rows[lo:hi], self.bits[lo:hi]
-            freq, name = self.freq[lo:hi].astype(np.float64), self.name_freq[lo:hi].astype(np.float64)
+            parts.append((self.rows[lo:hi], self.freq[lo:hi], self.name_freq[lo:hi], self.bits[lo:hi]))
             docs = int(self.docs[tid])
-        added = self.added.get(term)
-        if added:
-            extra = sorted(added.items())
-            rows = np.concatenate([rows, np.fromiter((r for r, _ in extra), np.int64, len(extra))])
-            freq = np.concatenate([freq, [p[0] for _, p in extra]])
-            name = np.concatenate([name, [p[1] for _, p in extra]])
-            bits = np.concatenate([bits, np.array([p[2] for _, p in extra], np.uint8)])
-            docs += len(extra)
-        return rows, freq, name, bits, docs
+        for seg in self.segments if tid is not None else ():
+            k = seg.find(tid)
+            if k is not None:
+                lo, hi = seg.starts[k], seg.starts[k + 1]
+                parts.append((seg.rows[lo:hi], seg.freq[lo:hi], seg.name_freq[lo:hi], seg.bits[lo:hi]))
+                docs += int(seg.docs[k])
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.uint8), 0
+        rows, freq, name, bits = parts[0] if len(parts) == 1 else (np.concatenate(c) for c in zip(*parts, strict=True))
+        return rows, freq.astype(np.float64), name.astype(np.float64), bits, docs
 
     def ubiquitous(self, terms: Iterable[str]) -> set[str]:
         """The terms at least half the rows hold (see ``search._ubiquitous``: the same counts
@@ -305,9 +355,11 @@ class Postings:
 
     def _docs(self, term: str) -> int:
         """The rows holding a term."""
-        term = fold(term)
-        tid = self.terms.get(term)
-        return (0 if tid is None else int(self.docs[tid])) + len(self.added.get(term, ()))
+        tid = self.terms.get(fold(term))
+        if tid is None:
+            return 0
+        docs = int(self.docs[tid]) if tid < self.base_terms else 0
+        return docs + sum(int(seg.docs[k]) for seg in self.segments if (k := seg.find(tid)) is not None)
 
     def top(self, terms: Iterable[str], limit: int) -> list[tuple[int, float]]:
         """The rows holding any of ``terms``, as FTS5 ranks them: ``(row id, r)`` by r, then row
