@@ -110,13 +110,18 @@ class WorkspaceIndex:
         returns False; a file missing from disk (``source`` None) is removed, and so is one the
         walk would leave out (ignored, outside the root after symlinks, too large). The file's disk
         size and mtime are recorded, so a later ``refresh`` leaves these symbols alone until
-        the file changes on disk.
+        the file changes on disk. Search's postings, when kept, follow at once, in this thread
+        (the faces' indexer), not in the next plan's.
         """
-        return updates.update_file(self._db, rel, source)
+        changed = updates.update_file(self._db, rel, source)
+        search.follow(self._db)
+        return changed
 
     def remove_file(self, rel: str) -> bool:
         """Drop a file and its symbols; returns whether it had any."""
-        return updates.remove_file(self._db, rel)
+        had = updates.remove_file(self._db, rel)
+        search.follow(self._db)
+        return had
 
     # -- the reference graph ---------------------------------------------------------------
 

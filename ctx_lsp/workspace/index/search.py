@@ -150,6 +150,12 @@ def _heads(db: IndexDb, conn: sqlite3.Connection, ids: list[int]) -> dict[int, S
     return {i: head for i in ids if (head := known.get(i)) is not None}
 
 
+def follow(db: IndexDb) -> None:
+    """Bring the in-memory postings, when kept, up to the index as it is now (after a write)."""
+    if db.postings is not None:
+        _current_postings(db, db.reader())
+
+
 def _current_postings(db: IndexDb, conn: sqlite3.Connection) -> Postings | None:
     """The in-memory postings, brought up to date; built again here when too much changed. A
     failure is logged and leaves search to SQLite from then on: a plan never fails for them."""
