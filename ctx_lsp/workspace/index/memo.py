@@ -17,6 +17,7 @@ replaced, not of every symbol offered (on sympy: half the cost of that re-plan).
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from ctx_lsp.workspace.index.db import IndexDb
@@ -34,9 +35,12 @@ def table(db: IndexDb, name: str, limit: int = MAX_ENTRIES, *, lasting: bool = F
     state = getattr(local, "memo", None)
     if state is None or state[0] != version:
         state = local.memo = (version, {})
-        made = conn.execute("SELECT value FROM index_meta WHERE key = 'made'").fetchone()
+        try:
+            made = conn.execute("SELECT value FROM index_meta WHERE key = 'made'").fetchone()
+        except sqlite3.Error:  # an index being made again: nothing kept can be trusted
+            made = None
         kept = getattr(local, "lasting", None)
-        if kept is None or kept[0] != made:
+        if kept is None or made is None or kept[0] != made:
             local.lasting = (made, {})
     if lasting:
         state = local.lasting
