@@ -8,15 +8,16 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import msgspec
 
 from ctx_lsp.config import CtxConfig, ModelOverride, load_workspace_config
 from ctx_lsp.core.conversation import Sized, build_turns, mask_limit, with_query
-from ctx_lsp.core.ids import content_id
+from ctx_lsp.core.ids import content_digest, content_id
 from ctx_lsp.core.items import (
     COMPACTION_SUMMARY,
     FOCUS_HINT,
@@ -183,6 +184,15 @@ def text_item(section: Section, kind: str, title: str, text: str, counter: Token
         text=text,
         tokens=scaled(counter.count(text) + cards.SEPARATOR_TOKENS, cal),
     )
+
+
+def _set_parts(candidates: Iterable[Item]) -> Iterator[str]:
+    """What a retrieval set id is made of: each candidate's id and score, in order."""
+    return (f"{c.id}:{c.score}" for c in candidates)
+
+
+def _retrieval_set_id(digest: Any) -> str:
+    return "rs-" + digest.hexdigest()[:16]
 
 
 class Engine:
@@ -377,9 +387,11 @@ class Engine:
         if mode != "off":
             if req.candidates is not None:
                 candidates = list(req.candidates)
+                retrieval_set_id = _retrieval_set_id(content_digest(_set_parts(candidates)))
             else:
-                candidates = self._retrieve(req, query, messages, required, pins, mode, counter, cal, timings)
-            retrieval_set_id = "rs-" + content_id(*(f"{c.id}:{c.score}" for c in candidates))
+                candidates, retrieval_set_id = self._retrieve(
+                    req, query, messages, required, pins, mode, counter, cal, timings
+                )
             scaffold = req.scaffold if req.scaffold is not None else [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
 
@@ -413,9 +425,10 @@ class Engine:
         counter: TokenCounter,
         cal: float,
         timings: dict[str, float],
-    ) -> list[Item]:
-        """Retrieval's candidates; ``timings`` gets the split of a question not answered from
-        memory: ``search``, ``rank`` and ``items`` (making the offered symbols' forms), in ms."""
+    ) -> tuple[list[Item], str]:
+        """Retrieval's candidates and their retrieval set id; ``timings`` gets the split of a
+        question not answered from memory: ``search``, ``rank`` and ``items`` (making the offered
+        symbols' forms), in ms."""
         # retrieval reads the head of each recent question: a pasted log is not a search query
         recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
         rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
@@ -439,12 +452,13 @@ class Engine:
             )
             t0 = time.perf_counter()
             fill = retrieval.graph_fill(ranked, self.index)
-            found = retrieved[key] = tuple(self._offer(ranked, mode, cal, fill))
+            offered = tuple(self._offer(ranked, mode, cal, fill))
+            # with the set id's digest of them: a re-plan only adds what history brings
+            found = retrieved[key] = (offered, content_digest(_set_parts(offered)))
             timings["items"] = (time.perf_counter() - t0) * 1000
-        candidates = list(found)
-        if req.history:
-            candidates += history_candidates(req.history, rag_query, counter, cal, self.history_chunks)
-        return candidates
+        offered, digest = found
+        history = history_candidates(req.history, rag_query, counter, cal, self.history_chunks) if req.history else []
+        return [*offered, *history], _retrieval_set_id(content_digest(_set_parts(history), digest))
 
     def _offer(
         self,

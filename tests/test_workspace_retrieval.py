@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ctx_lsp.core.items import Item
+from ctx_lsp.core.ids import content_id
+from ctx_lsp.core.items import Item, Message
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
@@ -384,5 +385,30 @@ def test_prompt_items_outlast_a_save_and_show_the_saved_code(ws: Path) -> None:
         assert engine.index.memo("items", lasting=True) == {}
         again = bodies()
         assert again["shop.reports.monthly_report"].text == after["shop.reports.monthly_report"].text
+    finally:
+        engine.close()
+
+
+def test_the_retrieval_set_id_names_the_candidates_however_they_were_found(ws: Path) -> None:
+    """A question asked again is answered from memory, with its set id's digest: the id must
+    stay the digest of the candidates offered, history's chunks included."""
+    engine = Engine(ws)
+    engine.refresh_index()
+    history = [
+        [
+            Message(id=f"h{i}u", role="user", content=f"how is the invoice total rounded, take {i}?"),
+            Message(id=f"h{i}a", role="assistant", content=f"calculate_invoice_total rounds each line {i}"),
+        ]
+        for i in range(4)
+    ]
+    try:
+        seen = set()
+        for with_history in (False, True, False, True):  # each asked twice: the second from memory
+            out = engine.plan(PlanRequest(query="invoice total rounding", history=history if with_history else []))
+            cands = out.inputs.candidates
+            assert any(c.kind == "history_chunk" for c in cands) == with_history
+            assert out.inputs.retrieval_set_id == "rs-" + content_id(*(f"{c.id}:{c.score}" for c in cands))
+            seen.add(out.inputs.retrieval_set_id)
+        assert len(seen) == 2
     finally:
         engine.close()

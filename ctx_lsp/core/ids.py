@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from typing import Any
 
 
 def content_id(*parts: str) -> str:
     """16 hex digits of SHA-256 over the parts (separated, so ("ab", "c") ≠ ("a", "bc"))."""
-    h = hashlib.sha256()
+    return content_digest(parts).hexdigest()[:16]
+
+
+def content_digest(parts: Iterable[str], after: Any = None) -> Any:
+    """``content_id``'s running SHA-256 over ``parts``, going on from a copy of ``after`` (a digest
+    this made): the id of a long list whose head is shared is paid for once."""
+    h = hashlib.sha256() if after is None else after.copy()
     for part in parts:
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
-    return h.hexdigest()[:16]
+    return h
 
 
 def short_hash(text: str) -> str:
