@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ctx_lsp.workspace.index.db import marks
 from ctx_lsp.workspace.index.search import SELECT_HEADS, SymbolHead
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold
 
@@ -275,17 +276,16 @@ class Postings:
         says whether that is all of them; when it is not (a file deleted or renamed), every id
         is compared (4 ms on sympy)."""
         expected = self.n_rows + len(new_heads) - conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+        if expected == 0:
+            return []
         numbers = [self.paths[h[4]] for h in new_heads if h[4] in self.paths]
         if numbers and expected > 0:
             paths = sorted({h[4] for h in new_heads})
-            sql = f"SELECT id FROM symbols WHERE path IN ({', '.join('?' * len(paths))})"
-            present = {r[0] for r in conn.execute(sql, paths)}
+            present = {r[0] for r in conn.execute(f"SELECT id FROM symbols WHERE path IN ({marks(len(paths))})", paths)}
             mine = np.flatnonzero(self.alive & np.isin(self.row_path, numbers)).tolist()
             gone = [row for row in mine if row not in present]
             if len(gone) == expected:
                 return gone
-        if expected == 0:
-            return []
         now = np.zeros(len(self.alive), bool)
         now[_ids(conn)] = True
         return np.flatnonzero(self.alive & ~now).tolist()

@@ -91,9 +91,6 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     if not terms or limit <= 0:
         return []
     conn = db.reader()
-    # A term in at least half the symbols (the package's name in every path) weighs 1e-6 in
-    # FTS5's bm25 (its idf is clamped), yet scoring every row it is in costs the most: it is
-    # left out of the match, unless nothing else is asked. ``matched`` still names it.
     want = int(limit) + 32  # a little over the limit, so the content-based tie-break below decides the cut
     columns: list[list[int]] | None = None
     in_memory = None if kinds else _current_postings(db, conn)
@@ -102,9 +99,7 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     if in_memory is not None:
         try:
             with in_memory.lock:
-                common = in_memory.ubiquitous(terms)
-                wanted = [t for t in terms if t not in common or len(common) == len(terms)]
-                ranked = in_memory.top(wanted, want)
+                ranked = in_memory.top(_matched(terms, in_memory.ubiquitous(terms)), want)
                 columns = in_memory.columns([r[0] for r in ranked], terms)
                 heads = in_memory.heads
                 found = {i: heads[i] for i, _ in ranked if i in heads}
@@ -113,9 +108,7 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             ranked = columns = found = None
     try:
         if ranked is None:
-            common = _ubiquitous(db, conn, terms)
-            wanted = [t for t in terms if t not in common or len(common) == len(terms)]
-            ranked = _ranked_in_sql(conn, wanted, want, kinds)
+            ranked = _ranked_in_sql(conn, _matched(terms, _ubiquitous(db, conn, terms)), want, kinds)
         if not ranked:
             return []
         ids = [r[0] for r in ranked]
@@ -137,6 +130,14 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             said = described[bits] = _described(bits, [words[t] for t in terms])
         hits.append(SearchHit(symbol=sym, score=score, matched=said[0], words=said[1]))
     return hits
+
+
+def _matched(terms: list[str], common: set[str]) -> list[str]:
+    """The terms a search matches: all but those in at least half the rows (``common``: the
+    package's name in every path), unless nothing else is asked. FTS5's bm25 weighs such a term
+    1e-6 (its idf is clamped), yet scoring every row it is in costs the most. ``matched`` still
+    names it."""
+    return terms if len(common) == len(terms) else [t for t in terms if t not in common]
 
 
 def _heads(db: IndexDb, conn: sqlite3.Connection, ids: list[int]) -> dict[int, SymbolHead]:
