@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.workspace.index import WorkspaceIndex, postings, search
-from tests.workspaces import copy_sample
+from tests.workspaces import copy_sample, make_index_again
 
 WORDS = (
     "invoice",
@@ -246,15 +246,7 @@ def test_a_large_change_builds_them_again(idx: WorkspaceIndex, ws: Path) -> None
 def test_an_index_emptied_and_made_again_builds_them_again(idx: WorkspaceIndex, ws: Path) -> None:
     before = idx._db.postings
     in_memory(idx, "invoice")
-    # another process opens the index with another schema: the tables are made again, ids from 1
-    other = WorkspaceIndex(ws, db_path=idx.db_path)
-    try:
-        with other._db.lock:
-            other._db.conn.execute("UPDATE index_meta SET value = 'older' WHERE key = 'schema'")
-        other._db.init_schema()
-        other.refresh(processes=0)
-    finally:
-        other.close()
+    make_index_again(ws, idx.db_path)
     assert_same(idx)
     assert idx._db.postings is not before
 

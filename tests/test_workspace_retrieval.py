@@ -13,7 +13,7 @@ from ctx_lsp.core.items import Item, Message
 from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
-from tests.workspaces import copy_sample
+from tests.workspaces import copy_sample, make_index_again
 
 # A long function (the card shows its top only) that uses calculate_invoice_total far down.
 REPORTS = (
@@ -373,15 +373,7 @@ def test_prompt_items_outlast_a_save_and_show_the_saved_code(ws: Path) -> None:
         after = bodies()
         assert "sum(totals) + 1" in after["shop.reports.monthly_report"].text and "sum(totals) + 1" not in report.text
         assert after["shop.billing.invoice.calculate_invoice_total"].text == total.text
-        # another process makes the index again (another schema): ids start over, so does the memo
-        other = WorkspaceIndex(ws)
-        try:
-            with other._db.lock:
-                other._db.conn.execute("UPDATE index_meta SET value = 'older' WHERE key = 'schema'")
-            other._db.init_schema()
-            other.refresh(processes=0)
-        finally:
-            other.close()
+        make_index_again(ws)  # another process, another schema: ids start over, so does the memo
         assert engine.index.memo("items", lasting=True) == {}
         again = bodies()
         assert again["shop.reports.monthly_report"].text == after["shop.reports.monthly_report"].text

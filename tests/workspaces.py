@@ -25,3 +25,18 @@ def damage(db: Path, content: bytes) -> None:
     db.write_bytes(content)
     for side in ("-wal", "-shm"):
         db.with_name(db.name + side).unlink(missing_ok=True)
+
+
+def make_index_again(ws: Path, db_path: Path | None = None) -> None:
+    """What another process does when it opens the index with another schema: its tables are
+    emptied and made again, and ids start over from 1 (under a new ``made`` token)."""
+    from ctx_lsp.workspace.index import WorkspaceIndex
+
+    other = WorkspaceIndex(ws, db_path=db_path)
+    try:
+        with other._db.lock:
+            other._db.conn.execute("UPDATE index_meta SET value = 'older' WHERE key = 'schema'")
+        other._db.init_schema()
+        other.refresh(processes=0)
+    finally:
+        other.close()
