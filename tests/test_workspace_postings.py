@@ -209,6 +209,29 @@ def test_the_segments_of_many_saves_are_merged(idx: WorkspaceIndex, ws: Path, mo
     assert_same(idx)
 
 
+def test_the_arrays_follow_the_rows_not_the_ids_given(
+    idx: WorkspaceIndex, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every save gives a file's rows new ids, and ids are never given twice: an index edited
+    for a month has given millions of ids for the same rows. The postings' arrays (and each
+    search's) are sized by the rows they hold, built and added since, not by the ids."""
+    monkeypatch.setattr(postings, "GROW_ROWS", 8)
+    rng = random.Random(13)
+    for i in range(40):
+        (ws / "gen" / "m000.py").write_text(module_text(rng, 12, f"again{i}"), encoding="utf-8")
+        idx.update_file("gen/m000.py", None)
+    kept = idx._db.postings
+    assert kept is not None
+    next_id = postings.state(idx._reader())[2]
+    assert next_id > kept.n_rows + 600  # many more ids given than rows held
+    rows_added = kept.size - kept.base_size
+    assert kept.base_size <= kept.built_rows and rows_added <= postings.REBUILD_SHARE * kept.built_rows
+    for array in (kept.ids, kept.alive, kept.length, kept.row_path):
+        assert len(array) <= kept.size + 8 + 40  # the room a save's rows grow them by
+    assert len(kept.row_starts) == kept.base_size + 1
+    assert_same(idx)
+
+
 def test_ids_are_never_given_twice(idx: WorkspaceIndex, ws: Path) -> None:
     """Deleting the file with the highest ids, then adding one, must not reuse them: the
     postings tell rows apart by id."""

@@ -52,7 +52,7 @@ MAX_ROWS = 150_000  # more symbols: FTS5 alone (~75 MB of arrays, and a build pe
 WORN_SHARE = 0.03
 REBUILD_SHARE = 0.1
 BUILD_CHUNK = 2048  # FTS rows read at a time while building
-GROW_ROWS = 4096  # row ids the arrays indexed by row id grow by, past the ones needed
+GROW_ROWS = 4096  # positions the arrays grow by, past the ones a sync needs
 _SELECT_ROWS = f"SELECT rowid, {', '.join(FTS_COLUMNS)} FROM symbols_fts"
 
 
@@ -99,9 +99,9 @@ class _TermIds(dict[str, int]):
 
 
 class _Pairs(NamedTuple):
-    """Postings as arrays: one entry per (term, row) pair, sorted by term, then row."""
+    """Postings as arrays: one entry per (term, row) pair, sorted by term, then row (a position,
+    see ``Postings``)."""
 
-    ids: np.ndarray  # the rows read
     term_of: np.ndarray
     rows: np.ndarray
     freq: np.ndarray  # weighted frequency (bm25's over all columns)
@@ -109,14 +109,26 @@ class _Pairs(NamedTuple):
     bits: np.ndarray  # a bit per column the term is in
 
 
-def _pairs(chunks: Iterable[list[tuple]], size: int, terms: _TermIds, length: np.ndarray) -> _Pairs:
-    """The postings of FTS rows read a chunk at a time (``size``: above every row id); each
-    token becomes a term id at once, so the texts are never all held together, and each row's
-    token count is added to ``length``."""
-    id_chunks, term_chunks, row_chunks, col_chunks = [], [], [], []
+class _Read(NamedTuple):
+    """FTS rows read: their ids and token counts (all columns: bm25's D), in the order read,
+    and their postings."""
+
+    ids: np.ndarray
+    length: np.ndarray
+    pairs: _Pairs
+
+
+def _pairs(chunks: Iterable[list[tuple]], first: int, terms: _TermIds) -> _Read:
+    """The postings of FTS rows read a chunk at a time in id order, the rows numbered from
+    position ``first`` on; each token becomes a term id at once, so the texts are never all
+    held together."""
+    id_chunks, length_chunks, term_chunks, row_chunks, col_chunks = [], [], [], [], []
+    at = first
     for chunk in chunks:
-        ids = np.fromiter((r[0] for r in chunk), np.int64, len(chunk))
-        id_chunks.append(ids)
+        id_chunks.append(np.fromiter((r[0] for r in chunk), np.int64, len(chunk)))
+        positions = np.arange(at, at + len(chunk), dtype=np.int32)
+        at += len(chunk)
+        length = np.zeros(len(chunk), np.int64)
         for col in range(len(FTS_COLUMNS)):
             counts = []
             term_ids: list[int] = []
@@ -124,14 +136,15 @@ def _pairs(chunks: Iterable[list[tuple]], size: int, terms: _TermIds, length: np
                 split = r[col + 1].split()
                 counts.append(len(split))
                 term_ids += map(terms.__getitem__, split)
-            rows = np.repeat(ids, counts).astype(np.int32)
-            length[ids] += counts  # a chunk's ids are distinct
+            length += counts
             term_chunks.append(np.array(term_ids, np.int32))
-            row_chunks.append(rows)
-            col_chunks.append(np.full(len(rows), col, np.int8))
+            row_chunks.append(np.repeat(positions, counts))
+            col_chunks.append(np.full(len(term_ids), col, np.int8))
+        length_chunks.append(length)
     ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
+    lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, np.int64)
     col = np.concatenate(col_chunks) if col_chunks else np.zeros(0, np.int8)
-    key = np.concatenate(term_chunks).astype(np.int64) * size + np.concatenate(row_chunks) if col_chunks else col
+    key = np.concatenate(term_chunks).astype(np.int64) * at + np.concatenate(row_chunks) if col_chunks else col
     del term_chunks, row_chunks, col_chunks
     pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
     del key
@@ -141,8 +154,8 @@ def _pairs(chunks: Iterable[list[tuple]], size: int, terms: _TermIds, length: np
     name_freq = np.bincount(which, weights=(col == 0) * weights[0], minlength=len(pairs)).astype(np.float32)
     bits = np.zeros(len(pairs), np.uint8)
     np.bitwise_or.at(bits, which, (1 << col).astype(np.uint8))
-    term_of, rows = np.divmod(pairs, size)
-    return _Pairs(ids, term_of, rows.astype(np.int32), freq, name_freq, bits)
+    term_of, rows = np.divmod(pairs, max(at, 1))
+    return _Read(ids, lengths, _Pairs(term_of, rows.astype(np.int32), freq, name_freq, bits))
 
 
 class _Segment:
@@ -153,11 +166,11 @@ class _Segment:
         self.terms, first = np.unique(p.term_of, return_index=True)
         self.starts = np.append(first, len(p.term_of))
         self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
-        self.term_of, self.rows, self.freq, self.name_freq, self.bits = p.term_of, p.rows, p.freq, p.name_freq, p.bits
+        self.term_of, self.rows, self.freq, self.name_freq, self.bits = p
         by_row = np.argsort(p.rows, kind="stable")  # for a row gone: the terms it held
         self.row_sorted = p.rows[by_row]
         self.row_terms = np.searchsorted(self.terms, p.term_of[by_row])
-        self.first_row, self.last_row = int(p.ids.min()), int(p.ids.max())
+        self.first_row, self.last_row = int(p.rows.min()), int(p.rows.max())
 
     def find(self, tid: int) -> int | None:
         """Where term ``tid`` is in ``terms``, if the segment holds it."""
@@ -172,30 +185,33 @@ class _Segment:
 def _merged(older: _Segment, newer: _Segment, alive: np.ndarray) -> _Segment | None:
     """One segment for two, without the rows gone since (None: none is left)."""
     term_of, rows, freq, name_freq, bits = (
-        np.concatenate([getattr(older, f), getattr(newer, f)]) for f in ("term_of", "rows", "freq", "name_freq", "bits")
+        np.concatenate([getattr(older, f), getattr(newer, f)]) for f in _Pairs._fields
     )
     keep = alive[rows]
     if not keep.any():
         return None
     term_of, rows, freq, name_freq, bits = term_of[keep], rows[keep], freq[keep], name_freq[keep], bits[keep]
     order = np.lexsort((rows, term_of))  # by term, then row: the newer segment's rows are the higher
-    p = _Pairs(np.unique(rows), term_of[order], rows[order], freq[order], name_freq[order], bits[order])
-    return _Segment(p)
+    return _Segment(_Pairs(term_of[order], rows[order], freq[order], name_freq[order], bits[order]))
 
 
 class Postings:
     """Every term's rows, for one state of the index (see the module's docstring). Use under
-    ``lock``: ``sync`` changes it."""
+    ``lock``: ``sync`` changes it.
+
+    Rows are numbered densely, in id order: the built rows take positions 0, 1, …, and the rows
+    each sync adds take the next ones (ids only grow, so positions keep the ids' order). Every
+    array is sized by positions, not by ids: ids are never given twice, so a workspace edited
+    for a month has given millions of ids for the same 40k rows. ``ids`` maps a position back."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.lock = threading.Lock()
         with _snapshot(conn):
             self.made, self.version, self.next_id = state(conn)
-            highest = conn.execute("SELECT max(id) FROM symbols").fetchone()[0] or 0
-            self._build(conn.execute(_SELECT_ROWS), max(self.next_id, highest + 1))
+            self._build(conn.execute(f"{_SELECT_ROWS} ORDER BY rowid"))
             self.heads: dict[int, SymbolHead] = {}
             self.paths: dict[str, int] = {}  # path → its number in ``row_path``
-            self.row_path = np.full(len(self.alive), -1, np.int32)  # row id → its path's number
+            self.row_path = np.full(len(self.ids), -1, np.int32)  # position → its path's number
             self._read_heads(conn.execute(SELECT_HEADS))
 
     def _read_heads(self, rows: Iterable[tuple]) -> None:
@@ -204,31 +220,47 @@ class Postings:
         shared: dict[str, str] = {}
         once = shared.setdefault
         paths = self.paths
+        ids: list[int] = []
+        numbers: list[int] = []
         for i, qualname, name, kind, path, start, end, end_col, parent, secrets in rows:
-            self.row_path[i] = paths.setdefault(path, len(paths))
+            ids.append(i)
+            numbers.append(paths.setdefault(path, len(paths)))
             self.heads[i] = SymbolHead(
                 i, qualname, once(name, name), once(kind, kind), once(path, path), start, end, end_col,
                 once(parent, parent), secrets,
             )  # fmt: skip
+        at = self._positions(ids)
+        found = at >= 0
+        self.row_path[at[found]] = np.asarray(numbers, np.int32)[found]
 
-    def _build(self, cursor: sqlite3.Cursor, size: int) -> None:
+    def _positions(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The positions of these row ids (-1: a row the postings do not hold)."""
+        wanted = np.asarray(ids, np.int64)
+        if not self.size:
+            return np.full(len(wanted), -1, np.int64)
+        known = self.ids[: self.size]
+        at = np.minimum(np.searchsorted(known, wanted), self.size - 1)
+        return np.where(known[at] == wanted, at, -1)
+
+    def _build(self, cursor: sqlite3.Cursor) -> None:
         """The arrays, from the FTS rows read a chunk at a time (on sympy the build peaks at
         ~165 MB over the process, mostly the sort's copies, and leaves 47 MB)."""
         self.terms = terms = _TermIds()
-        self.length = np.zeros(size, np.int64)  # tokens per row, all columns (bm25's D)
-        p = _pairs(iter(lambda: cursor.fetchmany(BUILD_CHUNK), []), size, terms, self.length)
+        read = _pairs(iter(lambda: cursor.fetchmany(BUILD_CHUNK), []), 0, terms)
+        p = read.pairs
         self.rows, self.freq, self.name_freq, self.bits = p.rows, p.freq, p.name_freq, p.bits
         self.base_terms = terms.size  # terms first seen later are only in segments
         self.starts = np.searchsorted(p.term_of, np.arange(terms.size + 1))
         self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
+        self.size = self.base_size = size = len(read.ids)  # positions given
         by_row = np.argsort(self.rows, kind="stable")  # for a row gone: the terms it held
         self.row_terms = p.term_of[by_row].astype(np.int32)
         self.row_starts = np.searchsorted(self.rows[by_row], np.arange(size + 1))
-        self.alive = np.zeros(size, bool)
-        self.alive[p.ids] = True
-        self.n_rows = self.built_rows = len(p.ids)
+        self.ids = read.ids  # position → row id
+        self.length = read.length  # position → tokens in the row, all columns (bm25's D)
+        self.alive = np.ones(size, bool)
+        self.n_rows = self.built_rows = size
         self.tokens = int(self.length.sum())
-        self.base_size = size
         self.changed = 0  # rows gone or added since the build
         self.segments: list[_Segment] = []  # the rows added since, a segment per sync
 
@@ -250,7 +282,6 @@ class Postings:
             return False
         if version == self.version:
             return True
-        self._grow(next_id)
         new_heads = conn.execute(f"{SELECT_HEADS} WHERE id >= ?", (self.next_id,)).fetchall()
         gone = self._gone(conn, new_heads)
         self.changed += len(gone) + len(new_heads)
@@ -259,36 +290,44 @@ class Postings:
         self._remove(gone)
         if new_heads:
             new = {h[0] for h in new_heads}
-            rows = [r for r in conn.execute(f"{_SELECT_ROWS} WHERE rowid >= ?", (self.next_id,)) if r[0] in new]
+            added = conn.execute(f"{_SELECT_ROWS} WHERE rowid >= ? ORDER BY rowid", (self.next_id,))
+            rows = [r for r in added if r[0] in new]
             if rows:
-                p = _pairs([rows], len(self.alive), self.terms, self.length)
-                self.alive[p.ids] = True
-                self.n_rows += len(p.ids)
-                self.tokens += int(self.length[p.ids].sum())
-                self._add_segment(_Segment(p))
+                self._add(_pairs([rows], self.size, self.terms))
             self._read_heads(new_heads)
         self.version, self.next_id = version, next_id
         return True
 
-    def _gone(self, conn: sqlite3.Connection, new_heads: list[tuple]) -> list[int]:
-        """The rows gone since the last sync. A save replaces the rows of one file, so they are
-        looked for among the rows of the files with new rows, and SQLite's row count (free)
-        says whether that is all of them; when it is not (a file deleted or renamed), every id
-        is compared (4 ms on sympy)."""
+    def _gone(self, conn: sqlite3.Connection, new_heads: list[tuple]) -> np.ndarray:
+        """The positions of the rows gone since the last sync. A save replaces the rows of one
+        file, so they are looked for among the rows of the files with new rows, and SQLite's
+        row count (free) says whether that is all of them; when it is not (a file deleted or
+        renamed), every id is compared (4 ms on sympy)."""
         expected = self.n_rows + len(new_heads) - conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
         if expected == 0:
-            return []
+            return np.zeros(0, np.int64)
+        size = self.size
         numbers = [self.paths[h[4]] for h in new_heads if h[4] in self.paths]
         if numbers and expected > 0:
             paths = sorted({h[4] for h in new_heads})
-            present = {r[0] for r in conn.execute(f"SELECT id FROM symbols WHERE path IN ({marks(len(paths))})", paths)}
-            mine = np.flatnonzero(self.alive & np.isin(self.row_path, numbers)).tolist()
-            gone = [row for row in mine if row not in present]
+            present = [r[0] for r in conn.execute(f"SELECT id FROM symbols WHERE path IN ({marks(len(paths))})", paths)]
+            mine = np.flatnonzero(self.alive[:size] & np.isin(self.row_path[:size], numbers))
+            gone = mine[~np.isin(self.ids[mine], present)]
             if len(gone) == expected:
                 return gone
-        now = np.zeros(len(self.alive), bool)
-        now[_ids(conn)] = True
-        return np.flatnonzero(self.alive & ~now).tolist()
+        live = np.flatnonzero(self.alive[:size])
+        return live[~np.isin(self.ids[live], _ids(conn))]
+
+    def _add(self, read: _Read) -> None:
+        """Keep the rows a sync found added, at the next positions."""
+        first, added = self.size, len(read.ids)
+        self._grow(first + added)
+        end = self.size = first + added
+        self.ids[first:end], self.length[first:end], self.alive[first:end] = read.ids, read.length, True
+        self.n_rows += added
+        self.tokens += int(read.length.sum())
+        if len(read.pairs.rows):
+            self._add_segment(_Segment(read.pairs))
 
     def _add_segment(self, segment: _Segment) -> None:
         """Keep a sync's segment; merge the newest two while the newer is at least half the
@@ -301,35 +340,36 @@ class Postings:
             segments[-2:] = [] if merged is None else [merged]
 
     def _grow(self, size: int) -> None:
-        extra = size - len(self.alive)
+        extra = size - len(self.ids)
         if extra > 0:  # room for the next few saves too: each grows these by copying them
             extra += GROW_ROWS
+            self.ids = np.concatenate([self.ids, np.zeros(extra, np.int64)])
             self.alive = np.concatenate([self.alive, np.zeros(extra, bool)])
             self.length = np.concatenate([self.length, np.zeros(extra, np.int64)])
             self.row_path = np.concatenate([self.row_path, np.full(extra, -1, np.int32)])
 
-    def _remove(self, gone: list[int]) -> None:
-        """Forget rows: their heads, and their share of the row counts of the terms they hold."""
-        if not gone:
+    def _remove(self, gone: np.ndarray) -> None:
+        """Forget rows (by position): their heads, and their share of the row counts of the
+        terms they hold."""
+        if not len(gone):
             return
-        rows = np.asarray(gone, np.int64)
-        self.alive[rows] = False
-        for row in gone:
+        self.alive[gone] = False
+        for row in self.ids[gone].tolist():
             self.heads.pop(row, None)
-        self.n_rows -= len(rows)
-        self.tokens -= int(self.length[rows].sum())
-        built = rows[rows < self.base_size].tolist()
+        self.n_rows -= len(gone)
+        self.tokens -= int(self.length[gone].sum())
+        built = gone[gone < self.base_size].tolist()
         if built:
             at = np.concatenate([np.arange(self.row_starts[r], self.row_starts[r + 1]) for r in built])
             np.subtract.at(self.docs, self.row_terms[at], 1)
         for seg in self.segments:
-            seg.remove(rows[(rows >= seg.first_row) & (rows <= seg.last_row)])
+            seg.remove(gone[(gone >= seg.first_row) & (gone <= seg.last_row)])
 
     # ---- searching ---------------------------------------------------------------------------
 
     def _of(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """A term's (rows, frequencies, name frequencies, column bits, rows holding it), by row id:
-        the built rows, then each segment's (ids only grow)."""
+        """A term's (rows, frequencies, name frequencies, column bits, rows holding it), by
+        position: the built rows, then each segment's (positions only grow)."""
         tid = self.terms.get(fold(term))
         parts = []
         docs = 0
@@ -365,7 +405,7 @@ class Postings:
         """The rows holding any of ``terms``, as FTS5 ranks them: ``(row id, r)`` by r, then row
         id, at most ``limit``; r = bm25 over all columns + bm25 of the name column (negative:
         lower is better)."""
-        size = len(self.alive)
+        size = self.size
         over_all, over_name = np.zeros(size), np.zeros(size)
         hit = np.zeros(size, bool)
         avgdl = self.tokens / self.n_rows if self.n_rows else 1.0
@@ -380,21 +420,21 @@ class Postings:
             over_all[rows] += idf * ((freq * (K1 + 1.0)) / (freq + norm))
             over_name[rows] += idf * ((name * (K1 + 1.0)) / (name + norm))
             hit[rows] = True
-        ids = np.flatnonzero(hit & self.alive)
-        r = (-1.0 * over_all[ids]) + (-1.0 * over_name[ids])
-        if len(ids) > limit > 0:  # the best ``limit``, and every row tied with the last of them
+        at = np.flatnonzero(hit & self.alive[:size])
+        r = (-1.0 * over_all[at]) + (-1.0 * over_name[at])
+        if len(at) > limit > 0:  # the best ``limit``, and every row tied with the last of them
             cut = np.partition(r, limit - 1)[limit - 1]
             keep = r <= cut
-            ids, r = ids[keep], r[keep]
-        order = np.lexsort((ids, r))[:limit]
-        return list(zip(ids[order].tolist(), r[order].tolist(), strict=True))
+            at, r = at[keep], r[keep]
+        order = np.lexsort((at, r))[:limit]  # positions are in id order: ties go by id, as in FTS5
+        return list(zip(self.ids[at[order]].tolist(), r[order].tolist(), strict=True))
 
     def columns(self, rows: Sequence[int], terms: Sequence[str]) -> list[list[int]]:
-        """For each row, the column bits of each term (0: not in the row)."""
-        wanted = np.asarray(rows, np.int64)
+        """For each row (by id), the column bits of each term (0: not in the row)."""
+        wanted = self._positions(rows)
         out = np.zeros((len(wanted), len(terms)), np.int64)
         for j, term in enumerate(terms):
-            held, _, _, bits, _ = self._of(term)  # by row id: the added rows come after the built ones
+            held, _, _, bits, _ = self._of(term)  # sorted: the added rows come after the built ones
             if not len(held):
                 continue
             at = np.minimum(np.searchsorted(held, wanted), len(held) - 1)
