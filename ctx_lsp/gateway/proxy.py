@@ -14,7 +14,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
@@ -25,12 +24,13 @@ from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.savings import Totals, totals
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Api, Parsed
+from ctx_lsp.gateway.apis import Api
 from ctx_lsp.gateway.apis.anthropic import Anthropic
 from ctx_lsp.gateway.apis.chat import Chat, is_usage_only
 from ctx_lsp.gateway.apis.responses import Responses
 from ctx_lsp.gateway.direct import cacheable, shared_prefix
 from ctx_lsp.gateway.options import GatewayOptions
+from ctx_lsp.gateway.planned import Planned, Reviewer, Sent
 from ctx_lsp.gateway.replies import SseSplitter
 from ctx_lsp.gateway.status import GatewayRecord, Status
 from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of
@@ -66,35 +66,7 @@ NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding", SESSION_HEADER.lower(), TOKEN_H
 ANTHROPIC, CHAT, RESPONSES = Anthropic(), Chat(), Responses()
 
 
-# Review before send: the editor sees each planned request and answers "send", "cancel" or
-# "replan" (after changing pins); "timeout" when it did not answer in time (sent as planned).
-Reviewer = Callable[[str, "Planned"], Awaitable[str]]
 SENT_KEPT = 32  # conversations whose last sent body is kept for the preview
-
-
-@dataclass(slots=True)
-class Sent:
-    """The last body a conversation sent upstream, as sent: the editor's preview reads it."""
-
-    api: str
-    model: str
-    body: bytes
-    plan_id: str | None
-    time: float
-
-
-@dataclass(slots=True)
-class Planned:
-    """A request as it goes upstream, with what is needed to read its reply back."""
-
-    body: bytes
-    api: str = ""
-    client_body: bytes = b""  # the request as the client sent it
-    parsed: Parsed | None = None
-    session: str | None = None
-    plan: ExchangePlan | None = None
-    strip_usage: bool = False  # we asked for a usage chunk the client did not: it is not relayed
-    note: str | None = None  # why the client's body went as it was
 
 
 class Gateway:

@@ -15,8 +15,8 @@ from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.core.render import RenderedPrompt
 from ctx_lsp.engine import BudgetOverrides, Focus, PlanRequest
+from ctx_lsp.gateway.planned import Sent
 from ctx_lsp.gateway.preview import Preview
-from ctx_lsp.gateway.proxy import Sent
 from ctx_lsp.gateway.status import GatewayRecord
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.memory.store import SessionRecord

@@ -17,19 +17,22 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcServerError
 
 from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, cache_label, cache_read_price, savings_label, warm_until
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway.options import resolve
+from ctx_lsp.gateway.planned import Planned, Sent
 from ctx_lsp.gateway.preview import preview
-from ctx_lsp.gateway.proxy import Gateway, Planned, Sent
 from ctx_lsp.gateway.status import GatewayRecord
 from ctx_lsp.server import convert, replan
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
+
+if TYPE_CHECKING:  # aiohttp (~23 MB resident) is loaded only by a server that runs the gateway
+    from ctx_lsp.gateway.proxy import Gateway
 
 log = logging.getLogger("ctx_lsp.server")
 
@@ -70,6 +73,8 @@ async def start(ls: CtxServer) -> None:
         ls.warn(f"gateway not started: {err}")
         ls.notify("ctx/gatewayStatusChanged", status(ls))
         return
+    from ctx_lsp.gateway.proxy import Gateway
+
     loop = asyncio.get_running_loop()
 
     def run(fn: Any, *args: Any) -> asyncio.Future:  # queued on the server's engine worker, in call order

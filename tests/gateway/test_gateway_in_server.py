@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import openai
@@ -85,3 +87,10 @@ async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> No
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_server_without_a_gateway_never_loads_the_http_stack() -> None:
+    """aiohttp is ~23 MB of a language server's resident memory: only `gateway.listen` loads it."""
+    probe = "import sys, ctx_lsp.server.app; print(sorted(m for m in sys.modules if m.startswith('aiohttp')))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
