@@ -128,8 +128,15 @@ class StdioClient:
 
     def peak_rss_mb(self) -> float:
         """The server process's peak resident set size (Linux)."""
+        return self._status_mb("VmHWM:")
+
+    def rss_mb(self) -> float:
+        """The server process's resident set size now (Linux)."""
+        return self._status_mb("VmRSS:")
+
+    def _status_mb(self, key: str) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(key):
                 return int(line.split()[1]) / 1024
         return float("nan")
 

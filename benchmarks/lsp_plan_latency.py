@@ -9,8 +9,8 @@ general ones and a few of sympy's). The session is set up as an editor's would b
 conversation (a question and a longer answer each). Each timed request is one round trip seen by
 the client: the request, the plan (the session read, retrieval, packing, the plan kept for
 replay), the reply and the notifications sent before it. Prints median and p95 per question and
-over all, with the core count and the load average (the machine is shared). Target (issue 18):
-≤ 20 ms median on sympy.
+over all, with the core count and the load average (the machine is shared), and the server's
+resident memory. Target (issue 18): ≤ 20 ms median on sympy.
 
 Then ``--edits`` plans as an editor asks for them while the user types: the file of the best
 hit of the question is open, and before each plan its buffer changes (a line added) and the
@@ -107,6 +107,7 @@ def main() -> None:
         client.wait_for("$/progress")  # indexing started
         while client.next_notification("$/progress", timeout=600)["params"]["value"]["kind"] != "end":
             pass  # the server's start-up work (indexing, search's postings) is over: plans are timed alone
+        started_mb = client.rss_mb()
         first = client.request("ctx/planContext", {"query": queries[0]})
         picked = [i["symbol"] for i in first["included"] if i["section"] == "rag" and i.get("symbol")]
         for name in list(dict.fromkeys(picked))[: args.pins]:
@@ -146,6 +147,8 @@ def main() -> None:
         pins = len(client.request("ctx/listPins", {}))
         print(
             f"\nserver CPU per plan (all its threads, the meter after each plan included): {cpu:.1f} ms\n"
+            f"server resident memory: {started_mb:.0f} MB once started (indexed, search's postings built), "
+            f"{client.rss_mb():.0f} MB after the plans; peak {client.peak_rss_mb():.0f} MB\n"
             f"session: {pins} pins, {args.turns} turns before the timed plans; target ≤ {TARGET_MS:.0f} ms median; "
             f"cores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}"
         )

@@ -1,7 +1,8 @@
 """User configuration: `ctx.toml` or `[tool.ctx-lsp]` in pyproject.toml, then editor settings.
 
-Validated by pydantic. An invalid value never stops the tool: it is named in a message and its
-default is used instead: bad input gets a clear message, and the server keeps serving.
+Validated by msgspec (frozen Structs: settings in snake_case, or camelCase as editors send them).
+An invalid value never stops the tool: it is named in a message and its default is used
+instead: bad input gets a clear message, and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -10,68 +11,72 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+import msgspec
+from msgspec import Meta, field
 
 from ctx_lsp.workspace.files import MAX_SMALL_FILE_BYTES, PathRefused, read_workspace_file
 
+Positive = Annotated[int, Meta(gt=0)]
+Count = Annotated[int, Meta(ge=0)]
+Price = Annotated[float, Meta(ge=0)]  # per million tokens
+Share = Annotated[float, Meta(ge=0, le=1)]
+Mode = Literal["off", "light", "heavy"]
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+class _Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    pass
 
 
-class SharesConfig(_Model):
-    system: float = Field(0.15, ge=0, le=1)
-    conversation: float = Field(0.55, ge=0, le=1)
-    rag: float = Field(0.30, ge=0, le=1)
+class SharesConfig(_Settings):
+    system: Share = 0.15
+    conversation: Share = 0.55
+    rag: Share = 0.30
 
-    @model_validator(mode="after")
-    def _sum_to_one(self) -> SharesConfig:
+    def __post_init__(self) -> None:
         total = self.system + self.conversation + self.rag
         if not 0.99 <= total <= 1.01:
             raise ValueError(f"section shares must add up to 1.0, got {total:.2f}")
-        return self
 
 
-class ModelOverride(_Model):
-    name: str = Field(min_length=1)
-    context_length: int = Field(gt=0)
-    max_output: int = Field(gt=0)
+class ModelOverride(_Settings):
+    name: Annotated[str, Meta(min_length=1)]
+    context_length: Positive
+    max_output: Positive
     encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
     native: bool = False
-    calibration: float = Field(1.0, ge=0.5, le=3.0)
+    calibration: Annotated[float, Meta(ge=0.5, le=3.0)] = 1.0
     provider: str = "custom"
     aliases: tuple[str, ...] = ()
     # prices per million tokens (savings are counted in money only for a model with prices)
-    input_price: float | None = Field(None, ge=0)
-    output_price: float | None = Field(None, ge=0)
-    cache_read_price: float | None = Field(None, ge=0)
-    cache_write_price: float | None = Field(None, ge=0)
+    input_price: Price | None = None
+    output_price: Price | None = None
+    cache_read_price: Price | None = None
+    cache_write_price: Price | None = None
 
 
-class LlmEndpoint(_Model):
+class LlmEndpoint(_Settings):
     """An OpenAI-compatible chat-completions endpoint (summaries, capsules)."""
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_seconds: float = Field(30.0, gt=0)
-    retries: int = Field(2, ge=0, le=10)
-    context_length: int = Field(16_000, gt=512)
+    timeout_seconds: Annotated[float, Meta(gt=0)] = 30.0
+    retries: Annotated[int, Meta(ge=0, le=10)] = 2
+    context_length: Annotated[int, Meta(gt=512)] = 16_000
 
 
-class GatewayConfig(_Model):
+class GatewayConfig(_Settings):
     """The gateway (docs/gateway.md). With ``listen`` set, the editor's ``ctx-lsp serve`` runs it too."""
 
     listen: str | None = None  # HOST:PORT
     openai_upstream: str = "https://api.openai.com/v1"  # as OPENAI_BASE_URL takes it
     anthropic_upstream: str = "https://api.anthropic.com"  # as ANTHROPIC_BASE_URL takes it
-    mode: Literal["off", "light", "heavy"] | None = None  # None: the workspace's mode
+    mode: Mode | None = None  # None: the workspace's mode
     token: str | None = None  # required to listen on anything but loopback (clients send X-Ctx-Token)
     # tokens of retrieved context a request carries at most (sent once per user turn, then cached)
-    context_budget: int = Field(8_000, ge=0)
+    context_budget: Count = 8_000
     # what pays for that context: "savings" — only what the gateway has saved this conversation
     # (cache-weighted against sending direct), so a conversation that fits costs what it would
     # direct; "always" — the context budget whatever it costs. None: "savings" in light mode,
@@ -80,96 +85,113 @@ class GatewayConfig(_Model):
     # review before send (the editor's server only): each request waits for Send, Cancel or a
     # re-plan in the editor; after the timeout it is sent as planned
     review: bool = False
-    review_timeout: float = Field(120.0, gt=0, le=3600)
+    review_timeout: Annotated[float, Meta(gt=0, le=3600)] = 120.0
     # a tool output over this many tokens, of a kind ctx_lsp recognises, is shortened once (0: never)
-    shrink_tokens: int = Field(2_000, ge=0)
+    shrink_tokens: Count = 2_000
     shrink_off: tuple[str, ...] = ()  # tool names whose outputs are never shortened
 
 
-class CtxConfig(_Model):
+class CtxConfig(_Settings):
     model: str = "gpt-4o"
-    mode: Literal["off", "light", "heavy"] = "light"
-    default_context_length: int = Field(128_000, gt=0)
-    max_completion_tokens: int | None = Field(None, gt=0)
-    default_max_completion_tokens: int = Field(4_096, gt=0)
-    safety_buffer: int = Field(2_048, ge=0)
-    shares: SharesConfig = SharesConfig()
+    mode: Mode = "light"
+    default_context_length: Positive = 128_000
+    max_completion_tokens: Positive | None = None
+    default_max_completion_tokens: Positive = 4_096
+    safety_buffer: Count = 2_048
+    shares: SharesConfig = field(default_factory=SharesConfig)
     models: tuple[ModelOverride, ...] = ()
     allow_encoding_download: bool = False
     store_dir: str = ".ctx"
     system_prompt: str | None = None
-    retrieval_limit: int = Field(200, gt=0, le=5_000)
+    retrieval_limit: Annotated[int, Meta(gt=0, le=5_000)] = 200
     summarizer: Literal["extractive", "llm"] = "extractive"
-    compaction_threshold: float = Field(0.85, ge=0.1, le=1.0)  # of the conversation budget
+    compaction_threshold: Annotated[float, Meta(ge=0.1, le=1.0)] = 0.85  # of the conversation budget
     include_stale_capsules: bool = False  # include them flagged instead of excluding them
-    llm: LlmEndpoint = LlmEndpoint()
-    gateway: GatewayConfig = GatewayConfig()
+    llm: LlmEndpoint = field(default_factory=LlmEndpoint)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
     # Secrets (keys, tokens, private keys, passwords) in workspace text are masked before
     # anything derived from it reaches a prompt (ctx_lsp/workspace/secrets.py).
     mask_secrets: bool = True
     secret_allowlist: tuple[str, ...] = ()  # regular expressions: a detected value matching one stays
     secret_detectors_off: tuple[str, ...] = ()  # detect-secrets plugin names not to use
 
-    @field_validator("secret_allowlist")
-    @classmethod
-    def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in value:
+    def __post_init__(self) -> None:
+        for pattern in self.secret_allowlist:
             try:
                 re.compile(pattern)
             except re.error as err:
-                raise ValueError(f"{pattern!r} is not a regular expression: {err}") from None
-        return value
-
-    @field_validator("secret_detectors_off")
-    @classmethod
-    def _detectors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if value:
+                raise _Invalid("secret_allowlist", f"{pattern!r} is not a regular expression: {err}") from None
+        if self.secret_detectors_off:
             from ctx_lsp.workspace.secrets import detector_names
 
             known = detector_names()
-            unknown = [v for v in value if v not in known]
+            unknown = [v for v in self.secret_detectors_off if v not in known]
             if unknown:
-                raise ValueError(f"unknown detector {', '.join(unknown)}; the detectors are {', '.join(known)}")
-        return value
+                problem = f"unknown detector {', '.join(unknown)}; the detectors are {', '.join(known)}"
+                raise _Invalid("secret_detectors_off", problem)
 
 
-def _describe(err: ValidationError) -> list[str]:
-    out = []
-    for e in err.errors(include_url=False):
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = "unknown setting" if e["type"] == "extra_forbidden" else e["msg"]
-        out.append(f"{where}: {msg}")
-    return out
+class _Invalid(ValueError):
+    """A setting the whole configuration's check found wrong (msgspec places it at the top)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{problem} - at `$.{key}`")
+
+
+_AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.DOTALL)
+_UNKNOWN = re.compile(r"^Object contains unknown field `(.*)`$")
+
+
+def _problem(err: msgspec.ValidationError) -> tuple[str, str]:
+    """``(where, problem)`` of msgspec's message, e.g. ``("shares.rag", "Expected `float` <= 1.0")``;
+    an unknown setting is where it was found."""
+    text = str(err)
+    if text.endswith(" - at `$`"):  # raised by a whole Struct's own check, naming its setting
+        text = text[: -len(" - at `$`")]
+    problem, where = _AT.match(text).groups()  # type: ignore[union-attr]
+    where = (where or "").lstrip(".")
+    unknown = _UNKNOWN.match(problem)
+    if unknown:
+        return ".".join(p for p in (where, unknown.group(1)) if p), "unknown setting"
+    return where or "(top level)", problem
 
 
 def _snake(key: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in key).replace("-", "_")
 
 
+def _snake_keys(value: Any) -> Any:
+    """Settings' names in snake_case, however deep (editors send camelCase)."""
+    if isinstance(value, dict):
+        return {_snake(str(k)): _snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_snake_keys(v) for v in value]
+    return value
+
+
 def validate(raw: dict[str, Any], source: str, base: CtxConfig | None = None) -> tuple[CtxConfig, list[str]]:
     """Validate ``raw`` over ``base``; each invalid top-level key keeps its current value and is
     reported as ``"<source>: <key>: <problem> (using the default)"``."""
     base = base or CtxConfig()
-    merged = base.model_dump()
-    for key, value in raw.items():
-        key = _snake(key)
+    merged = msgspec.to_builtins(base)
+    for key, value in _snake_keys(raw).items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):  # a table: key by key, over the base's
-            value = {**merged[key], **{_snake(k): v for k, v in value.items()}}
+            value = {**merged[key], **value}
         merged[key] = value
     messages: list[str] = []
-    for _ in range(len(raw) + 1):
+    for _ in range(len(merged) + 1):  # one bad setting at a time: msgspec stops at the first
         try:
-            return CtxConfig.model_validate(merged), messages
-        except ValidationError as err:
-            messages.extend(f"{source}: {line} (using the default)" for line in _describe(err))
-            bad = {_snake(str(e["loc"][0])) for e in err.errors() if e["loc"]}
-            if not bad:
+            return msgspec.convert(merged, CtxConfig, strict=False), messages
+        except msgspec.ValidationError as err:
+            where, problem = _problem(err)
+            messages.append(f"{source}: {where}: {problem} (using the default)")
+            key = where.split(".", 1)[0].split("[", 1)[0]
+            if key in CtxConfig.__struct_fields__:
+                merged[key] = msgspec.to_builtins(getattr(base, key))
+            elif key in merged:
+                del merged[key]
+            else:
                 break
-            for key in bad:
-                if key in CtxConfig.model_fields:
-                    merged[key] = getattr(base, key)
-                else:
-                    merged.pop(key, None)
     return base, messages
 
 

@@ -159,7 +159,7 @@ class PlanOutcome:
 def model_spec(m: ModelOverride) -> ModelSpec:
     """A ``[[models]]`` entry as a registry model; its prices, when it gives the input price, else
     the built-in model's of that name."""
-    fields = m.model_dump()
+    fields = msgspec.structs.asdict(m)
     price = {k: fields.pop(k) for k in ("input_price", "output_price", "cache_read_price", "cache_write_price")}
     prices = PRICES.get(m.name)
     if price["input_price"] is not None:

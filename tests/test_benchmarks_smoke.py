@@ -169,6 +169,8 @@ def test_lsp_plan_latency_prints_its_table(tmp_path: Path) -> None:
     assert "| all (8 questions) | 16 |" in out, out
     assert "| after an edit (3 plans, each after a re-index) | 3 |" in out, out
     assert "session: 1 pins, 2 turns" in out and "server CPU per plan" in out and "load average" in out
+    memory = re.search(r"resident memory: (\d+) MB once started .*, (\d+) MB after the plans; peak (\d+) MB", out)
+    assert memory and 0 < int(memory.group(1)) <= int(memory.group(3)), out
 
 
 def test_long_session_prints_its_table() -> None:

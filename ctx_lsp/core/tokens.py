@@ -13,6 +13,7 @@ anyway and tokenizing megabytes costs seconds and hundreds of MB of memory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -59,13 +60,23 @@ def _is_cached_locally(encoding: str) -> bool:
 def _load(encoding: str, allow_download: bool) -> tiktoken.Encoding | None:
     offline = _OFFLINE_NAMES.get(encoding)
     if offline is not None:
-        return tiktoken.get_encoding(offline)
+        return _without_ranks_copy(tiktoken.get_encoding(offline))
     if not (allow_download or _is_cached_locally(encoding)):
         return None
     try:
-        return tiktoken.get_encoding(encoding)
+        return _without_ranks_copy(tiktoken.get_encoding(encoding))
     except Exception:  # network refused, corrupt cache, unknown name: fall back, never fail
         return None
+
+
+def _without_ranks_copy(enc: tiktoken.Encoding) -> tiktoken.Encoding:
+    """An encoding keeps a Python copy of its ranks (cl100k's 100k: 14 MB resident in every
+    long-running face) only to be pickled; encoding and decoding use the native ones. Nothing
+    here pickles an encoding, so the copy goes: whatever used it would fail loudly, not count
+    wrong (``tests/test_tokens.py`` counts against a whole encoding)."""
+    with contextlib.suppress(AttributeError):  # gone already: the encoding is shared
+        del enc._mergeable_ranks
+    return enc
 
 
 class TokenCounter:

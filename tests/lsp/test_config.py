@@ -75,3 +75,27 @@ def test_an_editor_table_of_settings_is_merged_key_by_key(tmp_path: Path) -> Non
     assert messages == []
     assert merged.gateway.listen == "127.0.0.1:8788"
     assert merged.gateway.token == "from-the-file" and merged.gateway.openai_upstream == "http://127.0.0.1:9/v1"
+
+
+def test_each_bad_setting_is_named_and_the_good_ones_stay(tmp_path: Path) -> None:
+    """Settings come in snake_case (ctx.toml) or camelCase (editors), however deep; every bad one
+    is named where it is, keeps its current value, and the rest apply."""
+    from ctx_lsp.config import validate
+
+    raw = {
+        "mode": "heavy",
+        "safetyBuffer": -1,
+        "colour": "blue",
+        "shares": {"system": 0.9},
+        "models": [{"name": "local-7b", "contextLength": 32_000, "maxOutput": 2_048, "inputPrice": 0.5}],
+        "gateway": {"reviewTimeout": 0},
+        "retrievalLimit": "300",  # a number written as text, as some editors' settings UIs send it
+    }
+    config, messages = validate(raw, "ctx.toml")
+    assert config.mode == "heavy" and config.retrieval_limit == 300
+    assert config.models[0].context_length == 32_000 and config.models[0].input_price == 0.5
+    assert config.safety_buffer == 2_048 and config.shares.system == 0.15 and config.gateway.review_timeout == 120
+    assert sorted(m.split(": ")[1] for m in messages) == ["colour", "gateway.review_timeout", "safety_buffer", "shares"]
+    assert all(m.startswith("ctx.toml: ") and m.endswith("(using the default)") for m in messages)
+    assert "section shares must add up to 1.0, got 1.75" in " ".join(messages)
+    assert "colour: unknown setting" in " ".join(messages)
