@@ -23,7 +23,8 @@ over the same inputs (no retrieval, nothing read), with the core count and the l
 (the machine is shared: compare runs made back to back); then where the retrieval of a
 first-sight plan and of a plan after a save goes (the engine's own timings): search (FTS5 or
 the postings, and the hits' heads and fields), rank, items (the offered symbols read and made
-into cards and bodies). Target (issue 18): a warm plan of sympy ≤ 15 ms.
+into cards and bodies); and the process's resident memory after all of them. Target (issue 18):
+a warm plan of sympy ≤ 15 ms.
 """
 
 from __future__ import annotations
@@ -186,6 +187,8 @@ def main() -> int:
             print("\n".join(split))
         if notes:
             print("\n" + "\n".join(notes))
+        # what plans keep (items, rows, searches) is capped: this stays put however long a face runs
+        print(f"resident memory after the plans above: {_rss_mb():.0f} MB")
         print(f"\ncores: {os.cpu_count()}; load average before / after (1, 5, 15 min): {load_before} / {_loadavg()}")
     finally:
         engine.close()

@@ -62,6 +62,9 @@ MASKED_CACHE_TEXTS = 256  # texts whose masked form ``mask_text`` remembers
 UNKNOWN_MODEL_CALIBRATION = 1.5  # Roo Code's factor for models it cannot count exactly
 RAG_QUERY_CHARS = 8_000
 RETRIEVALS_KEPT = 32  # candidate lists (hundreds of items each) kept while the index is unchanged
+# symbols whose card and body are kept (across saves too), the least recently used going first:
+# a new question on sympy finds a third of its symbols made already (by 800 questions, ~45 MB)
+ITEMS_KEPT = 20_000
 
 
 class UserError(ValueError):
@@ -475,7 +478,7 @@ class Engine:
             cal,
             fill=fill,
             load=self.index.symbols_by_id,
-            memo=self.index.memo("items", lasting=True),
+            memo=self.index.memo("items", ITEMS_KEPT, lasting=True),
         )
 
     def _ranked(

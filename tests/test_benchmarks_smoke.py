@@ -156,6 +156,7 @@ def test_warm_plan_prints_its_table(tmp_path: Path) -> None:
     # split by the engine's own timings: each stage took some time, also after a save emptied the memo
     assert "| mode | plans | search | rank | items |" in out, out
     assert re.search(r"^light: each save's re-index \(postings followed\) took [\d.]+ ms median", out, re.M), out
+    assert re.search(r"^resident memory after the plans above: \d+ MB$", out, re.M), out
     split = out.split("| mode | plans | search")[1]
     for kind in ("first sight", "after a save"):
         stages = re.search(rf"^\| light \| {kind} \| (.*) \|$", split, re.M)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ctx_lsp import engine as engine_module
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Item, Message
-from ctx_lsp.engine import BudgetOverrides, Engine, Focus, PlanRequest
+from ctx_lsp.engine import ITEMS_KEPT, RETRIEVALS_KEPT, BudgetOverrides, Engine, Focus, PlanRequest
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
 from tests.workspaces import copy_sample, make_index_again
@@ -368,15 +369,39 @@ def test_prompt_items_outlast_a_save_and_show_the_saved_code(ws: Path) -> None:
         path = ws / "shop" / "reports.py"
         path.write_text(REPORTS.replace("grand = sum(totals)", "grand = sum(totals) + 1"), encoding="utf-8")
         engine.index.update_file("shop/reports.py", path.read_bytes())
-        memo = engine.index.memo("items", lasting=True)
+        memo = engine.index.memo("items", ITEMS_KEPT, lasting=True)
         assert any(key[0] == kept_id for key in memo)  # the save left the other file's rows, and their items
         after = bodies()
         assert "sum(totals) + 1" in after["shop.reports.monthly_report"].text and "sum(totals) + 1" not in report.text
         assert after["shop.billing.invoice.calculate_invoice_total"].text == total.text
         make_index_again(ws)  # another process, another schema: ids start over, so does the memo
-        assert engine.index.memo("items", lasting=True) == {}
+        assert engine.index.memo("items", ITEMS_KEPT, lasting=True) == {}
         again = bodies()
         assert again["shop.reports.monthly_report"].text == after["shop.reports.monthly_report"].text
+    finally:
+        engine.close()
+
+
+def test_a_full_items_memo_lets_the_least_recently_used_go(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prompt items are kept for many questions (a new one finds many of its symbols made); when
+    the memo is full, what was used least recently goes, not everything."""
+    engine = Engine(ws)
+    engine.refresh_index()
+    try:
+        kept = engine.index.memo("items", 3, lasting=True)
+        for key in ("a", "b", "c"):
+            kept[key] = key
+        assert kept["a"] == "a"  # read: recent again
+        kept["d"] = "d"
+        assert list(kept) == ["c", "a", "d"]
+        assert engine.index.memo("items", 3, lasting=True) is kept
+        # a plan offering more symbols than the memo keeps still gets every one of them
+        query = PlanRequest(query="calculate_invoice_total in the monthly report", mode="heavy")
+        wanted = engine.plan(query).inputs.candidates
+        kept.clear()
+        engine.index.memo("retrieved", RETRIEVALS_KEPT).clear()  # asked again: made again, not recalled
+        monkeypatch.setattr(engine_module, "ITEMS_KEPT", 3)
+        assert len(wanted) > 6 and engine.plan(query).inputs.candidates == wanted
     finally:
         engine.close()
 

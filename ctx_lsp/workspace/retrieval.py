@@ -548,7 +548,14 @@ def _forms(
     """Card and body of each symbol (by row id), made once per ``memo``."""
     memo = {} if memo is None else memo
     keys = {sym.id: (sym.id, calibration) for sym in symbols}
-    missing = [sym for sym in symbols if keys[sym.id] not in memo]
+    made: dict[int, Forms | None] = {}
+    missing = []
+    for sym in symbols:  # what is kept is read before anything is added (a full memo drops its oldest)
+        key = keys[sym.id]
+        if key in memo:
+            made[sym.id] = memo[key]
+        else:
+            missing.append(sym)
     if missing:
         rows: dict[int, SymbolRow] = {s.id: s for s in missing if hasattr(s, "body")}  # type: ignore[misc]
         heads = [s.id for s in missing if s.id not in rows]
@@ -558,9 +565,9 @@ def _forms(
             rows.update(load(heads))
         for sym in missing:
             row = rows.get(sym.id)
-            memo[keys[sym.id]] = (
+            made[sym.id] = memo[keys[sym.id]] = (
                 None
                 if row is None
                 else (card_item(row, calibration), body_item(row, calibration) if row.body else None)
             )
-    return {i: found for i, key in keys.items() if (found := memo[key]) is not None}
+    return {i: found for i, found in made.items() if found is not None}

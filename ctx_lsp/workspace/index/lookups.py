@@ -9,6 +9,10 @@ import msgspec
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol, select_in
 
+# Whole rows (their texts too) kept by qualname and by id: read to make prompt items, which the
+# engine keeps instead (``ITEMS_KEPT``), and graph neighbours, a few dozen a question.
+ROWS_KEPT = 2_000
+
 
 class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
     """Totals of the index: ``tokens`` is the token count of all indexed files."""
@@ -37,7 +41,7 @@ def get(db: IndexDb, qualname: str) -> IndexedSymbol | None:
 
 
 def get_many(db: IndexDb, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
-    known = memo.table(db, "by_name")  # qualname → symbol, or None: no such symbol
+    known = memo.table(db, "by_name", ROWS_KEPT)  # qualname → symbol, or None: no such symbol
     wanted = set(qualnames)
     missing = wanted - known.keys()
     if missing:
@@ -53,7 +57,7 @@ def get_many(db: IndexDb, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
 
 def symbols_by_id(db: IndexDb, ids: Iterable[int]) -> dict[int, IndexedSymbol]:
     """Stored symbols by row id (the ids of search hits), those that still exist."""
-    known = memo.table(db, "by_id")
+    known = memo.table(db, "by_id", ROWS_KEPT)
     wanted = set(ids)
     missing = wanted - known.keys()
     if missing:

@@ -18,6 +18,7 @@ replaced, not of every symbol offered (on sympy: half the cost of that re-plan).
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from typing import Any
 
 from ctx_lsp.workspace.index.db import IndexDb
@@ -28,7 +29,8 @@ MAX_ENTRIES = 20_000  # per kind of read: a table that grows past its limit star
 def table(db: IndexDb, name: str, limit: int = MAX_ENTRIES, *, lasting: bool = False) -> dict[Any, Any]:
     """This thread's memo of reads called ``name``, valid for the database as it is now, with at
     most about ``limit`` entries (a table of whole results, each of hundreds of rows, keeps
-    fewer). ``lasting``: for what is keyed by row id, valid while the index is not made again."""
+    fewer). ``lasting``: for what is keyed by row id, valid while the index is not made again,
+    and ``Recent``: read an entry with ``[]`` to keep it."""
     local = db.local
     conn = db.reader()
     version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -43,8 +45,33 @@ def table(db: IndexDb, name: str, limit: int = MAX_ENTRIES, *, lasting: bool = F
         if kept is None or made is None or kept[0] != made:
             local.lasting = (made, {})
     if lasting:
-        state = local.lasting
+        found = local.lasting[1].get(name)
+        if found is None:
+            found = local.lasting[1][name] = Recent(limit)
+        found.limit = limit
+        return found
     found = state[1].get(name)
     if found is None or len(found) >= limit:
         found = state[1][name] = {}
     return found
+
+
+class Recent(OrderedDict):
+    """A lasting table: at most ``limit`` entries, the least recently read or written going
+    first. Emptying it whole when full, as the other tables are, would also drop what every
+    question meets (on sympy, a new question finds a third of its symbols made already)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __getitem__(self, key: Any) -> Any:
+        value = super().__getitem__(key)
+        self.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        if len(self) > self.limit:
+            self.popitem(last=False)
