@@ -11,7 +11,8 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 from msgspec import Meta, field
@@ -153,7 +154,28 @@ def _problem(err: msgspec.ValidationError) -> tuple[str, str]:
     unknown = _UNKNOWN.match(problem)
     if unknown:
         return ".".join(p for p in (where, unknown.group(1)) if p), "unknown setting"
+    if problem.startswith("Invalid enum value"):  # msgspec does not say which values are
+        choices = _choices(where)
+        if choices:
+            problem += f"; expected one of {', '.join(repr(c) for c in choices)}"
     return where or "(top level)", problem
+
+
+def _choices(where: str) -> tuple[Any, ...]:
+    """The values the setting at ``where`` (``gateway.mode``, ``models[0].encoding``) may take."""
+    kind: Any = CtxConfig
+    for name in re.sub(r"\[\d+\]", "", where).split("."):
+        if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+            return ()
+        kind = _inner(next((f.type for f in msgspec.structs.fields(kind) if f.name == name), None))
+    return get_args(kind) if get_origin(kind) is Literal else ()
+
+
+def _inner(kind: Any) -> Any:
+    """A type without what wraps it: ``Annotated``, ``| None``, ``tuple[X, ...]``."""
+    while get_origin(kind) in (Annotated, UnionType, Union, tuple):
+        kind = next(a for a in get_args(kind) if a is not type(None) and a is not Ellipsis)
+    return kind
 
 
 def _snake(key: str) -> str:

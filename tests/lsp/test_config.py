@@ -99,3 +99,7 @@ def test_each_bad_setting_is_named_and_the_good_ones_stay(tmp_path: Path) -> Non
     assert all(m.startswith("ctx.toml: ") and m.endswith("(using the default)") for m in messages)
     assert "section shares must add up to 1.0, got 1.75" in " ".join(messages)
     assert "colour: unknown setting" in " ".join(messages)
+    _, messages = validate({"gateway": {"mode": "fast"}}, "ctx.toml")
+    assert messages == [
+        "ctx.toml: gateway.mode: Invalid enum value 'fast'; expected one of 'off', 'light', 'heavy' (using the default)"
+    ]
