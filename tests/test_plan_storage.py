@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from ctx_lsp.core import planner
 from ctx_lsp.core.items import PlanInput
 from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.memory.store import MemoryStore
@@ -106,3 +107,36 @@ def test_flush_writes_a_plan_kept_after_the_reply(core: SessionEngine, tmp_path:
     assert raw(tmp_path).execute("SELECT id FROM plans").fetchall() == [(out.result.plan.plan_id,)]
     identical, _ = core.replay(out.result.plan.plan_id)
     assert identical
+
+
+def test_a_plan_kept_under_the_previous_planner_version_still_replays_identical(core: SessionEngine, tmp_path: Path):
+    """Version 2 names a symbol's code in the plan id by the item's id; a plan kept before it
+    (version 1 hashed every text) is planned again under its own version: same id, same bytes."""
+    out = plan(core, QUERIES[0])
+    old = planner.plan(out.inputs, version="1")
+    assert old.plan.plan_id != out.result.plan.plan_id
+    db = raw(tmp_path)
+    with db:  # the row as version 1 kept it
+        db.execute(
+            "UPDATE plans SET id = ?, plan = ? WHERE id = ?",
+            (old.plan.plan_id, zlib.compress(msgspec.json.encode(old.plan), 1), out.result.plan.plan_id),
+        )
+    other = SessionEngine(Engine(core.engine.root), MemoryStore(tmp_path / "memory.sqlite3"))
+    try:
+        identical, result = other.replay(old.plan.plan_id)
+        assert identical and result.plan == old.plan
+        assert other.outcome("s", old.plan.plan_id).result.plan.plan_id == old.plan.plan_id
+    finally:
+        other.close()
+
+
+def test_the_plan_id_still_names_every_input_of_a_symbols_code(core: SessionEngine):
+    """Without hashing their texts, a card's or body's code is in the plan id by its item id, its
+    place and everything else it carries."""
+    inputs = plan(core, QUERIES[0]).inputs
+    body = next(i for i, c in enumerate(inputs.candidates) if c.kind == "symbol_body")
+    base = planner.plan_id_for(inputs)
+    for change in ({"id": "body:x@000000000000"}, {"range": None}, {"path": "elsewhere.py"}, {"tokens": 1}):
+        candidates = list(inputs.candidates)
+        candidates[body] = msgspec.structs.replace(candidates[body], **change)
+        assert planner.plan_id_for(msgspec.structs.replace(inputs, candidates=tuple(candidates))) != base, change

@@ -21,6 +21,7 @@ from ctx_lsp.core.budget import allocate
 from ctx_lsp.core.items import (
     SECTIONS,
     SYMBOL_BODY,
+    SYMBOL_CARD,
     TOOL_EPISODE,
     TOUCHPOINT,
     ContextOverflow,
@@ -38,7 +39,13 @@ from ctx_lsp.core.items import (
 from ctx_lsp.core.pins import pin_state
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
 
-PLANNER_VERSION = "1"
+PLANNER_VERSION = "2"
+# Version 1 hashed every candidate's text into the plan id. Version 2 names a symbol's card or
+# body by its id, a digest of its code, and by its place (path, range, qualname: the body's
+# header), so a heavy plan no longer hashes ~900 kB of code a second time (1.8 -> 1.0 ms).
+# A plan kept under an earlier version is planned again under that version (``replanned``).
+PLANNER_VERSIONS = ("2", "1")
+_NAMED_BY_ID = frozenset({SYMBOL_CARD, SYMBOL_BODY})
 # Two container messages at most (the system block and the context block), the context block's
 # one-line header (render.CONTEXT_HEADER, 16 tokens in cl100k; a test keeps it within this
 # allowance) and reply priming.
@@ -89,13 +96,30 @@ class _Ledger:
         self.excluded[item.section].append((item, reason, detail, pin))
 
 
-def plan_id_for(inp: PlanInput) -> str:
-    digest = hashlib.sha256(PLANNER_VERSION.encode() + msgspec.msgpack.encode(inp)).hexdigest()
+def plan_id_for(inp: PlanInput, version: str = PLANNER_VERSION) -> str:
+    """A digest of every input (see ``PLANNER_VERSION`` for how a symbol's code is in it)."""
+    if version != "1":
+        replace = msgspec.structs.replace
+        named = tuple(replace(c, text="") if c.kind in _NAMED_BY_ID else c for c in inp.candidates)
+        inp = replace(inp, candidates=named)
+    digest = hashlib.sha256(version.encode() + msgspec.msgpack.encode(inp)).hexdigest()
     return f"plan-{digest[:20]}"
 
 
-def plan(inp: PlanInput) -> PlanResult:
-    """Select items for one model call under the prompt budget, explaining every decision."""
+def replanned(inp: PlanInput, plan_id: str) -> PlanResult:
+    """The plan ``plan_id`` made again from its inputs, under the planner version that gave it
+    that id (the current one; else an earlier one, for a plan kept before an upgrade)."""
+    result = plan(inp)
+    if result.plan.plan_id != plan_id:
+        for version in PLANNER_VERSIONS[1:]:
+            if plan_id_for(inp, version) == plan_id:
+                return plan(inp, version)
+    return result
+
+
+def plan(inp: PlanInput, version: str = PLANNER_VERSION) -> PlanResult:
+    """Select items for one model call under the prompt budget, explaining every decision
+    (``version``: whose plan id it gets)."""
     prompt_budget = inp.budget.prompt_budget
     if prompt_budget <= 0:
         raise InvalidBudget(
@@ -153,7 +177,7 @@ def plan(inp: PlanInput) -> PlanResult:
         ledger.included[s] = base[s] + chosen
         ledger.excluded[s].extend(excluded)
 
-    return _assemble(inp, ledger, budgets, prompt_budget, latest_user_id)
+    return _assemble(inp, ledger, budgets, prompt_budget, latest_user_id, version)
 
 
 def _fill_sections(fills, budgets: dict[Section, int], floors: dict[Section, int], fixed: set[Section]):
@@ -695,6 +719,7 @@ def _assemble(
     budgets: dict[Section, int],
     prompt_budget: int,
     latest_user_id: str | None,
+    version: str,
 ) -> PlanResult:
     # conversation in chronological order, the summary first
     position = {atom.id: n for n, atom in enumerate(a for turn in inp.conversation.turns for a in turn.atoms)}
@@ -714,7 +739,7 @@ def _assemble(
     )
     item_tokens = sum(c.tokens for c in chosen)
     plan_ = ContextPlan(
-        plan_id=plan_id_for(inp),
+        plan_id=plan_id_for(inp, version),
         model=inp.model,
         mode=inp.mode,
         context_length=inp.budget.context_length,

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ctx_lsp.core.items import PlanItem
-from ctx_lsp.core.planner import PlanResult, plan
+from ctx_lsp.core.planner import PlanResult, replanned
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import PlanOutcome
 from ctx_lsp.memory.store import SessionRecord
@@ -86,14 +86,14 @@ class Plans:
         row = self._row(plan_id)
         inputs = self.shared.store.plan_inputs(row)
         counter = counter_for(inputs.estimator.encoding)
-        outcome = PlanOutcome(result=plan(inputs), inputs=inputs, counter=counter, timings_ms={})
+        outcome = PlanOutcome(result=replanned(inputs, plan_id), inputs=inputs, counter=counter, timings_ms={})
         self._remember(outcome)
         return outcome
 
     def replay(self, plan_id: str) -> tuple[bool, PlanResult]:
         """Rebuild a stored plan from its stored inputs: same id and same bytes?"""
         row = self._row(plan_id)
-        result = plan(self.shared.store.plan_inputs(row))
+        result = replanned(self.shared.store.plan_inputs(row), plan_id)
         identical = result.plan.plan_id == plan_id and msgspec.json.encode(result.plan) == row["plan"]
         return identical, result
 
