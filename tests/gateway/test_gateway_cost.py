@@ -81,3 +81,16 @@ async def test_savings_from_a_shrunk_tool_output_buy_the_next_turn_its_context(t
     assert STABLE_HEADER not in shrunk and CONTEXT_HEADER not in shrunk
     assert CONTEXT_HEADER in body and "shop/inventory.py" in body
     assert any(i.reason == "relevant" for i in plan.included)
+
+
+def test_the_repeated_share_of_a_request_is_its_first_difference() -> None:
+    """Sending direct, a provider caches what a request repeats of the previous one: the bytes
+    before the first difference, wherever it falls (inside or at the edge of a compared block)."""
+    from ctx_lsp.gateway.direct import PREFIX_BLOCK, shared_prefix
+
+    body = bytes(range(256)) * (3 * PREFIX_BLOCK // 256)
+    for at in (0, 1, PREFIX_BLOCK - 1, PREFIX_BLOCK, PREFIX_BLOCK + 1, 2 * PREFIX_BLOCK + 77, len(body) - 1):
+        changed = body[:at] + bytes([(body[at] + 1) % 256]) + body[at + 1 :]
+        assert shared_prefix(body, changed) == shared_prefix(changed, body) == at
+    assert shared_prefix(body, body + b"more") == len(body)  # a longer request: all of this one repeats
+    assert shared_prefix(body, body[:1000]) == 1000 and shared_prefix(b"", body) == 0
