@@ -135,6 +135,30 @@ def test_recursion_and_errors_inside_jedi_give_no_answer(ws: Path, monkeypatch: 
     assert resolve_at(ws, "shop/storage.py", None, 0, 0) is None
 
 
+def test_a_cache_file_read_while_another_process_writes_it_is_read_again(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """parso keeps parsed modules on disk, written in place: a second process (another server,
+    a test worker) may read one half written. That read is tried again, once."""
+    real = resolve._goto
+    calls: list[int] = []
+
+    def half_written_once(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise EOFError("Ran out of input")
+        return real(*args)
+
+    monkeypatch.setattr(resolve, "DEFAULT_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(resolve, "_goto", half_written_once)
+    text = (ws / "shop/warehouse.py").read_text()
+    line, col = position(text, "depot.add_product", offset=8)
+    assert resolve_at(ws, "shop/warehouse.py", None, line, col) == "shop.warehouse.Warehouse.add_product"
+    assert len(calls) == 2
+    monkeypatch.setattr(resolve, "_goto", lambda *a: (_ for _ in ()).throw(EOFError("Ran out of input")))
+    assert resolve_at(ws, "shop/warehouse.py", None, line, col) is None  # twice: no answer, no crash
+
+
 def test_session_engine_pins_the_attribute_jedi_infers(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(resolve, "DEFAULT_TIMEOUT_S", 30.0)  # jedi's answer, however loaded the machine
     engine = Engine(ws)

@@ -11,12 +11,15 @@ out keeps its thread until jedi returns, and later calls wait for it within thei
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
+import time
 from pathlib import Path
 
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.parse import module_name_for
 
+_REREAD_AFTER_S = 0.05  # a module's cache file is written in a few ms
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 1.0
@@ -116,7 +119,17 @@ def resolve_at(
 
     def run() -> None:
         try:
-            result[0] = _goto(root, rel, text, line, column)
+            for attempt in range(2):
+                try:
+                    result[0] = _goto(root, rel, text, line, column)
+                except (EOFError, pickle.UnpicklingError):
+                    # parso read its disk cache of a module while another process (a second
+                    # server, a test worker) was writing it: by now it is whole, or made again
+                    if attempt:
+                        raise
+                    time.sleep(_REREAD_AFTER_S)
+                    continue
+                break
         except RecursionError:
             log.info("jedi recursed too deep resolving %s:%d:%d", rel, line + 1, column + 1)
         except Exception as err:  # jedi on half-typed code: no answer, not a crash
