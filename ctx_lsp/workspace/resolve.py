@@ -10,17 +10,19 @@ out keeps its thread until jedi returns, and later calls wait for it within thei
 
 from __future__ import annotations
 
+import atexit
 import logging
 import pickle
+import shutil
+import tempfile
 import threading
-import time
 from pathlib import Path
 
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.parse import module_name_for
 
-_REREAD_AFTER_S = 0.05  # a module's cache file is written in a few ms
 log = logging.getLogger(__name__)
+_own_cache: str | None = None  # parso's disk cache of this process alone, once it needed one
 
 DEFAULT_TIMEOUT_S = 1.0
 _JEDI_LOCK = threading.Lock()  # one jedi run at a time
@@ -67,6 +69,21 @@ def _qualname(root: Path, name) -> str | None:
         if jedi_module and full.startswith(jedi_module + "."):
             return module + full[len(jedi_module) :]
     return full
+
+
+def _own_parse_cache() -> None:
+    """parso keeps parsed modules on disk, shared by every process, each file written in place:
+    one was read half written by another process (a second server, a test worker) or cut short
+    by one killed while writing. From now on this process keeps its own."""
+    import jedi
+
+    global _own_cache
+    if _own_cache is not None and jedi.settings.cache_directory == _own_cache:
+        return
+    _own_cache = tempfile.mkdtemp(prefix="ctx-lsp-parso-")
+    atexit.register(shutil.rmtree, _own_cache, True)
+    log.info("parso's shared cache held a module it could not read; this process keeps its own in %s", _own_cache)
+    jedi.settings.cache_directory = _own_cache
 
 
 def _goto(root: Path, rel: str, text: str, line: int, column: int) -> str | None:
@@ -123,11 +140,9 @@ def resolve_at(
                 try:
                     result[0] = _goto(root, rel, text, line, column)
                 except (EOFError, pickle.UnpicklingError):
-                    # parso read its disk cache of a module while another process (a second
-                    # server, a test worker) was writing it: by now it is whole, or made again
                     if attempt:
                         raise
-                    time.sleep(_REREAD_AFTER_S)
+                    _own_parse_cache()
                     continue
                 break
         except RecursionError:
