@@ -152,7 +152,7 @@ def test_a_cache_file_cut_short_by_another_process_is_not_read_again(
     text = (ws / "shop/warehouse.py").read_text()
     line, col = position(text, "depot.add_product", offset=8)
     assert resolve_at(ws, "shop/warehouse.py", None, line, col) == "shop.warehouse.Warehouse.add_product"
-    cut = [p for p in shared.rglob("*.pkl")]
+    cut = list(shared.rglob("*.pkl"))
     assert cut  # the shared cache holds the modules parsed
     for p in cut:
         p.write_bytes(b"")  # as a writer killed at the start of its write leaves it

@@ -31,7 +31,7 @@ from ctx_lsp.server import convert, replan
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
 
-if TYPE_CHECKING:  # aiohttp (~23 MB resident) is loaded only by a server that runs the gateway
+if TYPE_CHECKING:  # aiohttp (10 MB resident) is loaded only by a server that runs the gateway
     from ctx_lsp.gateway.proxy import Gateway
 
 log = logging.getLogger("ctx_lsp.server")

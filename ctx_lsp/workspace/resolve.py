@@ -136,15 +136,11 @@ def resolve_at(
 
     def run() -> None:
         try:
-            for attempt in range(2):
-                try:
-                    result[0] = _goto(root, rel, text, line, column)
-                except (EOFError, pickle.UnpicklingError):
-                    if attempt:
-                        raise
-                    _own_parse_cache()
-                    continue
-                break
+            try:
+                result[0] = _goto(root, rel, text, line, column)
+            except (EOFError, pickle.UnpicklingError):  # a module in parso's shared cache it cannot read
+                _own_parse_cache()
+                result[0] = _goto(root, rel, text, line, column)
         except RecursionError:
             log.info("jedi recursed too deep resolving %s:%d:%d", rel, line + 1, column + 1)
         except Exception as err:  # jedi on half-typed code: no answer, not a crash

@@ -90,7 +90,7 @@ def _listening(port: int) -> bool:
 
 
 def test_a_server_without_a_gateway_never_loads_the_http_stack() -> None:
-    """aiohttp is ~23 MB of a language server's resident memory: only `gateway.listen` loads it."""
+    """aiohttp is 10 MB of a language server's resident memory: only `gateway.listen` loads it."""
     probe = "import sys, ctx_lsp.server.app; print(sorted(m for m in sys.modules if m.startswith('aiohttp')))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
