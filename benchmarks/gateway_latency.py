@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
 from index_speed import DATA, _loadavg, generate  # noqa: E402
-from lsp_client import cpu_seconds  # noqa: E402
+from lsp_client import cpu_seconds, status_mb  # noqa: E402
 
 from tests.gateway.fake_upstream import FakeUpstream, Reply, _common_prefix, cacheable  # noqa: E402
 
@@ -171,13 +171,6 @@ def timed_stream(url: str, body: bytes) -> tuple[float, float, int]:
     return (first or end) - t0, end - t0, chunks
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workspace", nargs="?", type=Path)
@@ -215,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 previous, prev_body = key, body
             cpu_ms = (cpu_seconds(proc.pid) - cpu0) * 1000 / len(bodies)
             sizes = [len(cacheable("messages", r.json)) // 4 for r in up.model_requests[::2]]
-            rss = rss_mb(proc.pid)
+            rss = status_mb(proc.pid)
             # streaming: one long reply, through vs straight
             words = " ".join(f"w{n}" for n in range(args.chunks))
             small = json.dumps({**bodies[0], "messages": bodies[0]["messages"][:1]}).encode()

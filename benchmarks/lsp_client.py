@@ -20,6 +20,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def status_mb(pid: int, key: str = "VmRSS:") -> float:
+    """A memory line of a process's ``/proc/PID/status`` (``VmRSS:`` now, ``VmHWM:`` its peak),
+    in MB; NaN where there is none."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def cpu_ns(pid: int) -> int | None:
     """CPU time all of a process's threads have used, in nanoseconds (Linux schedstat): precise
     enough to time one request, where ``cpu_seconds`` counts in clock ticks. None without it."""
@@ -128,17 +137,11 @@ class StdioClient:
 
     def peak_rss_mb(self) -> float:
         """The server process's peak resident set size (Linux)."""
-        return self._status_mb("VmHWM:")
+        return status_mb(self.proc.pid, "VmHWM:")
 
     def rss_mb(self) -> float:
         """The server process's resident set size now (Linux)."""
-        return self._status_mb("VmRSS:")
-
-    def _status_mb(self, key: str) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        return status_mb(self.proc.pid)
 
     def wait_for(self, method: str, timeout_requests: int = 200) -> dict[str, Any]:
         """Pump messages (by sending cheap requests) until a notification arrives."""
