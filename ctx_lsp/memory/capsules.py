@@ -2,8 +2,9 @@
 
 A capsule is an orientation aid, never ground truth: the module docstring, its public API and
 its main relations (extractive), or a model's summary (llm). It is stored with a hash of the
-code it summarises, normalised through the AST so that whitespace- and comment-only edits do
-not count as changes while any code change does.
+code it summarises, normalised through the syntax tree (Python's ``ast``, tree-sitter's for the
+other languages) so that whitespace- and comment-only edits do not count as changes while any
+code change does.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ctx_lsp.memory.llm import ChatClient, LlmError
+from ctx_lsp.workspace.languages import language_of
 
 EXTRACTIVE_CONFIDENCE = 0.6
 LLM_CONFIDENCE = 0.8
 MAX_API_LINES = 25
 CAPSULE_INSTRUCTIONS = (
-    "Summarise this Python module for a developer who has not read it: its purpose, its main classes and "
+    "Summarise this module for a developer who has not read it: its purpose, its main classes and "
     "functions and how they are used, and what it depends on. At most 12 lines. Do not invent anything."
 )
 
@@ -33,9 +35,17 @@ class SymbolLike(Protocol):
     docstring: str
 
 
-def code_hash(source: str) -> str:
-    """A hash of the code's meaning: the AST without positions, so formatting and comments do
-    not matter. Source that does not parse is hashed as text (a broken file is a change)."""
+def code_hash(source: str, path: str = "") -> str:
+    """A hash of the code's meaning: the syntax tree without positions, so formatting and
+    comments do not matter. Source that does not parse is hashed as text (a broken file is a
+    change). ``path`` says the language (none: Python)."""
+    lang = language_of(path) if path else "python"
+    if lang is not None and lang != "python":
+        from ctx_lsp.workspace.languages.treesitter import syntax_digest
+
+        digest = syntax_digest(lang, source)
+        if digest is not None:
+            return digest
     try:
         normal = ast.dump(ast.parse(source), annotate_fields=False, include_attributes=False)
     except (SyntaxError, ValueError):

@@ -13,14 +13,15 @@ from ctx_lsp.server import convert
 from ctx_lsp.server.ctx_server import CtxServer
 from ctx_lsp.sessions.records import Capsule
 from ctx_lsp.workspace import watch
+from ctx_lsp.workspace.languages import language_of
 
 INDEX_DEBOUNCE_SECONDS = 0.2
 
 
 def schedule_index(ls: CtxServer, uri: str) -> None:
-    """Re-index a Python document once its edits settle (from the buffer while it is open, else
+    """Re-index a source document once its edits settle (from the buffer while it is open, else
     from disk)."""
-    if not uri.endswith(".py") or not ls.serving:
+    if language_of(uri) is None or not ls.serving:
         return
     loop = asyncio.get_running_loop()
     old = ls.pending_index.pop(uri, None)
@@ -47,7 +48,7 @@ def saved(ls: CtxServer, uri: str) -> None:
 
 def watched_files_changed(ls: CtxServer, changes: list[types.FileEvent]) -> None:
     """The client's file watcher: deleted files leave the index, the rest are re-indexed."""
-    ls.spawn(check_capsules(ls, [c.uri for c in changes if c.uri.endswith(".py")]))
+    ls.spawn(check_capsules(ls, [c.uri for c in changes if language_of(c.uri) is not None]))
     for change in changes:
         if change.type == types.FileChangeType.Deleted:
             try:

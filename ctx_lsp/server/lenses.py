@@ -1,6 +1,7 @@
-"""Code lenses: "Pin to context" above every function, class and method, "Pinned · ttl ·
-tokens" (with unpin) above pinned ones. Listing is cheap (parse only); the command is built on
-resolve, for the lenses the editor shows."""
+"""Code lenses: "Pin to context" above every function, class and method (and struct, trait,
+impl, interface … in every language the index reads), "Pinned · ttl · tokens" (with unpin)
+above pinned ones. Listing is cheap (parse only); the command is built on resolve, for the
+lenses the editor shows."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.parse import parse_module
 
 _DEF_LINE = re.compile(r"\s*(async\s+def|def|class)\s")
+# a line of comments, attributes (``#[derive]``), decorators or annotations above a definition
+_ABOVE_DEF = re.compile(r"\s*(//|/\*|\*|#\[|#!\[|@\w|$)")
+
+
+def _is_def_line(line: str, python: bool) -> bool:
+    return bool(_DEF_LINE.match(line)) if python else not _ABOVE_DEF.match(line)
 
 
 def lenses(ls: CtxServer, uri: str) -> list[types.CodeLens] | None:
@@ -25,14 +32,19 @@ def lenses(ls: CtxServer, uri: str) -> list[types.CodeLens] | None:
             text = read_workspace_text(ls.sessions.engine.root, rel)
     except (JsonRpcException, PathRefused, OSError):
         return None
-    parsed = parse_module(rel, text)
+    parsed = parse_module(rel, text, root=str(ls.sessions.engine.root))
     lines = text.splitlines()
+    python = parsed.language == "python"
     out = []
     for sym in parsed.symbols:
         if sym.kind in ("class", "function", "method"):
-            # on the def/class line itself, below decorators (which may span several lines)
+            # on the definition's own line, below decorators, attributes and doc comments
             line = next(
-                (n for n in range(sym.start_line, min(sym.end_line, len(lines) - 1) + 1) if _DEF_LINE.match(lines[n])),
+                (
+                    n
+                    for n in range(sym.start_line, min(sym.end_line, len(lines) - 1) + 1)
+                    if _is_def_line(lines[n], python)
+                ),
                 sym.start_line,
             )
             rng = types.Range(types.Position(line, 0), types.Position(line, 0))

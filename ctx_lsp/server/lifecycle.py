@@ -22,12 +22,15 @@ from ctx_lsp.server import documents, gateway
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
 from ctx_lsp.sessions import SessionEngine
+from ctx_lsp.workspace.languages import SOURCE_SUFFIXES
 from ctx_lsp.workspace.watch import drained
 
 log = logging.getLogger("ctx_lsp.server")
 EXIT_GRACE_SECONDS = 2.0
 CONFIGURATION_TIMEOUT_SECONDS = 5
 SHUTDOWN_TIMEOUT_SECONDS = 10
+# every extension the index reads: ``**/*.{py,rs,ts,…}``
+SOURCE_GLOB = "**/*.{" + ",".join(sorted(e[1:] for e in SOURCE_SUFFIXES)) + "}"
 
 
 def _root_of(params: types.InitializeParams) -> Path:
@@ -116,10 +119,10 @@ async def _register_watchers(ls: CtxServer) -> None:
             types.RegistrationParams(
                 registrations=[
                     types.Registration(
-                        id="ctx-watch-python",
+                        id="ctx-watch-source",
                         method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                         register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                            watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")]
+                            watchers=[types.FileSystemWatcher(glob_pattern=SOURCE_GLOB)]
                         ),
                     )
                 ]

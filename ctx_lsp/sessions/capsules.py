@@ -79,7 +79,7 @@ class Capsules:
                 raise NotFound(f"cannot read {rel}: {err.strerror or err}") from None
             symbols = index.symbols_in(rel)
             if not symbols:
-                raise NotFound(f"{rel} is not an indexed Python module")
+                raise NotFound(f"{rel} is not an indexed source file")
             module = next((s.qualname for s in symbols if s.kind == "module"), rel)
             imports = [t for _, t in index.imports_of(rel) if index.get(t) is not None]
             text, source_kind, confidence, _note = make_capsule(
@@ -93,7 +93,7 @@ class Capsules:
                 count=count,
                 window=config.llm.context_length,
             )
-            self.shared.store.put_capsule(rel, module, text, code_hash(source), source_kind, confidence)
+            self.shared.store.put_capsule(rel, module, text, code_hash(source, rel), source_kind, confidence)
         return self.capsules()
 
     def ensure(self) -> None:
@@ -110,5 +110,5 @@ class Capsules:
                 text = read_workspace_text(self.shared.engine.root, rel)
             except (OSError, PathRefused):
                 text = None
-        became = self.shared.store.check_capsule(rel, code_hash(text) if text is not None else None)
+        became = self.shared.store.check_capsule(rel, code_hash(text, rel) if text is not None else None)
         return [c for c in self.capsules() if c.path == rel] if became else []

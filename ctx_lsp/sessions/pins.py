@@ -17,6 +17,7 @@ from ctx_lsp.sessions.shared import NotFound, Shared, found
 from ctx_lsp.sessions.values import PinIntent, PinState
 from ctx_lsp.workspace import cards, resolve
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
+from ctx_lsp.workspace.languages import language_of
 
 if TYPE_CHECKING:
     from ctx_lsp.workspace.index import IndexedSymbol
@@ -47,7 +48,8 @@ class Pins:
         if word and not (enclosing is not None and enclosing.name == word and enclosing.start_line <= intent.line):
             sym = index.resolve_name(word, intent.path)
             root, char = self.shared.engine.root, intent.character or 0
-            if sym is None or resolve.is_attribute(root, intent.path, intent.text, intent.line, char):
+            python = language_of(intent.path) == "python"  # jedi reads Python; elsewhere the name decides
+            if python and (sym is None or resolve.is_attribute(root, intent.path, intent.text, intent.line, char)):
                 # jedi (time-limited) follows imports and infers ``obj.method``; the name lookup
                 # stays the answer when jedi has none
                 found_name = resolve.resolve_at(root, intent.path, intent.text, intent.line, char)

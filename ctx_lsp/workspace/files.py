@@ -1,8 +1,9 @@
-"""Find the workspace's Python files: fast, deterministic, and respectful of what a developer
-has excluded (VCS and tool folders, virtualenvs, build output, ``.gitignore``).
+"""Find the workspace's source files (of every language ``languages`` reads): fast,
+deterministic, and respectful of what a developer has excluded (VCS and tool folders,
+virtualenvs, build output, ``.gitignore``).
 
 One ``os.scandir`` per directory, directories pruned before descending, one ``stat`` per
-``.py`` file. Content checks (binary, encoding) read the file, so the indexer turns them off
+source file. Content checks (binary, encoding) read the file, so the indexer turns them off
 and checks the bytes it reads anyway (:func:`classify_content`).
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pathspec
 
+from ctx_lsp.workspace.languages import SOURCE_SUFFIXES, language_of
 from ctx_lsp.workspace.parse import decode_source
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -38,6 +40,17 @@ SKIP_DIR_NAMES = frozenset(
         "site-packages",
         ".eggs",
         ".direnv",
+        # other languages' tool folders and caches
+        ".cargo",
+        ".gradle",
+        ".idea",
+        ".next",
+        ".nuxt",
+        ".svelte-kit",
+        ".turbo",
+        ".parcel-cache",
+        ".yarn",
+        "bower_components",
     }
 )
 # Build output, unless the folder is itself a Python package (pip has ``operations/build/``,
@@ -54,7 +67,7 @@ NOT_UTF8 = "not_utf8"
 UNREADABLE = "unreadable"
 OUTSIDE_ROOT = "outside_root"  # a symlink whose target is outside the workspace
 IGNORED = "ignored"  # excluded by .gitignore, a tool folder, a virtualenv or build output
-NOT_PYTHON = "not_python"
+NOT_PYTHON = "not_source"  # no language we read (``languages.language_of``)
 NOT_REGULAR = "not_regular"  # a device, FIFO or socket
 
 MAX_SMALL_FILE_BYTES = 1024 * 1024  # settings, .gitignore, agent instructions: text a person wrote
@@ -204,7 +217,7 @@ def _is_inside(path: str, root: str) -> bool:
 
 @dataclass
 class WorkspaceWalker:
-    """Walks a workspace for Python files.
+    """Walks a workspace for source files.
 
     ``walk()`` returns the files sorted by ``rel``; ``skipped`` then lists what was left out
     and why. With ``check_content`` (default) every file is read to reject binary and
@@ -215,7 +228,7 @@ class WorkspaceWalker:
     check_content: bool = True
     use_gitignore: bool = True
     max_file_bytes: int = MAX_FILE_BYTES
-    suffixes: tuple[str, ...] = (".py",)
+    suffixes: tuple[str, ...] = SOURCE_SUFFIXES
     skipped: list[Skipped] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -265,7 +278,7 @@ class WorkspaceWalker:
         rel = rel.replace("\\", "/").strip("/")
         if not rel or not _is_inside(os.path.realpath(os.path.join(root, rel)), os.path.realpath(root)):
             return OUTSIDE_ROOT
-        if not rel.endswith(self.suffixes):
+        if not rel.endswith(self.suffixes) or language_of(rel) is None:
             return NOT_PYTHON
         ignores = self._base_ignores(root)
         cur, cur_rel = root, ""
@@ -310,6 +323,10 @@ class WorkspaceWalker:
             return True
         if name in _OUTPUT_NAMES:
             return not os.path.exists(os.path.join(path, "__init__.py"))
+        if name == "target":  # cargo's build output, beside its Cargo.toml or tagged as a cache
+            return os.path.exists(os.path.join(path, "CACHEDIR.TAG")) or os.path.exists(
+                os.path.join(os.path.dirname(path), "Cargo.toml")
+            )
         if name in _VENV_NAMES:
             return (
                 os.path.exists(os.path.join(path, "pyvenv.cfg"))
@@ -359,7 +376,7 @@ class WorkspaceWalker:
                 child = _Frame(entry.path, rel, ignores, os.path.join(frame.real, name))
                 (links if is_link else subdirs).append(child)
                 continue
-            if not name.endswith(self.suffixes):
+            if not name.endswith(self.suffixes) or language_of(name) is None:
                 continue
             if ignores and _ignored(ignores, rel, False):
                 continue

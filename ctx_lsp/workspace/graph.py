@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from ctx_lsp.workspace.languages import FAMILY, language_of
+
 DAMPING = 0.85
 MAX_ITERATIONS = 50
 # L1 change of the rank vector that counts as converged: ranks are used as percentiles, and at
@@ -31,6 +33,11 @@ class Resolver:
     imports (re-exports: ``pkg.Name`` where ``pkg/__init__.py`` does ``from .mod import Name``)
     and ``*`` imports; else the longest prefix that is a definition (``mod.Class.attr`` →
     ``mod.Class``: a class attribute or an attribute of a function is a reference to it).
+
+    A reference by name (``family|folder|name``, from a language tree-sitter parses: see
+    ``languages.treesitter.by_name_target``) is resolved by ``by_name``: the definitions of that
+    name in the same language family; of several, the one in the folder nearest the file that
+    uses it; a tie is left unresolved (best effort: no edge beats a wrong one).
     """
 
     def __init__(
@@ -39,11 +46,13 @@ class Resolver:
         module_paths: Mapping[str, str],
         imports: Mapping[str, Mapping[str, str]],
         stars: Mapping[str, list[str]] | None = None,
+        by_name: Mapping[str, list[tuple[str, str]]] | None = None,
     ) -> None:
         self.kinds = kinds  # qualname → kind, every indexed symbol
         self.module_paths = module_paths  # module qualname → path
         self.imports = imports  # path → {local name: target}
         self.stars = stars or {}  # path → targets of its ``from x import *``
+        self.by_name = by_name or {}  # short name → (qualname, path) of each non-module symbol
         self._memo: dict[str, str | None] = {}
 
     def resolve(self, target: str) -> str | None:
@@ -55,6 +64,8 @@ class Resolver:
         return found
 
     def _resolve(self, target: str, depth: int) -> str | None:
+        if "|" in target:
+            return self._by_name(target)
         kind = self.kinds.get(target)
         if kind is not None:
             return None if kind == "module" else target
@@ -89,6 +100,28 @@ class Resolver:
                     return prefix
             return None
         return None  # not in the workspace (stdlib, third party)
+
+
+    def _by_name(self, target: str) -> str | None:
+        family, folder, name = target.split("|", 2)
+        found: dict[str, int] = {}  # qualname → the most folder parts it shares with ``folder``
+        here = folder.split("/") if folder else []
+        for qualname, path in self.by_name.get(name, ()):
+            if FAMILY.get(language_of(path) or "") != family:
+                continue
+            parts = path.split("/")[:-1]
+            shared = 0
+            for a, b in zip(parts, here, strict=False):
+                if a != b:
+                    break
+                shared += 1
+            # the same folder is nearest; a folder below counts as near as the one above
+            found[qualname] = max(found.get(qualname, -1), shared * 2 - (len(parts) > shared))
+        if not found:
+            return None
+        best = max(found.values())
+        nearest = [q for q, s in found.items() if s == best]
+        return nearest[0] if len(nearest) == 1 else None
 
 
 def pagerank(

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ctx_lsp.workspace.languages import language_of
+
 if TYPE_CHECKING:
     from ctx_lsp.workspace.secrets import SecretMasker
 
@@ -107,6 +109,7 @@ class ParsedModule(msgspec.Struct, kw_only=True):
     # Secrets masked before parsing: (0-based line, kind). Everything above was built from the
     # masked text.
     secrets: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    language: str = "python"
 
 
 def split_lines(text: str) -> list[str]:
@@ -206,7 +209,9 @@ def _listing(names: list[str]) -> str:
     return shown + (f" (+{len(distinct) - _CARD_NAMES} more)" if len(distinct) > _CARD_NAMES else "")
 
 
-def _scan_words(text: str, extra: Iterable[str] = ()) -> tuple[str, dict[bytes, int]]:
+def _scan_words(
+    text: str, extra: Iterable[str] = (), drop: frozenset[bytes] = _DROP_BYTES
+) -> tuple[str, dict[bytes, int]]:
     """The distinct identifiers of ``text`` and the dotted name chains it uses.
 
     Identifiers: 2+ ASCII characters, no keywords, after ``extra``, in first-seen order,
@@ -222,7 +227,7 @@ def _scan_words(text: str, extra: Iterable[str] = ()) -> tuple[str, dict[bytes, 
     # A word's first occurrence is inside the first chain that contains it: the same order as
     # scanning for words directly.
     words = dict.fromkeys(b" ".join(chains).replace(b".", b" ").split())
-    for noise in _DROP_BYTES.intersection(words):
+    for noise in drop.intersection(words):
         del words[noise]
     if extra:
         words = {**dict.fromkeys(e.encode("utf-8", "surrogatepass") for e in extra), **words}
@@ -630,18 +635,28 @@ class _Builder:
 
 
 def parse_module(
-    rel: str, source: bytes | str, module: str | None = None, *, masker: SecretMasker | None = None
+    rel: str,
+    source: bytes | str,
+    module: str | None = None,
+    *,
+    masker: SecretMasker | None = None,
+    root: str | None = None,
 ) -> ParsedModule:
-    """Parse one module's source into symbols and imports.
+    """Parse one file's source into symbols and imports, in the language its extension says
+    (Python here; the others with tree-sitter: ``_parse_tree``).
 
-    ``rel`` is the workspace-relative POSIX path; ``module`` overrides the dotted module name
-    derived from it. Never raises on bad input: undecodable bytes are replaced (and flagged),
-    a syntax error returns a module with ``error`` set and no symbols.
+    ``rel`` is the workspace-relative POSIX path; ``module`` overrides the module name derived
+    from it; ``root`` is the workspace folder (a Rust file's crate is named in its
+    ``Cargo.toml``). Never raises on bad input: undecodable bytes are replaced (and flagged), a
+    file that does not parse returns a module with ``error`` set and no symbols.
 
     With a ``masker``, secrets are masked in the text before it is parsed, so every text
     derived from it (bodies, cards, signatures, docstrings, identifiers, token counts) is of
     the masked source; lines stay where they were.
     """
+    lang = language_of(rel)
+    if lang is not None and lang != "python":
+        return _parse_tree(lang, rel, source, module, masker, root)
     module = module if module is not None else module_name_for(rel)
     if isinstance(source, str):
         text, encoding, ok = source, "utf-8", True
@@ -684,4 +699,71 @@ def parse_module(
     result.refs = builder.refs()
     result.line_count = len(builder.lines)
     result.lines = builder.lines
+    return result
+
+
+# A file whose lines average this many characters is minified or generated data, not code a
+# person reads: its symbols' bodies would each repeat megabytes of one line.
+MINIFIED_LINE_CHARS = 500
+_MINIFIED_MIN_BYTES = 20_000
+
+
+def _parse_tree(
+    lang: str, rel: str, source: bytes | str, module: str | None, masker: SecretMasker | None, root: str | None
+) -> ParsedModule:
+    """``parse_module`` for a tree-sitter language (``languages.treesitter``)."""
+    from ctx_lsp.workspace.languages.modules import module_for
+    from ctx_lsp.workspace.languages.spec import load
+    from ctx_lsp.workspace.languages.treesitter import ParseFailed, build
+
+    name, prefix = module_for(lang, rel, root)
+    if module is not None:
+        name = prefix = module
+    if isinstance(source, str):
+        text, ok = source, True
+    else:
+        raw = source[3:] if source.startswith(b"\xef\xbb\xbf") else source
+        try:
+            text, ok = raw.decode("utf-8"), True
+        except UnicodeDecodeError:
+            text, ok = raw.decode("utf-8", errors="replace"), False
+    result = ParsedModule(rel=rel, module=name, decode_error=not ok, language=lang)
+    if not ok:
+        return result
+    if "\x00" in text:
+        result.error = "binary: NUL bytes in a source file"
+        return result
+    lines = split_lines(text)
+    if len(text) >= _MINIFIED_MIN_BYTES and len(text) / max(len(lines), 1) > MINIFIED_LINE_CHARS:
+        result.error = f"minified or generated: lines of {len(text) // max(len(lines), 1):,} characters on average"
+        return result
+    if masker is not None:
+        lines, result.secrets = masker.mask_lines(lines, rel)
+        if result.secrets:
+            text = "".join(lines)
+    loaded = load(lang)
+    if loaded is None:
+        result.error = f"no grammar for {lang}: the tree-sitter-{lang} package is not installed"
+        return result
+    try:
+        symbols, imports, refs = build(loaded, rel, text, lines, name, prefix, _scan_words, Symbol)
+    except ParseFailed as exc:
+        result.error = str(exc)
+        return result
+    except (RecursionError, MemoryError, ValueError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    if result.secrets:
+        at = [line for line, _ in result.secrets]
+        symbols = [
+            msgspec.structs.replace(
+                s, secrets=bisect.bisect_right(at, s.end_line) - bisect.bisect_left(at, s.start_line)
+            )
+            for s in symbols
+        ]
+    result.symbols = symbols
+    result.imports = imports
+    result.refs = refs
+    result.line_count = len(lines)
+    result.lines = lines
     return result

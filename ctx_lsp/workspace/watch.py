@@ -25,6 +25,7 @@ from typing import Protocol
 from watchfiles import Change, awatch
 
 from ctx_lsp.workspace.files import WorkspaceWalker, _Ignore, _ignored, _load_ignore
+from ctx_lsp.workspace.languages import language_of
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class WatchFilter:
         parts = rel.split("/")
         if parts[-1] == ".gitignore":
             return True
-        if not parts[-1].endswith(".py"):
+        if language_of(parts[-1]) is None:
             return False
         ignores: list[_Ignore] = []
         info = self._ignore_for("", os.path.join(".git", "info", "exclude"))

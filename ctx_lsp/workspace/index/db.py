@@ -40,7 +40,8 @@ log = logging.getLogger("ctx_lsp.index")
 # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
 # terms; 6: module names of src/ layouts without "src."; 7: cards from the source as written;
 # 8: half the size: the graph by integer ids, no raw identifiers, big texts compressed (``texts``)
-SCHEMA_VERSION = "9"
+# 10: every language (``languages``), references by name (``graph.Resolver``)
+SCHEMA_VERSION = "10"
 
 # Sizes below are sympy's (1,543 files, 40.7k symbols): schema 7 took 195 MB, 75 of them for the
 # edges and their two indexes, which repeated a path, a qualname and a dotted target per row.

@@ -17,17 +17,24 @@ import msgspec
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import lookups, refgraph, search
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel, select_in
+from ctx_lsp.workspace.languages import language_of, last_part
+from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
 
 
 def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol | None:
     """The symbol a (possibly dotted) name refers to (see ``WorkspaceIndex.resolve_name``)."""
-    name = name.strip().strip(".")
+    name = name.strip().strip(".").strip(":")
     if not name:
         return None
     sym = lookups.get(db, name)
     if sym is not None:
         return sym
+    if name.startswith(("crate::", "self::", "super::")):  # Rust, relative to the file's crate
+        name = name.partition("::")[2]
+    lang = language_of(from_rel) if from_rel else None
+    if lang is not None and lang != "python":
+        return _resolve_by_name(db, name, normalise_rel(from_rel or ""), lang)
     if from_rel:
         from_rel = normalise_rel(from_rel)
         for candidate in _candidates(db, name, from_rel):
@@ -35,6 +42,32 @@ def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol 
             if sym is not None:
                 return sym
     return _follow(db, name, 0)  # re-exports (``pkg.Name``), then a unique suffix
+
+
+def _resolve_by_name(db: IndexDb, name: str, rel: str, lang: str) -> IndexedSymbol | None:
+    """A name used in a file of a tree-sitter language: the file's own definition of that name,
+    else the one the reference graph would pick (``graph.Resolver``: nearest folder), else a
+    unique qualified-name suffix anywhere."""
+    short = last_part(name)
+    conn = db.reader()
+    rows = conn.execute("SELECT qualname FROM symbols WHERE path = ? AND name = ? AND kind != 'module'", (rel, short))
+    own = [q for (q,) in rows if _ends_with(q, name)]
+    if len(set(own)) == 1:
+        return lookups.get(db, own[0])
+    if short == name:
+        found = sql_resolver(conn).resolve(by_name_target(lang, rel, name))
+        if found is not None:
+            return lookups.get(db, found)
+    return _unique_suffix(db, name)
+
+
+def _ends_with(qualname: str, name: str) -> bool:
+    """``qualname`` is ``name`` or ends with it after a separator, whichever the language spells
+    (``Type.method`` finds ``krate::Type::method`` too)."""
+    if qualname == name or qualname.endswith(("." + name, "::" + name, "/" + name)):
+        return True
+    other = name.replace("::", ".") if "::" in name else name.replace(".", "::")
+    return other != name and (qualname == other or qualname.endswith(("." + other, "::" + other)))
 
 
 MAX_CANDIDATES = 12  # of an ambiguous name, listed most central first
@@ -90,15 +123,16 @@ def lookup_name(db: IndexDb, name: str, from_rel: str | None) -> NameLookup:
 
 def _suffix_matches(db: IndexDb, name: str) -> list[str]:
     """Qualified names ending with ``.name`` (``reserve``, ``Inventory.reserve``), modules aside."""
-    last = name.rpartition(".")[2]
-    rows = db.reader().execute("SELECT DISTINCT qualname FROM symbols WHERE name = ? AND kind != 'module'", (last,))
-    return sorted(q for (q,) in rows if q.endswith("." + name))
+    rows = db.reader().execute(
+        "SELECT DISTINCT qualname FROM symbols WHERE name = ? AND kind != 'module'", (last_part(name),)
+    )
+    return sorted(q for (q,) in rows if q != name and _ends_with(q, name))
 
 
 def _suggestions(db: IndexDb, name: str) -> list[str]:
     """Qualified names close to ``name``: symbols whose own name is spelt like its last part
     (case aside, typos within difflib's ratio), then what a search for its words finds."""
-    last = name.rpartition(".")[2]
+    last = last_part(name)
     conn = db.reader()
     by_lower: dict[str, list[str]] = {}
     for (n,) in conn.execute("SELECT DISTINCT name FROM symbols WHERE kind != 'module'"):
@@ -174,10 +208,8 @@ def _follow(db: IndexDb, qualname: str, depth: int) -> IndexedSymbol | None:
 
 
 def _unique_suffix(db: IndexDb, name: str) -> IndexedSymbol | None:
-    last = name.rpartition(".")[2]
-    suffix = "." + name
-    rows = db.reader().execute("SELECT DISTINCT qualname FROM symbols WHERE name = ?", (last,))
-    found = [q for (q,) in rows if q.endswith(suffix)]
+    rows = db.reader().execute("SELECT DISTINCT qualname FROM symbols WHERE name = ?", (last_part(name),))
+    found = [q for (q,) in rows if q != name and _ends_with(q, name)]
     return lookups.get(db, found[0]) if len(found) == 1 else None
 
 
@@ -190,7 +222,9 @@ def _module_path(conn: sqlite3.Connection, module: str) -> str | None:
 def sql_resolver(conn: sqlite3.Connection) -> graph.Resolver:
     """A ``graph.Resolver`` whose mappings are answered by SQL on ``conn`` (one file's update
     needs a few lookups, not the whole tables in memory)."""
-    return graph.Resolver(_KindLookup(conn), _ModuleLookup(conn), _ImportLookup(conn), _StarLookup(conn))
+    return graph.Resolver(
+        _KindLookup(conn), _ModuleLookup(conn), _ImportLookup(conn), _StarLookup(conn), _NameLookup(conn)
+    )
 
 
 class _KindLookup:
@@ -205,6 +239,14 @@ class _KindLookup:
             return default
         kinds = {r[0] for r in rows}
         return next(iter(kinds - {"module"}), "module")
+
+
+class _NameLookup(_KindLookup):
+    """short name → (qualname, path) of each non-module symbol so named."""
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        sql = "SELECT qualname, path FROM symbols WHERE name = ? AND kind != 'module'"
+        return self.conn.execute(sql, (name,)).fetchall()
 
 
 class _ModuleLookup(_KindLookup):

@@ -120,9 +120,10 @@ def classify(work: FileWork, parsed: ParsedModule) -> FileWork:
     return work
 
 
-def parse_source(work: FileWork, source: bytes, masker: SecretMasker | None) -> FileWork:
-    """Parse ``source`` (secrets masked with ``masker``) into ``work``."""
-    return classify(work, parse_module(work.rel, source, masker=masker))
+def parse_source(work: FileWork, source: bytes, masker: SecretMasker | None, root: str | None = None) -> FileWork:
+    """Parse ``source`` (secrets masked with ``masker``) into ``work``; ``root`` is the workspace
+    (a Rust file's crate is named by its ``Cargo.toml``)."""
+    return classify(work, parse_module(work.rel, source, masker=masker, root=root))
 
 
 def prepare_file(
@@ -142,7 +143,9 @@ def prepare_file(
     if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
         work.action, work.reason = "skip", BINARY
         return work
-    return parse_source(work, data, masker)
+    spath = str(path)
+    root = spath[: -len(rel) - 1] if spath.endswith("/" + rel) else None
+    return parse_source(work, data, masker, root)
 
 
 _worker_count: Callable[[str], int] | None = None

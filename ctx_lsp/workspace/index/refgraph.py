@@ -63,11 +63,14 @@ def update_graph(db: IndexDb) -> float:
     try:
         kinds: dict[str, str] = {}
         module_paths: dict[str, str] = {}
-        for qualname, kind, path in conn.execute("SELECT qualname, kind, path FROM symbols"):
+        by_name: dict[str, list[tuple[str, str]]] = {}
+        for qualname, name, kind, path in conn.execute("SELECT qualname, name, kind, path FROM symbols"):
             if kinds.get(qualname) in (None, "module"):
                 kinds[qualname] = kind
             if kind == "module":
                 module_paths[qualname] = path
+            else:
+                by_name.setdefault(name, []).append((qualname, path))
         imports: dict[str, dict[str, str]] = {}
         stars: dict[str, list[str]] = {}
         for path, local, target in conn.execute("SELECT path, local_name, target FROM imports ORDER BY rowid"):
@@ -79,7 +82,7 @@ def update_graph(db: IndexDb) -> float:
             i: (name, dst if done else "")
             for i, name, done, dst in conn.execute("SELECT id, name, resolved, dst FROM targets")
         }
-        resolver = graph.Resolver(kinds, module_paths, imports, stars)
+        resolver = graph.Resolver(kinds, module_paths, imports, stars, by_name)
         resolved: dict[int, str | None] = {}  # target id → the symbol it names
         index_of: dict[str, int] = {}
         names: list[str] = []
@@ -109,7 +112,7 @@ def update_graph(db: IndexDb) -> float:
         previous = dict(conn.execute("SELECT qualname, rank FROM centrality").fetchall())
     finally:
         conn.execute("COMMIT")
-    del kinds, module_paths, imports, stars, resolver
+    del kinds, module_paths, imports, stars, by_name, resolver
     start = [previous.get(q, 0.0) for q in names] if previous else None
     mask = (1 << 32) - 1
     ranks, _ = graph.pagerank(len(names), ((k >> 32, k & mask, w) for k, w in weights.items()), start=start)

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import Stemmer
 
+from ctx_lsp.workspace.languages import last_part
 from ctx_lsp.workspace.parse import ParsedModule
 
 _stem = Stemmer.Stemmer("english").stemWord
@@ -138,17 +139,22 @@ def query_term_words(query: str) -> dict[str, str]:
 
 def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
     """The FTS columns of every symbol of a file (see ``FTS_COLUMNS``)."""
-    path_terms = search_terms(parsed.rel.removesuffix(".py").replace("/", " "))
+    rel = parsed.rel
+    dot = rel.rfind(".")
+    path_terms = search_terms((rel[:dot] if dot > rel.rfind("/") else rel).replace("/", " "))
+    python = parsed.language == "python"
     prefix = parsed.module + "."
     out = []
     for s in parsed.symbols:
         # Name column: the symbol's own name plus enclosing classes (the module's parts are in
         # the path column; repeating them would make every symbol of a file match).
         if s.kind == "module":
-            name_text = s.qualname.replace(".", " ")
-        else:
+            name_text = s.qualname.replace(".", " ") if python else s.name
+        elif python:
             classes = s.parent[len(prefix) :] if s.parent.startswith(prefix) else ""
             name_text = f"{s.name} {classes.replace('.', ' ')}" if classes else s.name
+        else:  # the enclosing type (Go's receiver, a Rust impl's), not the package
+            name_text = s.name if s.parent == parsed.module else f"{s.name} {last_part(s.parent)}"
         out.append(
             (
                 search_terms(name_text),

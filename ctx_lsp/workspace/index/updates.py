@@ -63,7 +63,7 @@ def update_file(db: IndexDb, rel: str, source: bytes | None) -> bool:
     if b"\x00" in source[:8192]:
         work.action, work.reason = "skip", BINARY
     else:
-        parse_source(work, source, masker)
+        parse_source(work, source, masker, str(db.root))
     if work.parsed is not None:
         _count_cached(db, work)
     write(db, [work], None)

@@ -1,0 +1,84 @@
+"""The languages the workspace index reads, and which one a file is in.
+
+Everything above the parser is language-free (DESIGN §4a): a file's language is decided here, by
+its extension, and ``parse.parse_module`` hands it to the parser for that language — Python's
+``ast`` path, or tree-sitter with a prebuilt grammar wheel and a small description of the
+language (``spec``), loaded only when a file of that language is parsed.
+"""
+
+from __future__ import annotations
+
+import functools
+
+# extension → language. ``.h`` is read as C++: the C++ grammar parses C headers too, and the
+# C grammar stops at every ``class`` or ``namespace`` of a C++ header.
+EXTENSIONS: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".rs": "rust",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".go": "go",
+    ".java": "java",
+    ".c": "c",
+    ".h": "cpp",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".c++": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+}
+SOURCE_SUFFIXES: tuple[str, ...] = tuple(EXTENSIONS)
+LANGUAGES: tuple[str, ...] = tuple(dict.fromkeys(EXTENSIONS.values()))
+
+# Languages whose code can name each other's definitions (TypeScript imports JavaScript; a C++
+# file includes a C header): references are resolved within a family.
+FAMILY: dict[str, str] = {
+    "python": "python",
+    "rust": "rust",
+    "typescript": "js",
+    "tsx": "js",
+    "javascript": "js",
+    "go": "go",
+    "java": "java",
+    "c": "c",
+    "cpp": "c",
+}
+# How that language's users join the parts of a qualified name.
+SEPARATOR: dict[str, str] = {"rust": "::", "cpp": "::", "c": "::"}
+
+
+@functools.lru_cache(maxsize=65536)
+def language_of(rel: str) -> str | None:
+    """The language of a workspace-relative path by its extension, or None (not source we read).
+    Minified bundles (``*.min.js``) are build output, not source."""
+    name = rel.rpartition("/")[2].lower()
+    dot = name.rfind(".")
+    if dot <= 0:
+        return None
+    lang = EXTENSIONS.get(name[dot:])
+    if lang == "javascript" and (name.endswith((".min.js", ".min.mjs", ".min.cjs")) or ".bundle." in name):
+        return None
+    return lang
+
+
+def separator(lang: str | None) -> str:
+    """``::`` for Rust and C/C++, ``.`` for the others."""
+    return SEPARATOR.get(lang or "", ".")
+
+
+def last_part(qualname: str) -> str:
+    """The last part of a qualified name in any language's spelling: ``method`` of
+    ``pkg.Class.method`` and of ``krate::Type::method``."""
+    dot, colons = qualname.rfind("."), qualname.rfind("::")
+    if colons > dot:
+        return qualname[colons + 2 :]
+    return qualname[dot + 1 :]

@@ -1,0 +1,84 @@
+"""C and C++: functions (out-of-class ``Class::method`` definitions too), structs, unions, enums,
+classes and their inline methods, namespaces, typedefs and ``using`` aliases, macros; names
+qualified by namespaces and classes (``ns::Parser::parse``; a C function is its own name);
+``/** */``, ``///`` and ``//`` comments right above a definition are its doc."""
+
+from __future__ import annotations
+
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+
+_DECLARATORS = (
+    "[(function_declarator declarator: (_) @name) "
+    "(pointer_declarator declarator: (function_declarator declarator: (_) @name)) "
+    "(pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (_) @name)))"
+)
+_C_DEFINITIONS = rf"""
+(function_definition declarator: {_DECLARATORS}]) @definition.function
+(struct_specifier name: (_) @name body: (_)) @definition.class
+(union_specifier name: (_) @name body: (_)) @definition.class
+(enum_specifier name: (_) @name body: (_)) @definition.class
+(type_definition declarator: (type_identifier) @name) @definition.class
+(preproc_function_def name: (_) @name) @definition.function
+(preproc_def name: (_) @name) @definition.variable
+"""
+_CPP_DEFINITIONS = rf"""
+(function_definition declarator: {_DECLARATORS} (reference_declarator (function_declarator declarator: (_) @name))])
+  @definition.function
+(class_specifier name: (_) @name body: (_)) @definition.class
+(namespace_definition name: (_) @name body: (_)) @definition.namespace
+(alias_declaration name: (_) @name) @definition.class
+(concept_definition name: (_) @name) @definition.class
+"""
+_C_REFERENCES = r"""
+(call_expression function: (identifier) @ref)
+(call_expression function: (field_expression field: (field_identifier) @ref))
+(type_identifier) @ref
+"""
+_CPP_REFERENCES = r"""
+(call_expression function: (qualified_identifier name: (identifier) @ref))
+(call_expression function: (template_function name: (identifier) @ref))
+(namespace_identifier) @ref
+"""
+
+# keywords and names every file uses (primitive types, the standard library's commonest): noise
+# to a search and no reference to the workspace
+KEYWORDS = """
+auto break case char const continue default do double else enum extern float for goto if inline int long
+register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+bool true false NULL nullptr class namespace template typename public private protected virtual override final
+new delete this operator using std size_t uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t int64_t
+string vector
+"""
+
+
+_TAGGED = frozenset({"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"})
+
+
+def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
+    if name_node is None:
+        return None
+    text = src(name_node)
+    if name_node.type == "qualified_identifier":  # ``void Parser::parse() {...}`` outside its class
+        text = "".join(text.split())
+        scope, _, short = text.rpartition("::")
+        parent = f"{prefix}::{scope}" if prefix else scope
+        return Named(short, text, parent=parent, kind="method" if kind == "function" else None)
+    if not text or (node.type in _TAGGED and node.parent is not None and node.parent.type == "type_definition"):
+        return None  # ``typedef struct node {...} node_t``: the typedef names it
+    return Named(text, text)
+
+
+SPECS = {
+    lang: LanguageSpec(
+        name=lang,
+        grammar=(f"tree_sitter_{lang}", "language"),
+        definitions=_C_DEFINITIONS + (_CPP_DEFINITIONS if lang == "cpp" else ""),
+        references=_C_REFERENCES + (_CPP_REFERENCES if lang == "cpp" else ""),
+        separator="::",
+        comment_types=frozenset({"comment"}),
+        wrapper_types=frozenset({"template_declaration"}),
+        keywords=KEYWORDS,
+        hooks=Hooks(name=_name),
+    )
+    for lang in ("c", "cpp")
+}

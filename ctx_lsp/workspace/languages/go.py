@@ -1,0 +1,94 @@
+"""Go: functions, methods on receivers (``cli.Command.Run``: the package the file declares, the
+receiver's type, the method), types (structs, interfaces, aliases), package-level constants and
+variables; the comment right above a declaration is its doc (``// Run runs …``)."""
+
+from __future__ import annotations
+
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+
+DEFINITIONS = r"""
+(function_declaration name: (_) @name) @definition.function
+(method_declaration name: (_) @name) @definition.method
+(type_declaration (type_spec name: (_) @name) @definition.class)
+(type_declaration (type_alias name: (_) @name) @definition.class)
+(source_file (const_declaration (const_spec name: (_) @name) @definition.variable))
+(source_file (var_declaration (var_spec name: (_) @name) @definition.variable))
+"""
+
+REFERENCES = r"""
+(call_expression function: (identifier) @ref)
+(call_expression function: (selector_expression field: (field_identifier) @ref))
+(type_identifier) @ref
+(qualified_type name: (type_identifier) @ref)
+"""
+
+IMPORTS = "(import_spec) @import"
+
+# keywords and names every file uses (primitive types, the standard library's commonest): noise
+# to a search and no reference to the workspace
+KEYWORDS = """
+break case chan const continue default defer else fallthrough for func go goto if import interface map package
+range return select struct switch type var nil true false iota error string int int8 int16 int32 int64 uint
+uint8 uint16 uint32 uint64 uintptr float32 float64 bool byte rune any len cap make new append panic recover
+copy delete fmt err ctx
+"""
+
+
+def _receiver_type(node, src: Text) -> str:
+    """``Command`` of ``(c *Command)``, ``(s Server[T])``."""
+    if node is None:
+        return ""
+    if node.type == "type_identifier":
+        return src(node)
+    for child in node.named_children:
+        found = _receiver_type(child, src)
+        if found:
+            return found
+    return ""
+
+
+def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
+    text = src(name_node) if name_node is not None else ""
+    if not text or text == "_":
+        return None
+    if kind == "method":
+        receiver = _receiver_type(node.child_by_field_name("receiver"), src)
+        if receiver:
+            parent = f"{prefix}.{receiver}" if prefix else receiver
+            return Named(text, f"{receiver}.{text}", parent=parent)
+        return Named(text, text, kind="function")
+    return Named(text, text)
+
+
+def _package(root, src: Text) -> str | None:
+    for child in root.named_children:
+        if child.type == "package_clause":
+            for part in child.named_children:
+                if part.type == "package_identifier":
+                    return src(part)
+    return None
+
+
+def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
+    path = node.child_by_field_name("path")
+    if path is None:
+        return []
+    target = src(path).strip('"`')
+    alias = node.child_by_field_name("name")
+    local = src(alias) if alias is not None else target.rpartition("/")[2]
+    return [(local, target)] if local not in ("_", ".") else [("*", target)] if local == "." else []
+
+
+SPECS = {
+    "go": LanguageSpec(
+        name="go",
+        grammar=("tree_sitter_go", "language"),
+        definitions=DEFINITIONS,
+        references=REFERENCES,
+        imports=IMPORTS,
+        comment_types=frozenset({"comment"}),
+        group_types=frozenset({"type_declaration", "const_declaration", "var_declaration"}),
+        keywords=KEYWORDS,
+        hooks=Hooks(name=_name, package=_package, imports=_imports),
+    )
+}

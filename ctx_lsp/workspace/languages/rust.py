@@ -1,0 +1,142 @@
+"""Rust: items, ``impl`` blocks (their methods named ``Type::method``), traits, inline modules,
+``macro_rules!``; qualified names ``crate::module::Type::method`` with the crate's own name (what
+backtraces print); ``///`` and ``//!`` doc comments; ``#[cfg(test)]`` and ``#[test]`` code marked
+as tests."""
+
+from __future__ import annotations
+
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+
+DEFINITIONS = r"""
+(struct_item name: (_) @name) @definition.class
+(enum_item name: (_) @name) @definition.class
+(union_item name: (_) @name) @definition.class
+(trait_item name: (_) @name) @definition.class
+(type_item name: (_) @name) @definition.class
+(impl_item type: (_) @name) @definition.impl
+(mod_item name: (_) @name body: (_)) @definition.namespace
+(function_item name: (_) @name) @definition.function
+(function_signature_item name: (_) @name) @definition.function
+(macro_definition name: (_) @name) @definition.function
+(const_item name: (_) @name) @definition.variable
+(static_item name: (_) @name) @definition.variable
+"""
+
+REFERENCES = r"""
+(call_expression function: (identifier) @ref)
+(call_expression function: (scoped_identifier name: (identifier) @ref))
+(call_expression function: (field_expression field: (field_identifier) @ref))
+(call_expression function: (generic_function function: (identifier) @ref))
+(call_expression function: (generic_function function: (scoped_identifier name: (identifier) @ref)))
+(call_expression function: (generic_function function: (field_expression field: (field_identifier) @ref)))
+(macro_invocation macro: (identifier) @ref)
+(type_identifier) @ref
+(scoped_identifier path: (identifier) @ref)
+"""
+
+IMPORTS = "(use_declaration) @import"
+
+# keywords and names every file uses (primitive types, the standard library's commonest): noise
+# to a search and no reference to the workspace
+KEYWORDS = """
+as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move
+mut pub ref return self Self static struct super trait true type unsafe use where while Some None Ok Err
+String Vec Option Result Box str usize isize u8 u16 u32 u64 u128 i8 i16 i32 i64 i128 f32 f64 bool char
+"""
+
+
+def _type_name(node, src: Text) -> str:
+    """``Foo`` of ``Foo``, ``Foo<T>``, ``&'a mut foo::Foo``, ``[Foo]``."""
+    if node is None:
+        return ""
+    if node.type == "type_identifier":
+        return src(node)
+    if node.type == "scoped_type_identifier":
+        name = node.child_by_field_name("name")
+        return src(name) if name is not None else ""
+    for child in node.named_children:
+        found = _type_name(child, src)
+        if found:
+            return found
+    return ""
+
+
+def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
+    if kind == "impl":
+        ty = _type_name(node.child_by_field_name("type"), src)
+        if not ty:
+            return None
+        trait = _type_name(node.child_by_field_name("trait"), src)
+        label = f"impl {trait} for {ty}" if trait else f"impl {ty}"
+        return Named(label, label, children=ty)
+    text = src(name_node) if name_node is not None else ""
+    return Named(text, text) if text else None
+
+
+def _is_test(node, attrs: list, src: Text) -> bool:
+    for attr in attrs:
+        text = "".join(src(attr).split())
+        if text in ("#[test]", "#[cfg(test)]") or text.startswith(("#[tokio::test", "#[test_case", "#[rstest")):
+            return True
+    return False
+
+
+def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
+    """``use a::b::{c, d as e}`` → (c, a::b::c), (e, a::b::d); ``crate::`` is this crate."""
+    crate = prefix.split("::", 1)[0]
+    out: list[tuple[str, str]] = []
+
+    def walk(n, path: str) -> None:
+        t = n.type
+        if t in ("identifier", "self", "crate", "super"):
+            name = src(n)
+            full = f"{path}::{name}" if path else name
+            out.append((name if t == "identifier" else path.rpartition("::")[2], full))
+        elif t == "scoped_identifier":
+            full = src(n).replace(" ", "")
+            if path:
+                full = f"{path}::{full}"
+            out.append((full.rpartition("::")[2], full))
+        elif t == "use_as_clause":
+            target = n.child_by_field_name("path")
+            alias = n.child_by_field_name("alias")
+            if target is not None and alias is not None:
+                full = src(target).replace(" ", "")
+                out.append((src(alias), f"{path}::{full}" if path else full))
+        elif t == "scoped_use_list":
+            head = n.child_by_field_name("path")
+            base = src(head).replace(" ", "") if head is not None else ""
+            base = f"{path}::{base}" if path and base else (base or path)
+            lst = n.child_by_field_name("list")
+            if lst is not None:
+                walk(lst, base)
+        elif t == "use_list":
+            for child in n.named_children:
+                walk(child, path)
+        elif t == "use_wildcard":
+            out.append(("*", path or src(n).removesuffix("::*")))
+
+    arg = node.child_by_field_name("argument")
+    if arg is not None:
+        walk(arg, "")
+    return [
+        (local, target.replace("crate::", f"{crate}::", 1) if target.startswith("crate::") else target)
+        for local, target in out
+        if local
+    ]
+
+
+SPECS = {
+    "rust": LanguageSpec(
+        name="rust",
+        grammar=("tree_sitter_rust", "language"),
+        definitions=DEFINITIONS,
+        references=REFERENCES,
+        imports=IMPORTS,
+        separator="::",
+        comment_types=frozenset({"line_comment", "block_comment"}),
+        leading_types=frozenset({"attribute_item"}),
+        keywords=KEYWORDS,
+        hooks=Hooks(name=_name, imports=_imports, is_test=_is_test),
+    )
+}

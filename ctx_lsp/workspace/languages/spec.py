@@ -1,0 +1,142 @@
+"""What the tree-sitter parser needs to know about one language: a small description, loaded
+only when a file of that language is parsed (its grammar wheel imported, its queries compiled).
+
+A description is mostly queries (tree-sitter's S-expressions, like the ``tags.scm`` each grammar
+ships, but ours):
+
+- ``definitions``: one pattern per kind of definition, the definition captured as
+  ``@definition.<kind>`` and its name as ``@name``. Kinds: ``class`` (any type: class, struct,
+  enum, trait, interface, type alias), ``namespace`` (an inline module or namespace: a container
+  of its own), ``impl`` (a Rust ``impl`` block: its children are named after its type),
+  ``function`` (a method when its container is a type), ``method`` and ``variable``.
+- ``references``: names a definition's code uses (calls, types, constructors) as ``@ref``; a
+  pattern may add the qualifier in front of it (``Type`` of ``Type::new``) as ``@scope``.
+- ``imports``: import statements as ``@import`` (``hooks.imports`` reads each).
+
+Where a query cannot say it (the name of a Go method's receiver type, a C++ ``Foo::bar``
+definition, the package a Java or Go file declares), a language's ``Hooks`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Language, Node, Query
+
+Kind = str  # class | namespace | impl | function | method | variable
+# A node's source text. (Never ``Node.text``: on a tree parsed through a read callback, which the
+# parse time cap needs, every ``.text`` calls back into Python for a 64 kB slice.)
+Text = Callable[["Node"], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """What a hook says about one definition: its short ``name``, the ``segment`` it adds to the
+    qualified name (``Server.Handle`` for a Go method), the ``parent`` it belongs to when that
+    is not its container (a Go method's type), and its ``kind`` when the capture's is not right."""
+
+    name: str
+    segment: str
+    parent: str | None = None
+    kind: Kind | None = None
+    children: str | None = None  # the segment its children are named under (a Rust impl's type)
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """Per-language code for what queries cannot say. Every hook has a generic default."""
+
+    # (kind, definition node, name node, container's child prefix, text) → Named, or None to
+    # leave the definition out
+    name: Callable[[Kind, Node, Node | None, str, Text], Named | None] | None = None
+    # the qualified-name prefix every top-level definition of the file gets (Go's and Java's
+    # package), from the tree; None: the module's own name
+    package: Callable[[Node, Text], str | None] | None = None
+    # one import statement (and the file's prefix) → (local name, target) pairs
+    imports: Callable[[Node, str, Text], list[tuple[str, str]]] | None = None
+    # a definition that is test code by its own marks (Rust's ``#[cfg(test)]``, ``#[test]``)
+    is_test: Callable[[Node, list[Node], Text], bool] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageSpec:
+    name: str
+    grammar: tuple[str, str]  # (module, function) returning the grammar's language pointer
+    definitions: str
+    references: str
+    imports: str = ""
+    separator: str = "."
+    comment_types: frozenset[str] = frozenset({"comment"})
+    # nodes right above a definition that belong to it (attributes, decorators)
+    leading_types: frozenset[str] = frozenset()
+    # a definition's parent whose span is the definition's (``export``, ``template<...>``)
+    wrapper_types: frozenset[str] = frozenset()
+    # ... only when it holds this one definition (Go's ``type``/``var`` groups)
+    group_types: frozenset[str] = frozenset()
+    # the field of a definition's node that holds its body (the card shows what is above it)
+    body_fields: tuple[str, ...] = ("body",)
+    keywords: str = ""  # space-separated
+    hooks: Hooks = field(default_factory=Hooks)
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A description with its grammar loaded and its queries compiled."""
+
+    spec: LanguageSpec
+    language: Language
+    definitions: Query
+    references: Query
+    imports: Query | None
+    noise: frozenset[bytes]  # words dropped from a symbol's identifiers: keywords, 1-letter names
+
+
+_MODULES = {
+    "rust": "rust",
+    "typescript": "typescript",
+    "tsx": "typescript",
+    "javascript": "typescript",
+    "go": "go",
+    "java": "java",
+    "c": "cfamily",
+    "cpp": "cfamily",
+}
+
+
+def spec_for(lang: str) -> LanguageSpec | None:
+    """The description of a tree-sitter language, or None (Python, or unknown)."""
+    module = _MODULES.get(lang)
+    if module is None:
+        return None
+    return importlib.import_module(f"ctx_lsp.workspace.languages.{module}").SPECS[lang]
+
+
+@functools.cache
+def load(lang: str) -> Loaded | None:
+    """``lang``'s grammar and compiled queries, once per process; None when the language has no
+    description or its grammar wheel is missing (the file is then skipped with that reason)."""
+    spec = spec_for(lang)
+    if spec is None:
+        return None
+    try:
+        from tree_sitter import Language, Query
+
+        module, function = spec.grammar
+        language = Language(getattr(importlib.import_module(module), function)())
+    except ImportError:
+        return None
+    letters = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+    noise = frozenset(w.encode() for w in spec.keywords.split()) | frozenset(bytes([c]) for c in letters)
+    return Loaded(
+        spec=spec,
+        language=language,
+        definitions=Query(language, spec.definitions),
+        references=Query(language, spec.references),
+        imports=Query(language, spec.imports) if spec.imports else None,
+        noise=noise,
+    )

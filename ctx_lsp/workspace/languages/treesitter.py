@@ -1,0 +1,547 @@
+"""One file of any tree-sitter language into the symbols Python's parser makes: the same
+``Symbol`` fields (qualified name, kind, range, signature, doc comment, card, exact body,
+identifiers) and the same references, so everything above the parser is language-free.
+
+The walk is driven by the language's queries (``spec``): definitions are matched in C, sorted by
+position and nested by their byte ranges — a definition inside a function's code is not a
+symbol of its own (as in Python); a function inside a type is a method; a definition's span
+starts at the doc comments and attributes right above it. References are the names the
+``references`` query captures, resolved here to a definition of the same file when one has that
+name, else left as a name for the workspace to resolve (``graph.Resolver``): best effort by
+name, as Aider's repo map and most polyglot tools do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ctx_lsp.workspace.languages import FAMILY
+from ctx_lsp.workspace.languages.spec import Loaded, Named
+
+PARSE_SECONDS = 2.0  # a file tree-sitter cannot parse in this long is skipped (never a hang)
+_CARD_BODY_LINES = 5
+_CARD_DOC_LINES = 6
+_CARD_VALUE_LINES = 3
+_CARD_LINE_CHARS = 160
+_SIGNATURE_CHARS = 240
+_CARD_NAMES = 12
+# The ``kind`` of a ``Symbol`` is the role a definition plays, the same in every language; the
+# language's own word (struct, trait, interface, impl …) is in its signature.
+_SYMBOL_KIND = {"class": "class", "impl": "class", "namespace": "class", "function": "function"}
+_TYPE_KINDS = frozenset({"class", "impl"})
+_CODE_KINDS = frozenset({"function", "method", "variable"})  # what encloses no symbols of its own
+
+
+class ParseFailed(Exception):
+    """The grammar could not parse the file in time (a reason for ``ctx-lsp index`` to show)."""
+
+
+def by_name_target(lang: str, rel: str, name: str) -> str:
+    """A reference by name that only the whole workspace can resolve: ``family|dir|name``
+    (``graph.Resolver`` prefers a definition of that name in the same language family, in the
+    folder nearest ``dir``)."""
+    return f"{FAMILY.get(lang, lang)}|{rel.rpartition('/')[0]}|{name}"
+
+
+@dataclass(slots=True)
+class _Def:
+    kind: str  # the capture's kind (class, impl, namespace, function, method, variable)
+    node: object
+    start_byte: int
+    end_byte: int
+    start_line: int  # where its span starts: doc comments and attributes included
+    end_line: int
+    qualname: str
+    name: str
+    parent: str
+    child_prefix: str
+    doc: str
+    test: bool
+    index: int = -1  # in the output's symbols
+
+
+def parse_with_deadline(loaded: Loaded, source: bytes, seconds: float = PARSE_SECONDS):
+    """The syntax tree of ``source``; ``ParseFailed`` when it takes longer than ``seconds``."""
+    from tree_sitter import Parser
+
+    parser = Parser(loaded.language)
+    deadline = time.monotonic() + seconds
+    size = len(source)
+
+    def read(offset: int, _point: object) -> bytes:
+        return source[offset : offset + 65536] if offset < size else b""
+
+    def progress(_offset: int, _has_error: bool) -> bool:
+        return time.monotonic() > deadline  # True: stop
+
+    try:
+        tree = parser.parse(read, encoding="utf8", progress_callback=progress)
+    except ValueError:  # what the binding raises when the callback stopped it
+        tree = None
+    if tree is None:
+        raise ParseFailed(f"tree-sitter took more than {seconds:.0f} s to parse it")
+    return tree
+
+
+def text_of(source: bytes):
+    """The ``Text`` of one file: a node's source, sliced from the file's bytes."""
+
+    def text(node) -> str:
+        return source[node.start_byte : node.end_byte].decode("utf-8", "replace") if node is not None else ""
+
+    return text
+
+
+def clean_comment(text: str) -> str:
+    """A comment's words without its markers: ``///``, ``//!``, ``//``, ``/** … */``, ``#``."""
+    out = []
+    for line in text.splitlines():
+        s = line.strip()
+        for marker in ("///", "//!", "//", "/**", "/*!", "/*", "#"):
+            if s.startswith(marker):
+                s = s[len(marker) :]
+                break
+        if s.endswith("*/"):
+            s = s[:-2]
+        s = s.strip()
+        if s.startswith("* ") or s == "*":
+            s = s[1:].strip()
+        out.append(s)
+    while out and not out[0]:
+        out.pop(0)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out)
+
+
+def _leading(loaded: Loaded, node) -> tuple[object, list[object], list[object]]:
+    """The node a definition's span starts at (itself, or the first of the doc comments and
+    attributes directly above it, no blank line between), its comments, its attributes."""
+    spec = loaded.spec
+    first = node
+    comments: list[object] = []
+    attrs: list[object] = []
+    top = node.start_point.row
+    prev = node.prev_sibling
+    while prev is not None:
+        ptype = prev.type
+        if ptype in spec.comment_types:
+            end_row = prev.end_point.row - (1 if prev.end_point.column == 0 else 0)
+            if end_row < top - 1:
+                break
+            before = prev.prev_sibling  # a comment trailing the line of the code before it
+            if (
+                before is not None
+                and before.end_point.row == prev.start_point.row
+                and before.type not in (spec.comment_types | spec.leading_types)
+            ):
+                break
+            comments.append(prev)
+        elif ptype in spec.leading_types:
+            if prev.end_point.row < top - 1:
+                break
+            attrs.append(prev)
+        else:
+            break
+        first = prev
+        top = prev.start_point.row
+        prev = prev.prev_sibling
+    comments.reverse()
+    attrs.reverse()
+    return first, comments, attrs
+
+
+class TreeBuilder:
+    """Walks one parsed file (see the module's docstring)."""
+
+    def __init__(
+        self,
+        loaded: Loaded,
+        rel: str,
+        source: bytes,
+        lines: list[str],
+        module: str,
+        prefix: str,
+        scan: Callable[[str, list[str], frozenset[bytes]], tuple[str, dict[bytes, int]]],
+    ) -> None:
+        self.loaded = loaded
+        self.spec = loaded.spec
+        self.rel = rel
+        self.source = source
+        self.lines = lines
+        self.module = module
+        self.prefix = prefix
+        self.scan = scan
+        self.comment = "//"
+        self.text = text_of(source)
+
+    # -- definitions ---------------------------------------------------------------------
+
+    def _join(self, prefix: str, segment: str) -> str:
+        return f"{prefix}{self.spec.separator}{segment}" if prefix else segment
+
+    def definitions(self, root) -> list[_Def]:
+        from tree_sitter import QueryCursor
+
+        found: dict[tuple[int, int], tuple[int, str, object, object]] = {}
+        for pattern, caps in QueryCursor(self.loaded.definitions).matches(root):
+            node = kind = None
+            for cap, nodes in caps.items():
+                if cap.startswith("definition."):
+                    kind, node = cap[11:], nodes[0]
+            if node is None:
+                continue
+            key = (node.start_byte, node.end_byte)
+            if key not in found or pattern < found[key][0]:  # the first pattern wins
+                names = caps.get("name")
+                found[key] = (pattern, kind, node, names[0] if names else None)
+        ordered = sorted(found.items(), key=lambda kv: (kv[0][0], -kv[0][1], kv[1][0]))
+        hooks = self.spec.hooks
+        stack: list[_Def] = []
+        out: list[_Def] = []
+        for (start, end), (_, kind, node, name_node) in ordered:
+            while stack and start >= stack[-1].end_byte:
+                stack.pop()
+            container = stack[-1] if stack else None
+            if container is not None and container.kind in _CODE_KINDS:
+                continue  # inside a function's code: not a symbol of its own
+            child_prefix = container.child_prefix if container is not None else self.prefix
+            named: Named | None
+            if hooks.name is not None:
+                named = hooks.name(kind, node, name_node, child_prefix, self.text)
+            else:
+                text = self.text(name_node)
+                named = Named(text, text) if text else None
+            if named is None:
+                continue
+            kind = named.kind or kind
+            if kind == "function" and container is not None and container.kind in _TYPE_KINDS:
+                kind = "method"
+            qualname = self._join(child_prefix, named.segment)
+            parent = named.parent or (container.qualname if container is not None else self.module)
+            if kind == "impl":
+                children = self._join(child_prefix, named.children) if named.children else qualname
+            else:
+                children = qualname
+            span = self.span(node)
+            first, comments, attrs = _leading(self.loaded, span)
+            test = container.test if container is not None else False
+            if not test and hooks.is_test is not None:
+                test = hooks.is_test(node, attrs, self.text)
+            end_line = node.end_point.row - (1 if node.end_point.column == 0 and node.end_point.row > 0 else 0)
+            d = _Def(
+                kind=kind,
+                node=node,
+                start_byte=start,
+                end_byte=end,
+                start_line=first.start_point.row,
+                end_line=max(end_line, first.start_point.row),
+                qualname=qualname,
+                name=named.name,
+                parent=parent,
+                child_prefix=children,
+                doc="\n".join(clean_comment(self.text(c)) for c in comments).strip(),
+                test=test,
+            )
+            out.append(d)
+            stack.append(d)
+        return out
+
+    def span(self, node):
+        """The node a definition's code starts at: an ``export`` or ``template<…>`` around it, a
+        group declaring it alone."""
+        spec = self.spec
+        while node.parent is not None:
+            parent = node.parent
+            if parent.type in spec.wrapper_types or (parent.type in spec.group_types and parent.named_child_count == 1):
+                node = parent
+            else:
+                break
+        return node
+
+    # -- texts ---------------------------------------------------------------------------
+
+    def segment(self, start: int, end: int) -> str:
+        return "".join(self.lines[max(start, 0) : end + 1])
+
+    def _dedent(self, first: int, last: int, indent: str) -> list[str]:
+        out = []
+        for line in self.lines[first : last + 1]:
+            line = line.rstrip("\r\n")
+            line = line[len(indent) :] if line.startswith(indent) else line.lstrip()
+            out.append(line if len(line) <= _CARD_LINE_CHARS else line[: _CARD_LINE_CHARS - 1] + "…")
+        return out
+
+    def _body_node(self, node):
+        for name in self.spec.body_fields:
+            body = node.child_by_field_name(name)
+            if body is not None:
+                return body
+        # a declaration wrapping its definition (``const f = () => {...}``, Go's ``type X struct{}``)
+        for child in node.named_children:
+            for name in self.spec.body_fields:
+                body = child.child_by_field_name(name)
+                if body is not None:
+                    return body
+        return None
+
+    def signature(self, d: _Def) -> str:
+        node = d.node
+        body = self._body_node(node)
+        end = body.start_byte if body is not None and body.start_byte > node.start_byte else node.end_byte
+        start = self.span(node).start_byte
+        raw = self.source[start : min(end, start + 4 * _SIGNATURE_CHARS)].decode("utf-8", "replace")
+        if body is None:
+            raw = raw.split("\n", 1)[0]
+        text = " ".join(raw.split()).rstrip(" {=:")
+        return text if len(text) <= _SIGNATURE_CHARS else text[: _SIGNATURE_CHARS - 1] + "…"
+
+    def card(self, d: _Def, members: list[str] | None) -> str:
+        first_line = self.lines[d.start_line] if d.start_line < len(self.lines) else ""
+        indent = first_line[: len(first_line) - len(first_line.lstrip())]
+        out = [f"{self.comment} {self.rel}:{d.start_line + 1}-{d.end_line + 1}"]
+        node_line = d.node.start_point.row
+        code_start = self.span(d.node).start_point.row
+        if code_start > d.start_line:  # doc comments and attributes, the comment's first lines
+            above = self._dedent(d.start_line, code_start - 1, indent)
+            if len(above) > _CARD_DOC_LINES:
+                above = [*above[: _CARD_DOC_LINES - 1], above[-1]] if not d.doc else [*above[:_CARD_DOC_LINES], "…"]
+            out.extend(above)
+        body = self._body_node(d.node)
+        if body is None or body.start_point.row >= d.end_line:
+            last = min(d.end_line, code_start + _CARD_VALUE_LINES - 1)
+            out.extend(self._dedent(code_start, last, indent))
+            if d.end_line > last:
+                out.append("...")
+            return "\n".join(out)
+        header_end = max(body.start_point.row, node_line)
+        out.extend(self._dedent(code_start, header_end, indent))
+        if members is not None:
+            if members:
+                out.append(f"    {self.comment} members: {_listing(members)}")
+            out.append(self._dedent(d.end_line, d.end_line, indent)[0] if d.end_line > header_end else "")
+            return "\n".join(x for x in out if x != "" or x is not out[-1]).rstrip()
+        code: list[str] = []
+        for n in range(header_end + 1, d.end_line + 1):
+            if self.lines[n].strip():
+                code.extend(self._dedent(n, n, indent))
+                if len(code) > _CARD_BODY_LINES:
+                    break
+        if len(code) > _CARD_BODY_LINES:
+            out.extend(code[:_CARD_BODY_LINES])
+            out.append(" " * (len(code[0]) - len(code[0].lstrip())) + "...")
+        else:
+            out.extend(code)
+        return "\n".join(out)
+
+
+def _listing(names: list[str]) -> str:
+    distinct = list(dict.fromkeys(names))
+    shown = ", ".join(distinct[:_CARD_NAMES])
+    return shown + (f" (+{len(distinct) - _CARD_NAMES} more)" if len(distinct) > _CARD_NAMES else "")
+
+
+def build(
+    loaded: Loaded,
+    rel: str,
+    text: str,
+    lines: list[str],
+    module: str,
+    prefix: str | None,
+    scan: Callable[..., tuple[str, dict[bytes, int]]],
+    symbol_type: type,
+) -> tuple[list, list[tuple[str, str]], list[tuple[str, str, int]]]:
+    """Symbols (the module's first), imports and references of one file. ``prefix`` is what
+    top-level names are qualified with (None: the package the file declares, else ``module``)."""
+    source = text.encode("utf-8", "surrogatepass")
+    tree = parse_with_deadline(loaded, source)
+    root = tree.root_node
+    spec = loaded.spec
+    if prefix is None:
+        declared = spec.hooks.package(root, text_of(source)) if spec.hooks.package is not None else None
+        prefix = declared if declared is not None else module
+    builder = TreeBuilder(loaded, rel, source, lines, module, prefix, scan)
+    defs = builder.definitions(root)
+
+    # children of each definition (and of the module), for containers' own text and members
+    kids: dict[int, list[int]] = {}
+    stack: list[int] = []
+    for i, d in enumerate(defs):
+        while stack and d.start_byte >= defs[stack[-1]].end_byte:
+            stack.pop()
+        kids.setdefault(stack[-1] if stack else -1, []).append(i)
+        stack.append(i)
+
+    def own_text(start: int, end: int, children: list[int]) -> str:
+        out, cur = [], start
+        for k in children:
+            c = defs[k]
+            if c.start_line > cur:
+                out.append(builder.segment(cur, c.start_line - 1))
+            cur = max(cur, c.end_line + 1)
+        if cur <= end:
+            out.append(builder.segment(cur, end))
+        return "".join(out)
+
+    noise = loaded.noise
+    symbols = []
+    for i, d in enumerate(defs):
+        children = kids.get(i, [])
+        kind = _SYMBOL_KIND.get(d.kind, d.kind)
+        is_container = d.kind in ("class", "impl", "namespace")
+        names = [defs[k].name for k in children]
+        body = builder.segment(d.start_line, d.end_line)
+        words_text = own_text(d.start_line, d.end_line, children) if children else body
+        identifiers, _ = scan(words_text, names, noise)
+        decorators = ("test",) if d.test else ()
+        d.index = len(symbols)
+        symbols.append(
+            symbol_type(
+                qualname=d.qualname,
+                name=d.name,
+                kind=kind,
+                path=rel,
+                start_line=d.start_line,
+                end_line=d.end_line,
+                start_col=0,
+                end_col=len(lines[d.end_line].rstrip("\r\n").encode("utf-8")) if d.end_line < len(lines) else 0,
+                signature=builder.signature(d),
+                docstring=d.doc,
+                decorators=decorators,
+                parent=d.parent,
+                identifiers=identifiers,
+                body=body,
+                card=builder.card(d, names if is_container else None),
+            )
+        )
+
+    end_line = max(len(lines) - 1, 0)
+    top = kids.get(-1, [])
+    top_names = [defs[k].name for k in top]
+    doc = _module_doc(loaded, root, builder.text)
+    card = f"// {rel}:1-{end_line + 1} (module {module})"
+    if doc:
+        card += "\n" + "\n".join(f"// {x}" for x in doc.splitlines()[:_CARD_DOC_LINES])
+    if top_names:
+        card += f"\n// defines: {_listing(top_names)}"
+    identifiers, _ = scan(own_text(0, end_line, top), top_names, noise)
+    last = lines[end_line].rstrip("\r\n") if lines else ""
+    mod = symbol_type(
+        qualname=module,
+        name=module.rpartition("/")[2] if "/" in module else module.rpartition(spec.separator)[2],
+        kind="module",
+        path=rel,
+        start_line=0,
+        end_line=end_line,
+        start_col=0,
+        end_col=len(last.encode("utf-8")),
+        docstring=doc,
+        parent="",
+        identifiers=identifiers,
+        body="",
+        card=card,
+    )
+    refs = _references(loaded, rel, root, defs, module, source)
+    imports: list[tuple[str, str]] = []
+    if loaded.imports is not None and spec.hooks.imports is not None:
+        from tree_sitter import QueryCursor
+
+        for nodes in QueryCursor(loaded.imports).captures(root).get("import", []):
+            imports.extend(spec.hooks.imports(nodes, prefix, builder.text))
+    return [mod, *symbols], imports, refs
+
+
+def _module_doc(loaded: Loaded, root, text) -> str:
+    """The file's own doc: the comments it starts with (Rust's ``//!``, Go's package comment, a
+    ``/** @file */`` block), unless they are a licence header."""
+    comments = []
+    for child in root.children:
+        if child.type not in loaded.spec.comment_types:
+            break
+        comments.append(text(child))
+    text = clean_comment("\n".join(comments)) if comments else ""
+    lowered = text.lower()
+    if "copyright" in lowered or "license" in lowered or "licence" in lowered:
+        return ""
+    return text
+
+
+def _references(
+    loaded: Loaded, rel: str, root, defs: list[_Def], module: str, source: bytes
+) -> list[tuple[str, str, int]]:
+    """``(source qualname, target, count)``: each captured name, charged to the innermost
+    definition around it (the module outside all of them), and resolved to the file's own
+    definition of that name when there is exactly one, else to a ``by_name_target``."""
+    from tree_sitter import QueryCursor
+
+    nodes = QueryCursor(loaded.references).captures(root).get("ref", [])
+    if not nodes:
+        return []
+    nodes.sort(key=lambda n: n.start_byte)
+    local: dict[str, str | None] = {}
+    for d in defs:
+        local[d.name] = d.qualname if d.name not in local else None  # two of a name: not decided here
+    lang = loaded.spec.name
+    sep = loaded.spec.separator
+    noise = loaded.noise
+    found: dict[tuple[str, str], int] = {}
+    stack: list[_Def] = []
+    di = 0
+    for n in nodes:
+        at = n.start_byte
+        while di < len(defs) and defs[di].start_byte <= at:
+            while stack and defs[di].start_byte >= stack[-1].end_byte:
+                stack.pop()
+            stack.append(defs[di])
+            di += 1
+        while stack and at >= stack[-1].end_byte:
+            stack.pop()
+        src = stack[-1].qualname if stack else module
+        raw = source[at : n.end_byte]
+        if raw in noise:
+            continue
+        name = raw.decode("utf-8", "replace")
+        target = local.get(name)
+        if target is None:
+            target = by_name_target(lang, rel, name)
+        elif target == src or src.startswith(target + sep) or target.startswith(src + sep):
+            continue  # itself, an enclosing or a nested definition
+        key = (src, target)
+        found[key] = found.get(key, 0) + 1
+    return [(src, target, n) for (src, target), n in found.items()]
+
+
+def syntax_digest(lang: str, text: str) -> str | None:
+    """A hash of a file's syntax tree without comments, positions and whitespace: what a capsule
+    records to know when its code changed. None when the language cannot be parsed here."""
+    import hashlib
+
+    from ctx_lsp.workspace.languages.spec import load
+
+    loaded = load(lang)
+    if loaded is None:
+        return None
+    source = text.encode("utf-8", "surrogatepass")
+    try:
+        tree = parse_with_deadline(loaded, source)
+    except ParseFailed:
+        return None
+    comments = loaded.spec.comment_types
+    digest = hashlib.sha256(lang.encode())
+    cursor = tree.walk()
+    while True:
+        node = cursor.node
+        if node.type in comments:
+            pass  # a comment and everything in it: not code
+        elif cursor.goto_first_child():
+            continue
+        else:  # a leaf: its kind and its text
+            digest.update(node.type.encode())
+            digest.update(b"\0")
+            digest.update(source[node.start_byte : node.end_byte])
+            digest.update(b"\0")
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return digest.hexdigest()

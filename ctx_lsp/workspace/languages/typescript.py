@@ -1,0 +1,174 @@
+"""TypeScript, TSX and JavaScript (JSX, ES modules, CommonJS): functions, classes and their
+methods (class fields holding a function too), interfaces, type aliases, enums, namespaces,
+module-level constants and the functions they hold (``export const f = (...) => {...}``, and
+``export const X = make("X", (x) => {...})``); qualified names ``src/core/Ky.Ky.create``; JSDoc
+comments; imports and ``require``."""
+
+from __future__ import annotations
+
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+
+_FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
+_COMMON = rf"""
+(function_declaration name: (_) @name) @definition.function
+(generator_function_declaration name: (_) @name) @definition.function
+(class_declaration name: (_) @name) @definition.class
+(method_definition name: (_) @name) @definition.method
+(program (lexical_declaration (variable_declarator name: (identifier) @name value: {_FUNCTION_VALUES}))
+  @definition.function)
+(program (export_statement (lexical_declaration
+  (variable_declarator name: (identifier) @name value: {_FUNCTION_VALUES}))
+  @definition.function))
+(program (lexical_declaration
+  (variable_declarator name: (identifier) @name value: (call_expression arguments: (arguments {_FUNCTION_VALUES}))))
+  @definition.function)
+(program (export_statement (lexical_declaration
+  (variable_declarator name: (identifier) @name value: (call_expression arguments: (arguments {_FUNCTION_VALUES}))))
+  @definition.function))
+(program (lexical_declaration (variable_declarator name: (identifier) @name value: (class))) @definition.class)
+(program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name value: (class)))
+  @definition.class))
+(program (variable_declaration (variable_declarator name: (identifier) @name value: {_FUNCTION_VALUES}))
+  @definition.function)
+(program (expression_statement (assignment_expression left: (member_expression) @name right: {_FUNCTION_VALUES}))
+  @definition.function)
+(program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.variable)
+(program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.variable))
+"""
+_TS_ONLY = rf"""
+(abstract_class_declaration name: (_) @name) @definition.class
+(interface_declaration name: (_) @name) @definition.class
+(type_alias_declaration name: (_) @name) @definition.class
+(enum_declaration name: (_) @name) @definition.class
+(internal_module name: (_) @name) @definition.namespace
+(function_signature name: (_) @name) @definition.function
+(abstract_method_signature name: (_) @name) @definition.method
+(public_field_definition name: (_) @name value: {_FUNCTION_VALUES}) @definition.method
+"""
+_JS_ONLY = rf"""
+(field_definition property: (_) @name value: {_FUNCTION_VALUES}) @definition.method
+"""
+
+_REFERENCES_COMMON = r"""
+(call_expression function: (identifier) @ref)
+(call_expression function: (member_expression property: (property_identifier) @ref))
+(new_expression constructor: (identifier) @ref)
+(new_expression constructor: (member_expression property: (property_identifier) @ref))
+"""
+_REFERENCES_TS = r"""
+(type_identifier) @ref
+(extends_clause value: (identifier) @ref)
+"""
+_REFERENCES_JS = r"""
+(class_heritage (identifier) @ref)
+"""
+_REFERENCES_JSX = r"""
+(jsx_opening_element name: (identifier) @ref)
+(jsx_self_closing_element name: (identifier) @ref)
+"""
+
+IMPORTS = r"""
+(import_statement) @import
+"""
+
+# keywords and names every file uses (primitive types, the standard library's commonest): noise
+# to a search and no reference to the workspace
+KEYWORDS = """
+abstract any as async await boolean break case catch class const constructor continue debugger declare default
+delete do else enum export extends false finally for from function get if implements import in instanceof
+interface keyof let module namespace never new null number object of private protected public readonly require
+return set static string super switch symbol this throw true try type typeof undefined unknown var void while
+with yield Promise Array Object String Number Boolean Error Map Set Record Partial console JSON Math
+"""
+
+
+def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
+    if name_node is None:
+        return Named("default", "default") if kind in ("function", "class") else None
+    text = src(name_node)
+    if name_node.type == "member_expression":  # ``module.exports.f = function``, ``A.prototype.f =``
+        text = text.replace(".prototype.", ".")
+        return Named(text.rpartition(".")[2], text)
+    if name_node.type == "string":
+        text = text.strip("'\"`")
+    return Named(text, text) if text else None
+
+
+def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
+    """``import {a as b} from './m'`` → (b, <module of ./m>.a); ``import x from 'pkg'`` → (x, pkg)."""
+    source = node.child_by_field_name("source")
+    if source is None:
+        return []
+    spec = src(source).strip("'\"`")
+    if spec.startswith("."):
+        base = prefix.rpartition("/")[0]
+        parts = [p for p in base.split("/") if p] if base else []
+        for piece in spec.split("/"):
+            if piece == "..":
+                if parts:
+                    parts.pop()
+            elif piece not in (".", ""):
+                parts.append(piece)
+        target = "/".join(parts)
+        for ext in (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", ".mts", ".cts"):
+            target = target.removesuffix(ext)
+    else:
+        target = spec
+    out: list[tuple[str, str]] = []
+    clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+    if clause is None:
+        return [(target.rpartition("/")[2], target)]
+    for part in clause.named_children:
+        if part.type == "identifier":  # default import
+            out.append((src(part), f"{target}.default"))
+        elif part.type == "namespace_import":
+            ident = next((c for c in part.named_children if c.type == "identifier"), None)
+            if ident is not None:
+                out.append((src(ident), target))
+        elif part.type == "named_imports":
+            for spec_node in part.named_children:
+                if spec_node.type != "import_specifier":
+                    continue
+                name = spec_node.child_by_field_name("name")
+                alias = spec_node.child_by_field_name("alias")
+                if name is not None:
+                    imported = src(name).strip("'\"")
+                    out.append((src(alias or name).strip("'\""), f"{target}.{imported}"))
+    return out
+
+
+def _spec(name: str, grammar: tuple[str, str], definitions: str, references: str) -> LanguageSpec:
+    return LanguageSpec(
+        name=name,
+        grammar=grammar,
+        definitions=definitions,
+        references=references,
+        imports=IMPORTS,
+        comment_types=frozenset({"comment"}),
+        leading_types=frozenset({"decorator"}),
+        wrapper_types=frozenset({"export_statement", "ambient_declaration"}),
+        keywords=KEYWORDS,
+        hooks=Hooks(name=_name, imports=_imports),
+    )
+
+
+SPECS = {
+    "typescript": _spec(
+        "typescript",
+        ("tree_sitter_typescript", "language_typescript"),
+        _COMMON + _TS_ONLY,
+        _REFERENCES_COMMON + _REFERENCES_TS,
+    ),
+    "tsx": _spec(
+        "tsx",
+        ("tree_sitter_typescript", "language_tsx"),
+        _COMMON + _TS_ONLY,
+        _REFERENCES_COMMON + _REFERENCES_TS + _REFERENCES_JSX,
+    ),
+    "javascript": _spec(
+        "javascript",
+        ("tree_sitter_javascript", "language"),
+        _COMMON + _JS_ONLY,
+        _REFERENCES_COMMON + _REFERENCES_JS + _REFERENCES_JSX,
+    ),
+}

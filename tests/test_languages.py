@@ -1,0 +1,212 @@
+"""Every language the index reads: the same symbols (qualified names as that language's users
+write them, kinds, spans from the doc comment, cards, exact bodies), references and imports,
+from the real tree-sitter grammars, on the polyglot fixture workspace (tests/fixtures/poly_ws)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.memory.capsules import code_hash
+from ctx_lsp.workspace.languages import language_of, last_part
+from ctx_lsp.workspace.languages.modules import rust_module
+from ctx_lsp.workspace.languages.spec import load
+from ctx_lsp.workspace.languages.treesitter import ParseFailed, parse_with_deadline
+from ctx_lsp.workspace.parse import parse_module
+
+POLY = Path(__file__).parent / "fixtures" / "poly_ws"
+
+
+def parse(rel: str):
+    parsed = parse_module(rel, (POLY / rel).read_bytes(), root=str(POLY))
+    assert parsed.error is None, parsed.error
+    return parsed
+
+
+def by_qualname(rel: str) -> dict:
+    return {s.qualname: s for s in parse(rel).symbols}
+
+
+@pytest.mark.parametrize(
+    ("rel", "lang"),
+    [
+        ("src/lib.rs", "rust"),
+        ("web/src/api/client.ts", "typescript"),
+        ("web/src/components/Invoice.tsx", "tsx"),
+        ("web/src/utils/format.js", "javascript"),
+        ("lib/x.mjs", "javascript"),
+        ("server/handler.go", "go"),
+        ("java/src/main/java/com/shop/Inventory.java", "java"),
+        ("native/checksum.c", "c"),
+        ("native/checksum.h", "cpp"),
+        ("native/codec.cpp", "cpp"),
+        ("backend/app.py", "python"),
+        ("dist/app.min.js", None),
+        ("README.md", None),
+        ("Makefile", None),
+    ],
+)
+def test_language_of(rel: str, lang: str | None) -> None:
+    assert language_of(rel) == lang
+
+
+def test_last_part_in_every_spelling() -> None:
+    assert last_part("krate::Type::method") == "method"
+    assert last_part("pkg.Class.method") == "method"
+    assert last_part("name") == "name"
+
+
+def test_rust_items_impls_and_crate_names() -> None:
+    syms = by_qualname("src/error.rs")
+    enum = syms["ledger_core::error::LedgerError"]
+    assert enum.kind == "class" and enum.signature == "pub enum LedgerError"
+    assert enum.docstring == "Errors a ledger operation can raise."
+    # the span starts at the doc comment, above the attribute
+    assert enum.start_line == 3 and enum.body.startswith("/// Errors a ledger")
+    assert "#[derive(Debug)]" in enum.body
+    impl = syms["ledger_core::error::impl Iterator for Chain"]
+    assert impl.kind == "class" and impl.signature == "impl<'a> Iterator for Chain<'a>"
+    nxt = syms["ledger_core::error::Chain::next"]
+    assert nxt.kind == "method" and nxt.parent == impl.qualname and nxt.name == "next"
+    assert nxt.docstring == "Yields the current error and moves on to its source."
+    assert nxt.body.strip().endswith("}") and "current.source()" in nxt.body
+    assert "ledger_core::error::LedgerError::fmt" in syms and "ledger_core::error::LedgerError::source" in syms
+    # the card: where it is, its doc comment, its signature and its first lines
+    card = syms["ledger_core::error::Chain::new"].card
+    assert card.startswith("// src/error.rs:40-43\n/// Starts the chain at `head`.\npub fn new(")
+
+
+def test_rust_module_names_follow_cargo() -> None:
+    root = str(POLY)
+    assert rust_module("src/lib.rs", root) == "ledger_core"
+    assert rust_module("src/error.rs", root) == "ledger_core::error"
+    assert rust_module("src/a/mod.rs", root) == "ledger_core::a"
+    assert rust_module("src/bin/tool.rs", root) == "tool"
+    assert rust_module("tests/transfers.rs", root) == "transfers"
+
+
+def test_rust_test_code_is_marked() -> None:
+    syms = by_qualname("src/lib.rs")
+    assert syms["ledger_core::tests"].decorators == ("test",)
+    assert syms["ledger_core::tests::empty_ledger_has_zero_balance"].decorators == ("test",)
+    assert syms["ledger_core::total_balance"].decorators == ()
+    assert syms["ledger_core"].docstring == "Ledger core: accounts, postings and the errors they raise."
+
+
+def test_rust_references_and_imports() -> None:
+    parsed = parse("src/account.rs")
+    refs = {(src, target) for src, target, _ in parsed.refs}
+    # a definition of the same file, by its qualified name
+    assert ("ledger_core::account::Ledger::transfer", "ledger_core::account::Ledger::find") in refs
+    # a name defined elsewhere: left for the workspace to resolve, from this file's folder
+    assert ("ledger_core::account::Account::post", "rust|src|LedgerError") in refs
+    assert ("LedgerError", "ledger_core::error::LedgerError") in parsed.imports
+
+
+def test_typescript_classes_methods_and_arrow_functions() -> None:
+    syms = by_qualname("web/src/api/client.ts")
+    cls = syms["web/src/api/client.ApiClient"]
+    assert cls.kind == "class" and cls.signature == "export class ApiClient"
+    assert cls.docstring == "Talks to the ledger server over HTTP, retrying failed requests."
+    balance = syms["web/src/api/client.ApiClient.balance"]
+    assert balance.kind == "method" and balance.parent == cls.qualname
+    backoff = syms["web/src/api/client.backoff"]
+    assert backoff.kind == "function" and backoff.body.startswith("/** Waits longer")
+    iface = syms["web/src/api/client.ClientOptions"]
+    assert iface.kind == "class" and iface.signature.startswith("export interface ClientOptions")
+    parsed = parse("web/src/api/client.ts")
+    assert ("formatCents", "web/src/utils/format.formatCents") in parsed.imports
+    refs = {(src, target) for src, target, _ in parsed.refs}
+    assert ("web/src/api/client.ApiClient.balance", "web/src/api/client.ApiClient.request") in refs
+    assert ("web/src/api/client.ApiClient.request", "web/src/api/client.backoff") in refs
+
+
+def test_tsx_and_javascript() -> None:
+    syms = by_qualname("web/src/components/Invoice.tsx")
+    assert syms["web/src/components/Invoice.Invoice"].kind == "function"
+    assert syms["web/src/components/Invoice.InvoiceProps"].kind == "class"
+    js = by_qualname("web/src/utils/format.js")
+    assert js["web/src/utils/format.formatCents"].docstring.startswith("Formats an amount in cents")
+    assert "web/src/utils/format.module.exports.parseCents" in js
+
+
+def test_go_methods_named_by_receiver_and_package() -> None:
+    syms = by_qualname("server/handler.go")
+    handle = syms["server.Server.Handle"]
+    assert handle.kind == "method" and handle.parent == "server.Server"
+    assert handle.docstring.startswith("Handle serves one request")
+    assert handle.signature == "func (s *Server) Handle(w http.ResponseWriter, r *http.Request)"
+    server = syms["server.Server"]
+    assert server.kind == "class" and server.signature == "type Server struct"
+    assert syms["server.NewServer"].kind == "function"
+    assert syms["server/handler.go"].kind == "module"
+    assert ("json", "encoding/json") in parse("server/handler.go").imports
+
+
+def test_java_nested_classes_and_package() -> None:
+    syms = by_qualname("java/src/main/java/com/shop/Inventory.java")
+    assert syms["com.shop.Inventory"].kind == "class"
+    nested = syms["com.shop.Inventory.Reservation"]
+    assert nested.kind == "class" and nested.parent == "com.shop.Inventory"
+    assert syms["com.shop.Inventory.Reservation.Reservation"].kind == "method"  # its constructor
+    reserve = syms["com.shop.Inventory.reserve"]
+    assert reserve.docstring.startswith("Reserves {@code quantity} items")
+    assert reserve.body.lstrip().startswith("/** Reserves")
+
+
+def test_c_and_cpp() -> None:
+    c = by_qualname("native/checksum.c")
+    assert c["adler32"].kind == "function" and c["adler32"].docstring == "Adler-32 checksum of a buffer."
+    assert c["MOD_ADLER"].kind == "variable"
+    cpp = by_qualname("native/codec.cpp")
+    assert cpp["ledger::Codec"].kind == "class"
+    encode = cpp["ledger::Codec::encode"]
+    assert encode.kind == "method" and encode.parent == "ledger::Codec"
+    assert encode.signature.startswith("std::string Codec::encode(")
+
+
+def test_mixed_repository_python_keeps_ast_path() -> None:
+    syms = by_qualname("backend/app.py")
+    assert syms["backend.app.import_journal"].signature == "def import_journal(path: str) -> int"
+
+
+@pytest.mark.parametrize(
+    ("rel", "data", "error"),
+    [
+        ("src/bin.rs", b"fn main() {}\x00\x01\x02", "binary"),
+        ("web/bundle.js", b"var a=1;" * 5000, "minified"),
+    ],
+)
+def test_bad_files_get_a_reason(rel: str, data: bytes, error: str) -> None:
+    parsed = parse_module(rel, data)
+    assert parsed.error is not None and error in parsed.error and parsed.symbols == []
+
+
+def test_syntax_errors_index_what_parses() -> None:
+    src = b"pub fn good() -> u8 { 1 }\n\nfn broken( {\n\npub struct Kept { x: u8 }\n"
+    parsed = parse_module("src/x.rs", src)
+    assert parsed.error is None
+    names = {s.name for s in parsed.symbols}
+    assert {"good", "Kept"} <= names
+
+
+def test_not_utf8_is_flagged() -> None:
+    assert parse_module("src/x.rs", b"fn f() { let s = \"\xff\xfe\"; }").decode_error
+
+
+def test_parse_time_cap() -> None:
+    loaded = load("rust")
+    assert loaded is not None
+    src = b"fn f() { let x = [" + b"1, " * 400_000 + b"]; }"
+    with pytest.raises(ParseFailed):
+        parse_with_deadline(loaded, src, seconds=0.0)
+
+
+def test_capsule_hash_ignores_comments_and_whitespace_in_every_language() -> None:
+    a = code_hash("fn main() {\n    let x = 1; // one\n}\n", "src/main.rs")
+    assert a == code_hash("fn main() { let x = 1;\n/* note */ }", "src/main.rs")
+    assert a != code_hash("fn main() { let x = 2; }", "src/main.rs")
+    ts = code_hash("export const f = () => 1;", "a.ts")
+    assert ts == code_hash("// doc\nexport const f = () =>\n  1;", "a.ts")
+    assert ts != code_hash("export const f = () => 2;", "a.ts")
