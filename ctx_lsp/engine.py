@@ -44,6 +44,7 @@ from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
+from ctx_lsp.workspace.languages import language_of
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 log = logging.getLogger("ctx_lsp.engine")
@@ -243,7 +244,7 @@ class Engine:
         summariser). Masked text comes back unchanged, so masking twice is harmless."""
         if self.masker is None:
             return text
-        key = (name.endswith(".py"), text)
+        key = (language_of(name) is not None, text)
         cached = self._masked.get(key)
         if cached is None:
             if len(self._masked) >= MASKED_CACHE_TEXTS:

@@ -29,6 +29,7 @@ from ctx_lsp.memory.store import MemoryUnavailable, StoreError
 from ctx_lsp.sessions import PinIntent, SessionEngine
 from ctx_lsp.sessions.values import PinState
 from ctx_lsp.workspace.files import PathRefused, workspace_rel
+from ctx_lsp.workspace.languages import language_of
 
 log = logging.getLogger("ctx_lsp.mcp")
 T = TypeVar("T")
@@ -271,7 +272,7 @@ def _pin_intent(root: Path, target: str, kind: str, ttl: int | None, policy: str
     engine's pin intent. A path must name a line: pins hold symbols, not whole files."""
     target = target.strip()
     m = _PATH_LINE.match(target)
-    if m is None and not ("/" in target or target.endswith(".py")):
+    if m is None and not ("/" in target or language_of(target) is not None):
         return PinIntent(symbol=target, kind=kind, ttl=ttl, policy=policy, created_by="agent")  # type: ignore[arg-type]
     if m is None or int(m["line"]) < 1:
         raise UserError(

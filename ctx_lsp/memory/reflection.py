@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from ctx_lsp.workspace.languages import SOURCE_SUFFIXES
+
 DECAY = 0.7  # per turn: an item nobody touches fades to a fifth in ~5 turns
 W_INCLUDED = 0.5  # it was in the last plan (a weak signal: we put it there)
 W_MODEL = 1.0  # the model named it in its reply or tool arguments (it used it)
@@ -33,8 +35,10 @@ RETRIEVAL_WEIGHT = 0.5  # retrieval score × (1 + weight × activation)
 CLUSTER_SIMILARITY = 0.2  # a query joins the current cluster at this cosine or more
 TASK_SWITCH_DECAY = 0.25  # moving to another task fades what the last one used (it may come back)
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_PATH = re.compile(r"(?:[\w.-]+/)+[\w.-]+\.py\b|\b[\w-]+\.py\b")
+# names as any language spells them: ``a.b.c``, ``krate::Type::method``
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
+_SOURCE_EXT = "|".join(sorted((e[1:] for e in SOURCE_SUFFIXES), key=len, reverse=True)).replace("+", "\\+")
+_PATH = re.compile(rf"(?:[\w.-]+/)+[\w.-]+\.(?:{_SOURCE_EXT})\b|\b[\w-]+\.(?:{_SOURCE_EXT})\b")
 _SUGGEST = re.compile(r"```ctx-suggest[^\n]*\n(.*?)```", re.S)
 _TERM = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(

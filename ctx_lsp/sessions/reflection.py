@@ -19,6 +19,7 @@ from ctx_lsp.sessions.pins import Pins
 from ctx_lsp.sessions.records import Reflection, Suggestion, records
 from ctx_lsp.sessions.shared import NotFound, Shared
 from ctx_lsp.sessions.values import PinIntent
+from ctx_lsp.workspace.languages import language_of
 
 
 @dataclass(slots=True)
@@ -108,8 +109,9 @@ class Reflections:
         messages = [m.to_message() for m in store.turn_messages(session, turn)]
 
         def resolve(word: str) -> str | None:
-            sym = index.resolve_name(word) if not word.endswith(".py") else None
-            if sym is None and word.endswith(".py"):
+            is_path = language_of(word) is not None
+            sym = index.resolve_name(word) if not is_path else None
+            if sym is None and is_path:
                 mod = next((s for s in index.symbols_in(word) if s.kind == "module"), None)
                 return mod.qualname if mod else None
             return sym.qualname if sym is not None and sym.kind != "module" else None
