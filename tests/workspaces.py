@@ -10,12 +10,19 @@ import shutil
 from pathlib import Path
 
 SAMPLE = Path(__file__).parent / "fixtures" / "sample_ws"
+POLY = Path(__file__).parent / "fixtures" / "poly_ws"  # Rust, TS/JS, Go, Java, C/C++ and Python
 _LEFT_BEHIND = shutil.ignore_patterns(".ctx", "__pycache__", ".ruff_cache", ".pytest_cache")
 
 
 def copy_sample(dest: Path) -> Path:
     """A fresh copy of the sample workspace at ``dest``; returns ``dest``."""
     shutil.copytree(SAMPLE, dest, ignore=_LEFT_BEHIND)
+    return dest
+
+
+def copy_poly(dest: Path) -> Path:
+    """A fresh copy of the polyglot workspace at ``dest``; returns ``dest``."""
+    shutil.copytree(POLY, dest, ignore=_LEFT_BEHIND)
     return dest
 
 
