@@ -21,7 +21,7 @@ from ctx_lsp.sessions import SessionEngine
 from tests.gateway import assistants
 from tests.gateway.harness import PAID_CONTEXT
 from tests.gateway.netns import netns_unavailable, run_in_netns, run_offline, target_urls
-from tests.workspaces import copy_sample
+from tests.workspaces import copy_poly, copy_sample
 
 pytestmark = pytest.mark.slow
 
@@ -51,11 +51,11 @@ def _reply(name: str) -> str:
     return f"OFFLINE-REPLY-{name.upper()}: hello from the fake upstream."
 
 
-def _run(name: str, tmp_path: Path, *, gateway: bool = False):
-    ws = copy_sample(tmp_path / "ws")
+def _run(name: str, tmp_path: Path, *, gateway: bool = False, copy=copy_sample, prompt: str = PROMPT):
+    ws = copy(tmp_path / "ws")
     if gateway:  # the tests look for the context in the bodies sent: added whatever it costs
         (ws / "ctx.toml").write_text(PAID_CONTEXT)
-    inv = assistants.invocation(name, ws, PROMPT, target_urls(gateway), tmp_path / "home")
+    inv = assistants.invocation(name, ws, prompt, target_urls(gateway), tmp_path / "home")
     return run_offline(
         inv.argv,
         tmp_path / "run",
@@ -132,6 +132,29 @@ def test_assistant_through_gateway(netns: None, name: str, tmp_path: Path) -> No
     (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES[name]]
     assert STABLE_HEADER in body and CONTEXT_HEADER in body, r.summary()
     assert "shop/inventory.py" in body, r.summary()
+    assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
+
+
+# a question about a mixed repository's Rust or TypeScript code, and a line of the code that answers it
+POLY_QUESTIONS = {
+    "claude": ("How does the error chain iterate over source errors? Do not edit any file.", "current.source()"),
+    "codex": ("How does the api client retry failed requests? Do not edit any file.", "await backoff(attempt)"),
+    "aider": ("How does the error chain iterate over source errors? Do not edit any file.", "current.source()"),
+}
+
+
+@pytest.mark.parametrize("name", assistants.NAMES)
+def test_assistant_through_gateway_in_a_rust_and_typescript_repository(netns: None, name: str, tmp_path: Path) -> None:
+    """The same run in a repository of Rust, TypeScript, Go, Java and C++: the model gets that
+    language's code for the question."""
+    _require(name)
+    prompt, code = POLY_QUESTIONS[name]
+    r = _run(name, tmp_path, gateway=True, copy=copy_poly, prompt=prompt)
+    assert r.rc == 0, r.summary()
+    assert _reply(name) in r.stdout, r.summary()
+    (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES[name]]
+    assert CONTEXT_HEADER in body, r.summary()
+    assert code in body, r.summary()
     assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
 
 
