@@ -16,6 +16,7 @@ best candidates below everything else. Every signal and its weight is written in
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -25,8 +26,9 @@ import msgspec
 from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
 from ctx_lsp.workspace.index import code_words, query_names, query_term_words
-from ctx_lsp.workspace.priors import Prior, prior_for, request_words
-from ctx_lsp.workspace.signals import Signals, read
+from ctx_lsp.workspace.languages import language_of
+from ctx_lsp.workspace.priors import Prior, in_test_module, prior_for, request_words
+from ctx_lsp.workspace.signals import Frame, Signals, foreign_path, read
 
 EXACT_NAME_BOOST = 2.0  # the query names the symbol (or its qualified name) outright, as code
 PLAIN_NAME_BOOST = 1.3  # ... with a plain word (``model``, ``sympify``): maybe a name, maybe English
@@ -238,12 +240,29 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
         if strength > 0 and sym.kind != "module":
             seeds[sym.qualname] = max(seeds.get(sym.qualname, 0.0), strength)
 
-    project = [(f, found[0]) for f in sig.frames if len(found := rels(f.path)) == 1]
+    def frame_file(frame: Frame) -> str | None:
+        """The project's file a frame is in: its path if one file matches it; a Java frame names
+        only the file (``Y.java``), and its package says which folder."""
+        found: list[str] = []
+        if "/" not in frame.path and frame.func and language_of(frame.path) == "java":
+            package = list(itertools.takewhile(lambda p: p[:1].islower(), frame.func.split(".")))
+            if package:
+                found = rels("/".join([*package, frame.path]))
+        found = found or rels(frame.path)
+        return found[0] if len(found) == 1 else None
+
+    # frames in the toolchain's or a dependency's code (a cargo registry, node_modules, Go's
+    # module cache) would match a project file of the same name (``src/lib.rs``): left out
+    project = [(f, frame_file(f)) for f in sig.frames if not foreign_path(f.path)]
+    # a frame whose path names no one file may still name its function in full (``fd::exec::run``,
+    # ``main.Server.Handle``): a bare name (Python's ``in run``) says too little
+    project = [(f, rel) for f, rel in project if rel is not None or (f.func and ("." in f.func or "::" in f.func))]
     framed: set[str] = set()
     for k, (frame, rel) in enumerate(reversed(project[-MAX_FRAMES:])):
-        sym = index.symbol_at(rel, frame.line - 1)
+        sym = index.symbol_at(rel, frame.line - 1) if rel is not None else index.resolve_name(frame.func or "")
         if sym is None or sym.kind == "module" or sym.qualname in framed:
             continue
+        rel = sym.path
         framed.add(sym.qualname)
         weight = FRAME_DECAY**k
         where = "the innermost traceback frame in the project" if k == 0 else f"a traceback frame ({k} out)"
@@ -265,7 +284,7 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
         sym = index.resolve_name(exc)
         if sym is not None and sym.kind == "class":
             point(sym, EXACT_NAME_BOOST, f"the error's exception {exc}", 0.5)
-            raised.append(f"raise {exc}")
+            raised.extend((f"raise {exc}", f"throw new {exc}", f"throw {exc}"))  # Python; JS, Java, C++
     for rel in sorted(files):
         sym = index.module_symbol(rel)
         if sym is not None:
@@ -294,8 +313,13 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
 
 def _apply_prior(entry: list, priors: dict[str, Prior | None], words: frozenset[str]) -> None:
     """Scale a candidate by its path's prior (test, vendored, generated, outside the package)."""
-    path = entry[0].path
-    prior = priors[path] if path in priors else priors.setdefault(path, prior_for(path, words))
+    sym = entry[0]
+    path = sym.path
+    if in_test_module(sym.qualname):  # a Rust ``mod tests``: test code whatever its file
+        key = f"{path}::tests"
+        prior = priors[key] if key in priors else priors.setdefault(key, prior_for(path, words, qualname=sym.qualname))
+    else:
+        prior = priors[path] if path in priors else priors.setdefault(path, prior_for(path, words))
     if prior is not None:
         entry[1] *= prior.factor
         entry[2].append(prior.why)
