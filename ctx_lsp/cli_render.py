@@ -104,6 +104,9 @@ def print_plan(plan: ContextPlan, *, show_all: bool = False) -> None:
             con.print(f"  [dim]… {len(excluded) - len(shown)} more excluded ({summary}); --all lists them[/]")
 
 
+SHOWN_SKIPPED = 20
+
+
 def index_with_progress(engine: Engine, *, quiet: bool = False) -> None:
     con = Console(stderr=True, highlight=False)
     if quiet or not con.is_terminal:
@@ -131,5 +134,12 @@ def index_with_progress(engine: Engine, *, quiet: bool = False) -> None:
         f"({stats.files_indexed} parsed, {stats.files_unchanged} unchanged, {stats.files_removed} removed, "
         f"{stats.files_skipped} skipped)"
     )
-    for err in stats.errors[:10]:
-        print(f"  skipped {err}", file=sys.stderr)
+    if len(totals.languages) > 1:
+        print("  " + ", ".join(f"{lang} {n:,}" for lang, n in totals.languages.items()) + " files")
+    # what was left out, and why: files the walk refused (too large, binary, not UTF-8), then
+    # files their grammar could not read (minified, over the parse time cap)
+    left_out = [*stats.skipped, *stats.errors]
+    for line in left_out[:SHOWN_SKIPPED]:
+        print(f"  skipped {line}", file=sys.stderr)
+    if len(left_out) > SHOWN_SKIPPED:
+        print(f"  … and {len(left_out) - SHOWN_SKIPPED} more skipped", file=sys.stderr)

@@ -66,6 +66,7 @@ RETRIEVALS_KEPT = 32  # candidate lists (hundreds of items each) kept while the 
 # symbols whose card and body are kept (across saves too), the least recently used going first:
 # a new question on sympy finds a third of its symbols made already (by 800 questions, ~45 MB)
 ITEMS_KEPT = 20_000
+SKIPPED_IN_NOTES = 3  # skipped source files named in a plan's notes
 
 
 class UserError(ValueError):
@@ -220,6 +221,7 @@ class Engine:
         self._scaffold_cache: tuple[int, Item] | None = None
         self._instructions_cache: dict[tuple[str, int, int], str] = {}
         self.instruction_problems: dict[str, str] = {}  # file → why it was left out (a plan note)
+        self.skipped_files: list[str] = []  # "rel (reason)" of source files the last refresh left out
         self.history_chunks = HistoryChunks()
 
     def apply_config(self, config: CtxConfig) -> None:
@@ -260,6 +262,7 @@ class Engine:
     def refresh_index(self, progress=None) -> IndexStats:
         stats = self.index.refresh(progress)
         self._scaffold_cache = None
+        self.skipped_files = list(stats.skipped)  # (a Python syntax error keeps its last symbols: not skipped)
         return stats
 
     def prepare_search(self) -> None:
@@ -364,6 +367,14 @@ class Engine:
             required.append(msgspec.structs.replace(item, path=rel, detail=masked_detail(text)))
         if req.instructions:
             notes.extend(self.instruction_problems.values())
+        if self.skipped_files:
+            shown = "; ".join(self.skipped_files[:SKIPPED_IN_NOTES])
+            more = len(self.skipped_files) - SKIPPED_IN_NOTES
+            notes.append(
+                f"{len(self.skipped_files)} source files not indexed: {shown}"
+                + (f"; and {more} more" if more > 0 else "")
+                + " (`ctx-lsp index` lists them)"
+            )
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
 

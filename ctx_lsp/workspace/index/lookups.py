@@ -8,6 +8,7 @@ import msgspec
 
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol, select_in
+from ctx_lsp.workspace.languages import language_of
 
 # Whole rows (their texts too) kept by qualname and by id: read to make prompt items, which the
 # engine keeps instead (``ITEMS_KEPT``), and graph neighbours, a few dozen a question.
@@ -23,6 +24,7 @@ class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
     card_tokens: int
     tokens: int
     edges: int = 0  # resolved def→ref edges (as of the last graph update)
+    languages: dict[str, int] = msgspec.field(default_factory=dict)  # indexed files per language
 
 
 def _implementation(found: list[IndexedSymbol]) -> IndexedSymbol:
@@ -131,7 +133,12 @@ def stats(db: IndexDb) -> IndexSummary:
         "SELECT count(*), coalesce(sum(card_tokens), 0), "
         "coalesce(sum(CASE WHEN kind = 'module' THEN body_tokens ELSE 0 END), 0) FROM symbols"
     ).fetchone()
+    languages: dict[str, int] = {}
+    for (path,) in conn.execute("SELECT path FROM symbols WHERE kind = 'module'"):
+        lang = language_of(path) or "python"
+        languages[lang] = languages.get(lang, 0) + 1
     summary = IndexSummary(
+        languages=dict(sorted(languages.items(), key=lambda kv: (-kv[1], kv[0]))),
         files=files,
         symbols=symbols,
         files_with_errors=errors or 0,

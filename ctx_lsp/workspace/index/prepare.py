@@ -108,10 +108,14 @@ def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], l
 
 
 def classify(work: FileWork, parsed: ParsedModule) -> FileWork:
-    """Record in ``work`` what the writer does with a parse result: skip (not UTF-8), keep the
-    last good symbols (a syntax error), or replace them (with the file's search texts)."""
+    """Record in ``work`` what the writer does with a parse result: skip (not UTF-8; a file its
+    grammar cannot read: minified, binary, over the parse time cap), keep the last good symbols
+    (a Python syntax error: tree-sitter indexes as far as a file parses), or replace them (with
+    the file's search texts)."""
     if parsed.decode_error:
         work.action, work.reason = "skip", NOT_UTF8
+    elif parsed.error is not None and parsed.language != "python":
+        work.action, work.reason = "skip", parsed.error
     elif parsed.error is not None:
         work.action, work.reason = "error", parsed.error
     else:
