@@ -68,9 +68,11 @@ function H.setup(opts)
 end
 
 --- Open a workspace file and wait until the server is initialized and has indexed.
-function H.open(rel)
+---@param rel string
+---@param filetype? string what Neovim must detect (default "python")
+function H.open(rel, filetype)
   vim.cmd.edit(vim.fn.fnameescape(H.ws .. "/" .. rel))
-  assert(vim.bo.filetype == "python", "filetype: " .. vim.bo.filetype)
+  H.eq(vim.bo.filetype, filetype or "python", "filetype of " .. rel)
   H.wait("the ctx_lsp client to start, initialize and index", function()
     return require("ctx_lsp.client").ready()
   end, 20000)

@@ -49,6 +49,8 @@ for _, tag in ipairs({
   ":CtxReview",
   "ctx_lsp.gateway_status()",
   "hl-CtxPreviewInjected",
+  "ctx_lsp-root",
+  "ctx_lsp-pin-definition",
 }) do
   assert(tags[tag], "no tag " .. tag)
   vim.cmd("help " .. tag)

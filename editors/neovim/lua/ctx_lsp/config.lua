@@ -8,8 +8,9 @@ local M = {}
 ---@field context_length? integer override the model's context length in every plan
 ---@field mode? "off"|"light"|"heavy" retrieval mode (the server's default: light)
 ---@field session? string         session id (default: the server's default session of the workspace)
----@field filetypes string[]      buffers the server attaches to (default { "python" })
----@field root_markers string[]   files that mark the workspace root
+---@field filetypes string[]      buffers the server attaches to (default: every language it indexes)
+---@field root_markers (string|string[])[] what marks the workspace root, in priority order (a nested list: equal priority, nearest wins)
+---@field pin ctx_lsp.PinOptions  how :CtxPin finds the symbol
 ---@field settings table          extra server settings, passed as is (camelCase keys)
 ---@field keymaps table<string, string|false> global normal-mode maps; none by default
 ---@field tree { width: integer, position: "right"|"left" }
@@ -18,6 +19,10 @@ local M = {}
 ---@field reflections { notify: boolean } promotions/demotions as notifications (with :CtxUndo)
 ---@field bar_width integer       cells of the meter's bar
 ---@field gateway ctx_lsp.GatewayOptions the gateway in the editor's server (off unless `listen` is set)
+
+---@class ctx_lsp.PinOptions
+---@field definition boolean  ask the buffer's other language servers where the name under the cursor is defined, and pin that
+---@field timeout integer     milliseconds to wait for their answer before pinning at the cursor
 
 ---@class ctx_lsp.GatewayOptions sent as settings `gateway.*` (camelCase); unset keys: the server's
 ---@field listen? string             "HOST:PORT": the server runs the gateway there
@@ -36,8 +41,46 @@ M.defaults = {
   context_length = nil,
   mode = nil,
   session = nil,
-  filetypes = { "python" },
-  root_markers = { "ctx.toml", "pyproject.toml", "setup.py", "setup.cfg", ".git" },
+  -- the languages the server indexes (DESIGN §4a); Neovim's names for them
+  filetypes = {
+    "python",
+    "rust",
+    "typescript",
+    "typescriptreact",
+    "javascript",
+    "javascriptreact",
+    "go",
+    "java",
+    "c",
+    "cpp",
+  },
+  -- ctx.toml first (it says "this is the workspace"), then the repository: one server for every
+  -- language of a repository, not one per package of it; without either, the nearest project file
+  root_markers = {
+    "ctx.toml",
+    { ".git", ".hg", ".jj" },
+    {
+      "pyproject.toml",
+      "setup.py",
+      "setup.cfg",
+      "Cargo.toml",
+      "go.mod",
+      "go.work",
+      "package.json",
+      "tsconfig.json",
+      "jsconfig.json",
+      "deno.json",
+      "pom.xml",
+      "build.gradle",
+      "build.gradle.kts",
+      "settings.gradle",
+      "settings.gradle.kts",
+      "CMakeLists.txt",
+      "meson.build",
+      "compile_commands.json",
+    },
+  },
+  pin = { definition = true, timeout = 500 },
   settings = {},
   keymaps = {},
   tree = { width = 64, position = "right" },
@@ -76,6 +119,18 @@ function M.set(opts)
   if type(merged.gateway) ~= "table" then
     vim.notify("ctx-lsp: gateway must be a table, e.g. { listen = \"127.0.0.1:8787\" }", vim.log.levels.WARN)
     merged.gateway = {}
+  end
+  if type(merged.pin) ~= "table" then
+    vim.notify("ctx-lsp: pin must be a table, e.g. { definition = true, timeout = 500 }", vim.log.levels.WARN)
+    merged.pin = vim.deepcopy(M.defaults.pin)
+  elseif type(merged.pin.timeout) ~= "number" or merged.pin.timeout < 0 then
+    vim.notify(
+      ("ctx-lsp: pin.timeout must be milliseconds (a number ≥ 0), got %q (using 500)"):format(
+        tostring(merged.pin.timeout)
+      ),
+      vim.log.levels.WARN
+    )
+    merged.pin.timeout = M.defaults.pin.timeout
   end
   current = merged
   return current

@@ -110,34 +110,51 @@ function M.schedule_refresh()
   end, 30)
 end
 
---- :CtxPin [kind] [ttl]: pin the symbol under the cursor.
+--- :CtxPin [kind] [ttl]: pin the symbol under the cursor. At a use site, where the buffer's
+--- other language servers say the name is defined (ctx_lsp.definition), when that is in the
+--- workspace; else the cursor. The server resolves either position to a symbol.
 ---@param opts? { kind?: string, ttl?: integer, policy?: string, done?: fun(pin: table) }
 function M.pin_at_cursor(opts)
   opts = opts or {}
-  local bufnr = vim.api.nvim_get_current_buf()
+  local win = vim.api.nvim_get_current_win()
+  local bufnr = vim.api.nvim_win_get_buf(win)
   local c = client.get_client(bufnr)
   if not c then
     return client.request("ctx/pinSymbol", nil) -- says "not running"
   end
-  local pos = vim.lsp.util.make_position_params(0, c.offset_encoding or "utf-16")
-  local params = {
-    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
-    position = pos.position,
-    kind = opts.kind,
-    ttl = opts.ttl,
-    policy = opts.policy,
-  }
-  client.request("ctx/pinSymbol", params, function(pin)
-    local tok = present(pin.tokens) and (" (%s tok)"):format(require("ctx_lsp.meter").format_tokens(pin.tokens))
-      or ""
-    client.notify(("pinned %s%s"):format(pin.title or pin.symbol or pin.id, tok))
-    M.refresh(function()
-      require("ctx_lsp.tree").after_change()
-      if opts.done then
-        opts.done(pin)
-      end
-    end)
-  end, { bufnr = bufnr })
+  local pos = vim.lsp.util.make_position_params(win, c.offset_encoding or "utf-16")
+  local cursor = { textDocument = { uri = vim.uri_from_bufnr(bufnr) }, position = pos.position }
+
+  local function send(where, target)
+    local params = vim.tbl_extend("force", where, { kind = opts.kind, ttl = opts.ttl, policy = opts.policy })
+    client.request("ctx/pinSymbol", params, function(pin)
+      local tok = present(pin.tokens) and (" (%s tok)"):format(require("ctx_lsp.meter").format_tokens(pin.tokens))
+        or ""
+      local via = target and (" · %s's definition"):format(target.client) or ""
+      client.notify(("pinned %s%s%s"):format(pin.title or pin.symbol or pin.id, tok, via))
+      M.refresh(function()
+        require("ctx_lsp.tree").after_change()
+        if opts.done then
+          opts.done(pin)
+        end
+      end)
+    end, {
+      bufnr = bufnr,
+      -- nothing the server can pin at the definition (vendored code it does not index): the cursor
+      on_error = target and function()
+        send(cursor, nil)
+        return true
+      end or nil,
+    })
+  end
+
+  require("ctx_lsp.definition").find(win, c, client.client_root(c), function(target)
+    if target then
+      send({ textDocument = { uri = target.uri }, position = target.position }, target)
+    else
+      send(cursor, nil)
+    end
+  end)
 end
 
 --- The innermost cached pin whose range covers a line of a buffer.

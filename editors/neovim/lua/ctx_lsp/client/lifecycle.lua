@@ -17,8 +17,10 @@ end
 
 -- ---- root -------------------------------------------------------------------------------
 
---- The workspace root of a buffer: the nearest root marker; else the current directory when
---- the file is under it (but never the home directory itself); else the file's directory.
+--- The workspace root of a buffer: the first of `root_markers` found upward, in their order (a
+--- nested list: the nearest of its names; by default ctx.toml, else the repository, else the
+--- nearest project file of any language); else the current directory when the file is under it
+--- (but never the home directory itself); else the file's directory.
 ---@param bufnr integer
 ---@return string?
 function M.root_of(bufnr)
