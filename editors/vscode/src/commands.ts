@@ -2,11 +2,12 @@
 // used by the code lenses) are registered by vscode-languageclient itself: ours have other ids.
 import * as vscode from "vscode";
 import type { Controller } from "./controller";
-import { getLog } from "./common/log";
+import { getLog, log } from "./common/log";
 import { describeError } from "./common/protocol";
 import type { ServerManager } from "./common/server";
 import type { Mode } from "./common/settings";
 import type { CompactParams, PlanItem } from "./protocol.generated";
+import { choosePinTarget } from "./pinTarget";
 import { promotionsByPin, undoable } from "./reflections";
 import { location, type TreeNode } from "./treeItems";
 import { whatIfSummary } from "./whatIf";
@@ -21,6 +22,30 @@ interface Deps {
   server: ServerManager;
   decorations: PinDecorations;
   preview: PromptPreview;
+}
+
+/** How long "Pin Symbol at Cursor" waits for the definition providers (a language server still loading). */
+const DEFINITION_TIMEOUT_MS = 3000;
+
+/** The editor's definition providers at a position (every extension's: rust-analyzer, tsserver, gopls …). */
+async function definitionsAt(uri: vscode.Uri, position: vscode.Position): Promise<(vscode.Location | vscode.LocationLink)[] | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      vscode.commands.executeCommand<(vscode.Location | vscode.LocationLink)[]>("vscode.executeDefinitionProvider", uri, position),
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => {
+          log.info(`no definition within ${DEFINITION_TIMEOUT_MS} ms: pinning at the cursor`);
+          resolve(undefined);
+        }, DEFINITION_TIMEOUT_MS);
+      }),
+    ]);
+  } catch (err) {
+    log.debug(`no definition at the cursor: ${describeError(err, "vscode.executeDefinitionProvider")}`);
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function flash(text: string): void {
@@ -93,12 +118,14 @@ export function registerCommands({ controller, server, decorations, preview }: D
   const pinAtCursor = async () => {
     const editor = vscode.window.activeTextEditor;
     if (!editor) return;
-    const pos = editor.selection.active;
-    const pin = await c.guard(
-      "pin",
-      () => c.pin({ textDocument: { uri: editor.document.uri.toString() }, position: { line: pos.line, character: pos.character } }),
-      "ctx/pinSymbol",
-    );
+    const at = { uri: editor.document.uri, position: editor.selection.active };
+    // At a use site, the definition the user's language servers find (in the workspace); the
+    // server decides which symbol is at that position.
+    const target = choosePinTarget(at, await definitionsAt(at.uri, at.position), vscode.workspace.workspaceFolders?.[0]?.uri);
+    if (target.from === "definition") {
+      log.info(`pin at cursor ${at.uri.toString()}:${at.position.line + 1}:${at.position.character + 1} -> its definition ${target.uri}:${target.position.line + 1}:${target.position.character + 1}`);
+    }
+    const pin = await c.guard("pin", () => c.pin({ textDocument: { uri: target.uri }, position: target.position }), "ctx/pinSymbol");
     if (pin) flash(`$(pin) ctx: pinned ${pin.title}${pin.tokens ? ` (${formatTokens(pin.tokens)} tok)` : ""}`);
   };
 

@@ -135,8 +135,15 @@ export function iconOf(item: PlanItem): string {
   }
 }
 
-/** The module a workspace-relative path defines: "shop/billing/__init__.py" -> "shop.billing". */
+/**
+ * The module a workspace-relative path defines, where the path alone says it: Python's dotted
+ * import path ("shop/billing/__init__.py" -> "shop.billing"), TypeScript's and JavaScript's path
+ * without its extension ("web/src/api/client.ts" -> "web/src/api/client", whose definitions are
+ * "web/src/api/client.ApiClient.balance"). Other languages name modules by crate or package.
+ */
 export function moduleOf(path: string): string | undefined {
+  const js = /^(.+)\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/.exec(path);
+  if (js) return js[1];
   if (!path.endsWith(".py")) return undefined;
   const parts = path.slice(0, -3).split("/");
   if (parts[parts.length - 1] === "__init__") parts.pop();
@@ -144,14 +151,37 @@ export function moduleOf(path: string): string | undefined {
 }
 
 /**
- * The row's label: a symbol's name inside its module ("Invoice.total", "tax_for (body)"); other
- * items keep the server's title. The full title is in the tooltip and the accessibility label.
+ * The name inside its module of a symbol whose module the path only hints at: Rust's
+ * `crate::module::Ledger::transfer` in `src/module.rs` (or `src/lib.rs`, `src/module/mod.rs`),
+ * Go's and Java's `package.Type.method` in a folder ending with the package (`com/shop/`).
+ */
+function localName(symbol: string, path: string): string | undefined {
+  const m = /^(?:(.*)\/)?([^/]+)\.(rs|go|java)$/.exec(path);
+  if (!m) return undefined;
+  const dirs = m[1] ? m[1].split("/") : [];
+  if (m[3] === "rs") {
+    const parts = symbol.split("::");
+    const stem = m[2] === "mod" ? dirs.at(-1) : m[2];
+    const at = stem === "lib" || stem === "main" ? 0 : parts.indexOf(stem?.replace(/-/g, "_") ?? "");
+    return at >= 0 && at < parts.length - 1 ? parts.slice(at + 1).join("::") : undefined;
+  }
+  for (let k = dirs.length; k > 0; k--) {
+    const pkg = dirs.slice(-k).join(".");
+    if (symbol.startsWith(`${pkg}.`) && symbol.length > pkg.length + 1) return symbol.slice(pkg.length + 1);
+  }
+  return undefined;
+}
+
+/**
+ * The row's label: a symbol's name inside its module ("Invoice.total", "tax_for (body)",
+ * "Ledger::transfer (body)"); other items keep the server's title. The full title is in the
+ * tooltip and the accessibility label.
  */
 export function shortTitle(item: Pick<PlanItem, "title" | "symbol" | "path" | "kind">): string {
   if (!item.symbol || !item.path || (item.kind !== "symbol_card" && item.kind !== "symbol_body")) return item.title;
   const mod = moduleOf(item.path);
-  if (!mod || !item.symbol.startsWith(`${mod}.`)) return item.title;
-  const local = item.symbol.slice(mod.length + 1);
+  const local = mod ? (item.symbol.startsWith(`${mod}.`) ? item.symbol.slice(mod.length + 1) : undefined) : localName(item.symbol, item.path);
+  if (!local) return item.title;
   const suffix = /\s\((\w+)\)$/.exec(item.title);
   return suffix ? `${local} (${suffix[1]})` : local;
 }

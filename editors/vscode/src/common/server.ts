@@ -20,6 +20,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { documentSelector } from "../languages";
 import { getLog, log } from "./log";
 import { pythonInterpreter } from "./python";
 import { DEFAULT_COMMAND, getSettings, initializationOptions, type CtxSettings } from "./settings";
@@ -232,10 +233,9 @@ export class ServerManager implements vscode.Disposable {
     let client: LanguageClient | undefined = undefined;
     const crash = new CrashHandler(this, () => this.commandLine, () => client !== undefined && this._client === client);
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [
-        { scheme: "file", language: "python" },
-        { scheme: "untitled", language: "python" },
-      ],
+      // Files on disk in every language the server indexes (src/languages.ts); not untitled or
+      // virtual documents (another language server's, a diff's), which have no workspace path.
+      documentSelector: documentSelector(),
       workspaceFolder: folder,
       outputChannel: getLog(),
       traceOutputChannel: getLog(),

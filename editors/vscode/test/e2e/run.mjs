@@ -14,7 +14,11 @@
 // the status bar shows each request (with the conversation's prompt cache counting down and what
 // it saved), Select Conversation lists them, Show Sent Request shows the body sent, a code-lens
 // pin is in the next body; review before send: Send releases a held request, an unpin and
-// Re-plan update its preview in place, Cancel makes the SDK raise HTTP 400.
+// Re-plan update its preview in place, Cancel makes the SDK raise HTTP 400. Then a polyglot
+// story in a new window on a copy of tests/fixtures/poly_ws without Python: the extension starts,
+// code lenses pin a Rust and a TypeScript method (view, plan, preview), a saved TypeScript change
+// marks its capsule stale (Refresh clears it), and Pin Symbol at Cursor at a use site pins the
+// definition the editor's TypeScript service finds.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -42,6 +46,21 @@ const CHROMIUM = process.env.CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromiu
 const { chromium } = createRequire(join(TOOLS, "pw/"))("playwright-core");
 
 const FIXTURE = join(repo, "tests/fixtures/sample_ws");
+const POLY_FIXTURE = join(repo, "tests/fixtures/poly_ws");
+const POLY_QUERY = "how does the ledger transfer money between accounts, and how does the web client show a balance?";
+const TRANSFER = "ledger_core::account::Ledger::transfer"; // src/account.rs
+const BALANCE = "web/src/api/client.ApiClient.balance"; // web/src/api/client.ts
+const API_CLIENT = "web/src/api/client.ApiClient";
+// A use of ApiClient under an alias: by the name under the cursor (`Api`) the server finds nothing
+// and would pin the enclosing showBalance; the editor's TypeScript service knows it is ApiClient.
+const USAGE_TS = `import { ApiClient as Api } from './client';
+
+/** Shows an account's balance through the API client. */
+export async function showBalance(api: Api, account: string): Promise<string> {
+  return api.balance(account);
+}
+`;
+const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const QUERY = "how is the invoice total calculated with tax?";
 const RAG_BUDGET = 300; // small enough that the plan excludes items for budget
 const SESSION = "e2e";
@@ -72,20 +91,27 @@ function freePort() {
 }
 
 const run = {};
-let failedStep;
-/** A step of the story: skipped once an earlier step failed (they build on each other). */
-function step(name, fn) {
-  test(name, async (t) => {
-    if (failedStep) return t.skip(`after the failure of “${failedStep}”`);
-    try {
-      await fn(t);
-    } catch (err) {
-      failedStep = name;
-      if (page) await screenshot("failed").catch(() => undefined);
-      throw err;
-    }
-  });
+/**
+ * The steps of a story: each is skipped once an earlier step of the same story failed (they
+ * build on each other). Stories are independent: the polyglot one runs after a failed Python one.
+ */
+function story() {
+  let failedStep;
+  return function step(name, fn) {
+    test(name, async (t) => {
+      if (failedStep) return t.skip(`after the failure of “${failedStep}”`);
+      try {
+        await fn(t);
+      } catch (err) {
+        failedStep = name;
+        if (page) await screenshot("failed").catch(() => undefined);
+        throw err;
+      }
+    });
+  };
 }
+const step = story();
+const polyStep = story();
 let browser;
 let page;
 let shot = 0;
@@ -491,7 +517,7 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
       { env: csEnv, detached: true, stdio: ["ignore", fd, fd] }, // detached: its own process group
     );
     run.cs.unref();
-    const url = `http://127.0.0.1:${run.port}`;
+    const url = (run.url = `http://127.0.0.1:${run.port}`);
     await waitForHttp(`${url}/healthz`, 30000);
     say(`code-server up on ${url} (pgid ${run.cs.pid})`);
 
@@ -977,11 +1003,166 @@ describe("VS Code client in code-server", { concurrency: false }, () => {
     await page.waitForTimeout(300);
     await screenshot("review-cancelled");
   });
+
+  // ---- a polyglot workspace: tests/fixtures/poly_ws without its Python file ------------------------
+  // The same code-server opens a copy in a new window (its own extension host and server). Nothing
+  // but Rust, TypeScript, JavaScript, Go, Java and C/C++ starts the extension there. Pins come from
+  // the code lenses of a Rust and a TypeScript method; a saved TypeScript change marks its capsule
+  // stale; Pin Symbol at Cursor at a use site pins the definition the TypeScript service finds.
+
+  /** The row of a pinned symbol's body in the Context view. */
+  const pinnedRow = (symbol) => (r) => new RegExp(`^\\S+ ${esc(symbol)} \\(body\\), \\d+ tokens, included: pinned$`).test(r);
+  const planIdOf = (rows) => /^plan (plan-\S+):/.exec(rows.find((r) => /^plan plan-\S+:/.test(r)))[1];
+  const capsuleRows = (path) => (rows) => rows.filter((r) => r.startsWith(`capsule ${path.replace(/\.\w+$/, "")}, `));
+
+  /** Click the code lens above `needle` in `file` (a workspace path, opened at `line`); wait for the pin. */
+  async function pinFromLens(file, line, needle, pinLine) {
+    await openAtLine(file, line);
+    await waitFor(async () => {
+      const info = await lineInfo(needle, file);
+      return info?.lens && /Pin to context/.test(info.lens.text) ? info : null;
+    }, `“Pin to context” above ${needle} in ${file}`, 60000);
+    await clickLensAbove(needle, file);
+    const pinned = await waitFor(async () => {
+      const info = await lineInfo(needle, file);
+      return info && info.pins.length > 0 && /Pinned/.test(info.lens?.text ?? "") ? info : null;
+    }, `the gutter pin and the “Pinned” lens on ${needle}`, 30000);
+    // the gutter pin sits on the symbol's first line: its doc comment, or the definition itself
+    assert.ok(pinned.pins.some((p) => pinLine.test(p.text ?? "")), JSON.stringify(pinned.pins));
+    say(`${file}: lens “${pinned.lens.text}”, gutter pin at “${pinned.pins[0].text?.trim()}”`);
+  }
+
+  /** The rows of "ctx: List Capsules" (label and description), then close it. */
+  async function capsuleList() {
+    await runCommand("ctx: List Capsules");
+    await page.locator(".quick-input-widget .quick-input-title").filter({ hasText: "ctx: Capsules" }).waitFor({ timeout: 30000 });
+    await page.locator(".quick-input-list .monaco-list-row").first().waitFor();
+    const rows = (await page.locator(".quick-input-list .monaco-list-row").allInnerTexts()).map((t) => flat(t).trim());
+    await page.keyboard.press("Escape");
+    return rows;
+  }
+
+  polyStep("polyglot: a workspace without Python starts the extension; a plan", async () => {
+    run.poly = join(run.dir, "poly");
+    cpSync(POLY_FIXTURE, run.poly, { recursive: true });
+    for (const d of [".ctx", "backend"]) rmSync(join(run.poly, d), { recursive: true, force: true });
+    writeFileSync(join(run.poly, "web/src/api/usage.ts"), USAGE_TS);
+    const walk = (d) => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [e.name]));
+    assert.ok(!walk(run.poly).some((f) => /\.pyi?$/.test(f)), "no Python file: the other languages start the extension");
+    await page.goto(`${run.url}/?folder=${encodeURIComponent(run.poly)}`, { waitUntil: "domcontentloaded" });
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    const idle = await waitMeter((t) => /^ctx \S+ \/ \S+$/.test(t), "the meter of the polyglot workspace's server", 90000);
+    say(`polyglot workspace ${run.poly}: meter ${idle}`);
+    await runCommand("ctx: Plan for a Query…");
+    const box = page.locator(".quick-input-widget input");
+    await box.waitFor({ state: "visible" });
+    await box.fill(POLY_QUERY);
+    await page.keyboard.press("Enter");
+    const rows = await waitRows((rows) => rows.some((r) => /^plan plan-\S+:/.test(r)), "the plan row", 60000);
+    const plan = storedPlan(planIdOf(rows), run.poly);
+    const langs = new Set(plan.included.concat(plan.excluded).map((i) => i.path?.split(".").at(-1)).filter(Boolean));
+    say(`plan ${plan.planId}: ${plan.totals.tokens} / ${plan.promptBudget} tokens; files of ${[...langs].sort().join(", ")}`);
+    assert.ok(langs.has("rs") && langs.has("ts"), `Rust and TypeScript code in the plan: ${[...langs]}`);
+    await waitMeter((t) => t === `ctx ${formatTokens(plan.totals.tokens)} / ${formatTokens(plan.promptBudget)}`, "the meter of the plan");
+    run.polyPlan = plan.planId;
+  });
+
+  polyStep("polyglot: “Pin to context” above Rust's Ledger::transfer pins it", async () => {
+    await pinFromLens("src/account.rs", 46, "pub fn transfer", /pub fn transfer|\/\/\/ Transfers/);
+    const rows = await waitRows((rows) => rows.some(pinnedRow(TRANSFER)), `the pinned ${TRANSFER} among the included rows`);
+    const plan = storedPlan(planIdOf(rows), run.poly);
+    assert.ok(plan.included.some((i) => i.reason === "pinned" && i.symbol === TRANSFER), `${TRANSFER} pinned in ${plan.planId}`);
+    await screenshot("poly-rust-pin");
+  });
+
+  polyStep("polyglot: “Pin to context” above TypeScript's ApiClient.balance; the Context view shows both pins included", async () => {
+    await pinFromLens("web/src/api/client.ts", 14, "async balance(", /async balance\(|\/\*\* Fetches/);
+    await runCommand("ctx: Show Context View");
+    const rows = await waitRows((rows) => rows.some(pinnedRow(TRANSFER)) && rows.some(pinnedRow(BALANCE)), "both pins among the included rows");
+    const plan = storedPlan(planIdOf(rows), run.poly);
+    assert.notEqual(plan.planId, run.polyPlan);
+    for (const symbol of [TRANSFER, BALANCE]) {
+      const item = plan.included.find((i) => i.reason === "pinned" && i.symbol === symbol);
+      assert.ok(item, `${symbol} pinned in ${plan.planId}`);
+      assert.ok(rows.includes(`${item.title}, ${item.tokens} tokens, included: pinned`), `the row of ${item.title}`);
+    }
+    await waitMeter((t) => t === `ctx ${formatTokens(plan.totals.tokens)} / ${formatTokens(plan.promptBudget)}`, "the meter of the plan with both pins");
+    say(`plan ${plan.planId}: ${TRANSFER} and ${BALANCE} pinned; ${await meterText()}`);
+    run.polyPinned = plan;
+    await screenshot("poly-pins");
+  });
+
+  polyStep("polyglot: the prompt preview holds the Rust and the TypeScript bodies", async () => {
+    await runCommand("ctx: Show Prompt Preview");
+    const text = await waitEditorText((t) => t.includes("ctx prompt preview") && t.includes(run.polyPinned.planId), "the preview of the plan with both pins");
+    assert.match(text, /rendered \| [\d,]+ tokens as `text`/);
+    assert.notEqual(await findCount("pub fn transfer(&mut self, from: &str, to: &str, amount: i64)"), "No results", "the Rust body");
+    assert.notEqual(await findCount("async balance(account: string): Promise<string> {"), "No results", "the TypeScript body");
+    await screenshot("poly-preview");
+  });
+
+  polyStep("polyglot: a saved TypeScript change marks client.ts's capsule stale; Refresh makes it current", async () => {
+    await runCommand("ctx: Refresh Capsules");
+    await page.locator(".statusbar-item").filter({ hasText: "capsules refreshed" }).first().waitFor({ timeout: 60000 });
+    let caps = await capsuleList();
+    assert.ok(caps.some((c) => /web\/src\/api\/client\.ts.* current/.test(c)), `client.ts's capsule, current: ${JSON.stringify(caps)}`);
+    // A code change (a new export), saved in the editor.
+    await runCommand("ctx: Show Context View");
+    await page.locator(".quick-input-widget").waitFor({ state: "hidden" }); // else Ctrl+P moves in the closing palette
+    await openAtLine("web/src/api/client.ts", 36);
+    await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+    await page.keyboard.press("Control+End");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("export const MAX_ATTEMPTS = 3;");
+    await waitEditorText((t) => /\n\s*new Promise\(\(resolve\)[^\n]*\n\s*export const MAX_ATTEMPTS = 3;/.test(t), "the new line at the end of client.ts");
+    await page.keyboard.press("Control+S");
+    const warning = toast("a capsule is stale (the code changed): web/src/api/client.ts");
+    await warning.first().waitFor({ timeout: 30000 });
+    // the Context view marks the capsule's row (a warning icon, "· stale"), and the list says stale
+    const rows = await waitRows((rows) => capsuleRows("web/src/api/client.ts")(rows).some((r) => r.endsWith(", stale")), "the capsule's row marked stale");
+    say(`stale: toast shown; ${JSON.stringify(capsuleRows("web/src/api/client.ts")(rows))}`);
+    await page.waitForTimeout(300); // the toast's fade-in
+    await screenshot("poly-capsule-stale");
+    caps = await capsuleList();
+    assert.ok(caps.some((c) => /web\/src\/api\/client\.ts.* stale/.test(c)), `client.ts's capsule, stale: ${JSON.stringify(caps)}`);
+    // Refresh, from the notification (in the notification center: the toast may have hidden by now).
+    await runCommand("Notifications: Show Notifications");
+    const item = page.locator(".notifications-center .notification-list-item").filter({ hasText: "web/src/api/client.ts" });
+    await item.first().locator(".monaco-button", { hasText: "Refresh" }).click();
+    await page.locator(".statusbar-item").filter({ hasText: "capsules refreshed" }).first().waitFor({ timeout: 60000 });
+    caps = await capsuleList();
+    assert.ok(caps.some((c) => /web\/src\/api\/client\.ts.* current/.test(c)), `client.ts's capsule, current again: ${JSON.stringify(caps)}`);
+    await waitRows((rows) => !capsuleRows("web/src/api/client.ts")(rows).some((r) => r.endsWith(", stale")), "no stale mark on the capsule row");
+    say("refreshed: client.ts's capsule is current again");
+  });
+
+  polyStep("polyglot: Pin Symbol at Cursor at a use site pins the definition the TypeScript service finds", async () => {
+    // The cursor on `Api` in `showBalance(api: Api, …)` (line 4, column 41).
+    await openAtLine("web/src/api/usage.ts", "4:41");
+    await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+    // The TypeScript service is up once it answers a hover ("(alias) class Api"); its definition
+    // provider is the same service.
+    await waitFor(async () => {
+      await page.keyboard.press("Control+K");
+      await page.keyboard.press("Control+I");
+      const hover = page.locator(".monaco-hover").filter({ hasText: /class Api/ });
+      const ok = await hover.first().waitFor({ timeout: 5000 }).then(() => true, () => false);
+      await page.keyboard.press("Escape");
+      return ok;
+    }, "the TypeScript service's hover on Api", 90000);
+    await runCommand("ctx: Pin Symbol at Cursor");
+    const rows = await waitRows((rows) => rows.some(pinnedRow(API_CLIENT)), `the pinned ${API_CLIENT} (the definition of Api)`);
+    const plan = storedPlan(planIdOf(rows), run.poly);
+    assert.ok(plan.included.some((i) => i.reason === "pinned" && i.symbol === API_CLIENT), `${API_CLIENT} pinned in ${plan.planId}`);
+    assert.ok(!plan.included.concat(plan.excluded).some((i) => i.reason === "pinned" && /showBalance/.test(i.symbol ?? "")), "not the enclosing showBalance");
+    say(`use site usage.ts:4:41 (Api) pinned ${API_CLIENT}`);
+    await screenshot("poly-pin-use-site");
+  });
 });
 
 /** A plan as the server stored it in the workspace (.ctx/), rebuilt by `ctx-lsp replay`. */
-function storedPlan(planId) {
-  const out = execFileSync(PYTHON, ["-m", "ctx_lsp", "replay", "--workspace", run.ws, "--format", "json", planId], {
+function storedPlan(planId, ws = run.ws) {
+  const out = execFileSync(PYTHON, ["-m", "ctx_lsp", "replay", "--workspace", ws, "--format", "json", planId], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
   });

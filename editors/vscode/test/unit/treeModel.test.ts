@@ -129,6 +129,28 @@ describe("labels", () => {
     assert.equal(it("variable shop.__all__", "shop.__all__", "shop/__init__.py"), "__all__");
     assert.equal(it("system prompt", null, null), "system prompt");
     assert.equal(it("capsule shop.config", "shop.config", "shop/config.py", "capsule"), "capsule shop.config");
+    // TypeScript and JavaScript: the module is the path without its extension
+    assert.equal(moduleOf("web/src/api/client.ts"), "web/src/api/client");
+    assert.equal(it("method web/src/api/client.ApiClient.balance (body)", "web/src/api/client.ApiClient.balance", "web/src/api/client.ts", "symbol_body"), "ApiClient.balance (body)");
+    assert.equal(it("function web/src/utils/format.formatCents", "web/src/utils/format.formatCents", "web/src/utils/format.js"), "formatCents");
+    // Rust, Go, Java: the module's name from the crate or the package, the file's path hints at it
+    assert.equal(moduleOf("src/account.rs"), undefined);
+    assert.equal(
+      it("method ledger_core::account::Ledger::transfer (body)", "ledger_core::account::Ledger::transfer", "src/account.rs", "symbol_body"),
+      "Ledger::transfer (body)",
+    );
+    assert.equal(it("function ledger_core::total_balance", "ledger_core::total_balance", "src/lib.rs"), "total_balance");
+    assert.equal(it("function transfers::transfer_moves_money", "transfers::transfer_moves_money", "tests/transfers.rs"), "transfer_moves_money");
+    assert.equal(it("class ledger_core::store::Store", "ledger_core::store::Store", "src/store/mod.rs"), "Store");
+    assert.equal(it("method server.Server.Handle (body)", "server.Server.Handle", "server/handler.go", "symbol_body"), "Server.Handle (body)");
+    assert.equal(
+      it("method com.shop.Inventory.reserve", "com.shop.Inventory.reserve", "java/src/main/java/com/shop/Inventory.java"),
+      "Inventory.reserve",
+    );
+    // the path says nothing of it (Go's package main in cmd/tool/, a module card, C): the server's title
+    assert.equal(it("function main.run", "main.run", "cmd/tool/main.go"), "function main.run");
+    assert.equal(it("module ledger_core::account", "ledger_core::account", "src/account.rs"), "module ledger_core::account");
+    assert.equal(it("class ledger::Codec", "ledger::Codec", "native/codec.cpp"), "class ledger::Codec");
     assert.equal(it("focus: shop/billing/invoice.py:76", "shop.billing.invoice.tax_for", "shop/billing/invoice.py", "focus_hint"), "focus: shop/billing/invoice.py:76");
   });
 });
