@@ -201,6 +201,7 @@ class TreeBuilder:
         hooks = self.spec.hooks
         stack: list[_Def] = []
         out: list[_Def] = []
+        taken: set[str] = set()
         for (start, end), (_, kind, node, name_node) in ordered:
             while stack and start >= stack[-1].end_byte:
                 stack.pop()
@@ -220,6 +221,9 @@ class TreeBuilder:
             if kind == "function" and container is not None and container.kind in _TYPE_KINDS:
                 kind = "method"
             qualname = self._join(child_prefix, named.segment)
+            if qualname in taken and kind in ("function", "method"):
+                qualname = self._overload(qualname, node, container)
+            taken.add(qualname)
             parent = named.parent or (container.qualname if container is not None else self.module)
             if kind == "impl":
                 children = self._join(child_prefix, named.children) if named.children else qualname
@@ -248,6 +252,25 @@ class TreeBuilder:
             out.append(d)
             stack.append(d)
         return out
+
+    def _overload(self, qualname: str, node, container: _Def | None) -> str:
+        """A second definition of a name in one file (Java's and C++'s overloads, a Rust method
+        of two trait impls of one type) is named the way that language tells them apart:
+        ``resolve(URL base, String rel)``, ``<Chain as Debug>::fmt``. The first keeps the plain
+        name, which a pin or a stack trace uses."""
+        if container is not None and container.kind == "impl" and " for " in container.name:
+            trait, _, ty = container.name.removeprefix("impl ").partition(" for ")
+            head, sep, method = qualname.rpartition(self.spec.separator)
+            scope = head.rpartition(self.spec.separator)[0]
+            return self._join(scope, f"<{ty} as {trait}>{sep}{method}")
+        params = node.child_by_field_name("parameters")
+        if params is None:
+            declarator = node.child_by_field_name("declarator")
+            while declarator is not None and params is None:
+                params = declarator.child_by_field_name("parameters")
+                declarator = declarator.child_by_field_name("declarator")
+        text = " ".join(self.text(params).split()) if params is not None else ""
+        return f"{qualname}{text}" if text.startswith("(") else f"{qualname}#{node.start_point.row + 1}"
 
     def span(self, node):
         """The node a definition's code starts at: an ``export`` or ``template<…>`` around it, a
