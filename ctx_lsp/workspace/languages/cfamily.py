@@ -40,14 +40,16 @@ _CPP_REFERENCES = r"""
 (namespace_identifier) @ref
 """
 
-# keywords and names every file uses (primitive types, the standard library's commonest): noise
-# to a search and no reference to the workspace
+# the language's keywords: noise to a search
 KEYWORDS = """
-auto break case char const continue default do double else enum extern float for goto if inline int long
-register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-bool true false NULL nullptr class namespace template typename public private protected virtual override final
-new delete this operator using std size_t uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t int64_t
-string vector
+auto break case const continue default do else enum extern for goto if inline register restrict return signed
+sizeof static struct switch typedef union unsigned volatile while true false NULL nullptr class namespace template
+typename public private protected virtual override final new delete this operator using
+"""
+# names of the standard library every file uses: never a reference into the workspace
+BUILTINS = """
+char double float int long short void bool std size_t uint8_t uint16_t uint32_t uint64_t int8_t int16_t int32_t
+int64_t string vector
 """
 
 
@@ -78,6 +80,7 @@ SPECS = {
         comment_types=frozenset({"comment"}),
         wrapper_types=frozenset({"template_declaration"}),
         keywords=KEYWORDS,
+        builtins=BUILTINS,
         hooks=Hooks(name=_name),
     )
     for lang in ("c", "cpp")

@@ -24,13 +24,15 @@ REFERENCES = r"""
 
 IMPORTS = "(import_spec) @import"
 
-# keywords and names every file uses (primitive types, the standard library's commonest): noise
-# to a search and no reference to the workspace
+# the language's keywords: noise to a search
 KEYWORDS = """
 break case chan const continue default defer else fallthrough for func go goto if import interface map package
-range return select struct switch type var nil true false iota error string int int8 int16 int32 int64 uint
-uint8 uint16 uint32 uint64 uintptr float32 float64 bool byte rune any len cap make new append panic recover
-copy delete fmt err ctx
+range return select struct switch type var nil true false iota
+"""
+# names of the standard library every file uses: never a reference into the workspace
+BUILTINS = """
+error string int int8 int16 int32 int64 uint uint8 uint16 uint32 uint64 uintptr float32 float64 bool byte rune
+any len cap make new append panic recover copy delete fmt
 """
 
 
@@ -89,6 +91,7 @@ SPECS = {
         comment_types=frozenset({"comment"}),
         group_types=frozenset({"type_declaration", "const_declaration", "var_declaration"}),
         keywords=KEYWORDS,
+        builtins=BUILTINS,
         hooks=Hooks(name=_name, package=_package, imports=_imports),
     )
 }

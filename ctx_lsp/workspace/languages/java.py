@@ -26,13 +26,16 @@ REFERENCES = r"""
 
 IMPORTS = "(import_declaration) @import"
 
-# keywords and names every file uses (primitive types, the standard library's commonest): noise
-# to a search and no reference to the workspace
+# the language's keywords: noise to a search
 KEYWORDS = """
-abstract assert boolean break byte case catch char class const continue default do double else enum extends
-final finally float for goto if implements import instanceof int interface long native new package private
-protected public return short static strictfp super switch synchronized this throw throws transient try void
-volatile while true false null var record String Object Override List Map Integer Long
+abstract assert break case catch class const continue default do else enum extends final finally for goto if
+implements import instanceof interface native new package private protected public return static strictfp super
+switch synchronized this throw throws transient try void volatile while true false null var record
+"""
+# names of the standard library every file uses: never a reference into the workspace
+BUILTINS = """
+boolean byte char double float int long short String Object Override List Map Set Integer Long Boolean
+Exception RuntimeException
 """
 
 
@@ -67,6 +70,7 @@ SPECS = {
         imports=IMPORTS,
         comment_types=frozenset({"line_comment", "block_comment"}),
         keywords=KEYWORDS,
+        builtins=BUILTINS,
         hooks=Hooks(name=_name, package=_package, imports=_imports),
     )
 }

@@ -36,12 +36,15 @@ REFERENCES = r"""
 
 IMPORTS = "(use_declaration) @import"
 
-# keywords and names every file uses (primitive types, the standard library's commonest): noise
-# to a search and no reference to the workspace
+# the language's keywords: noise to a search
 KEYWORDS = """
 as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move
-mut pub ref return self Self static struct super trait true type unsafe use where while Some None Ok Err
-String Vec Option Result Box str usize isize u8 u16 u32 u64 u128 i8 i16 i32 i64 i128 f32 f64 bool char
+mut pub ref return self Self static struct super trait true type unsafe use where while
+"""
+# names of the standard library every file uses: never a reference into the workspace
+BUILTINS = """
+Some None Ok Err String Vec Option Result Box str usize isize u8 u16 u32 u64 u128 i8 i16 i32 i64 i128 f32 f64
+bool char std core alloc
 """
 
 
@@ -137,6 +140,7 @@ SPECS = {
         comment_types=frozenset({"line_comment", "block_comment"}),
         leading_types=frozenset({"attribute_item"}),
         keywords=KEYWORDS,
+        builtins=BUILTINS,
         hooks=Hooks(name=_name, imports=_imports, is_test=_is_test),
     )
 }

@@ -80,7 +80,8 @@ class LanguageSpec:
     group_types: frozenset[str] = frozenset()
     # the field of a definition's node that holds its body (the card shows what is above it)
     body_fields: tuple[str, ...] = ("body",)
-    keywords: str = ""  # space-separated
+    keywords: str = ""  # space-separated: dropped from a symbol's identifiers and references
+    builtins: str = ""  # space-separated: dropped from references only
     hooks: Hooks = field(default_factory=Hooks)
 
 
@@ -94,6 +95,7 @@ class Loaded:
     references: Query
     imports: Query | None
     noise: frozenset[bytes]  # words dropped from a symbol's identifiers: keywords, 1-letter names
+    not_references: frozenset[bytes]  # ... and from its references: the standard library's names too
 
 
 _MODULES = {
@@ -139,4 +141,5 @@ def load(lang: str) -> Loaded | None:
         references=Query(language, spec.references),
         imports=Query(language, spec.imports) if spec.imports else None,
         noise=noise,
+        not_references=noise | frozenset(w.encode() for w in spec.builtins.split()),
     )

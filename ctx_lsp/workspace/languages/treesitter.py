@@ -508,7 +508,7 @@ def _references(
         local[d.name] = d.qualname if d.name not in local else None  # two of a name: not decided here
     lang = loaded.spec.name
     sep = loaded.spec.separator
-    noise = loaded.noise
+    noise = loaded.not_references
     found: dict[tuple[str, str], int] = {}
     stack: list[_Def] = []
     di = 0

@@ -71,14 +71,17 @@ IMPORTS = r"""
 (import_statement) @import
 """
 
-# keywords and names every file uses (primitive types, the standard library's commonest): noise
-# to a search and no reference to the workspace
+# the language's keywords: noise to a search
 KEYWORDS = """
-abstract any as async await boolean break case catch class const constructor continue debugger declare default
-delete do else enum export extends false finally for from function get if implements import in instanceof
-interface keyof let module namespace never new null number object of private protected public readonly require
-return set static string super switch symbol this throw true try type typeof undefined unknown var void while
-with yield Promise Array Object String Number Boolean Error Map Set Record Partial console JSON Math
+abstract as async await break case catch class const constructor continue debugger declare default delete do
+else enum export extends false finally for from function get if implements import in instanceof interface keyof
+let module namespace new null of private protected public readonly require return set static super switch this
+throw true try type typeof undefined var void while with yield
+"""
+# names of the standard library every file uses: never a reference into the workspace
+BUILTINS = """
+any boolean never number object string symbol unknown Promise Array Object String Number Boolean Error Map Set
+Record Partial Required Readonly Pick Omit console JSON Math Date RegExp
 """
 
 
@@ -148,6 +151,7 @@ def _spec(name: str, grammar: tuple[str, str], definitions: str, references: str
         leading_types=frozenset({"decorator"}),
         wrapper_types=frozenset({"export_statement", "ambient_declaration"}),
         keywords=KEYWORDS,
+        builtins=BUILTINS,
         hooks=Hooks(name=_name, imports=_imports),
     )
 
