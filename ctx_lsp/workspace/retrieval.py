@@ -252,8 +252,10 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
         return found[0] if len(found) == 1 else None
 
     # frames in the toolchain's or a dependency's code (a cargo registry, node_modules, Go's
-    # module cache) would match a project file of the same name (``src/lib.rs``): left out
-    project = [(f, frame_file(f)) for f in sig.frames if not foreign_path(f.path)]
+    # module cache) would match a project file of the same name (``src/lib.rs``): left out. A
+    # Python frame in site-packages is kept: it is often the project itself, installed
+    # (``site-packages/astroid/raw_building.py``), and a package path says which file it is.
+    project = [(f, frame_file(f)) for f in sig.frames if language_of(f.path) == "python" or not foreign_path(f.path)]
     # a frame whose path names no one file may still name its function in full (``fd::exec::run``,
     # ``main.Server.Handle``): a bare name (Python's ``in run``) says too little
     project = [(f, rel) for f, rel in project if rel is not None or (f.func and ("." in f.func or "::" in f.func))]
