@@ -32,7 +32,10 @@ from index_speed import QUERIES as GENERAL_QUERIES
 from index_speed import _loadavg
 from lsp_client import StdioClient, cpu_seconds
 
+from ctx_lsp.workspace.languages import language_of
+
 REPO = Path(__file__).resolve().parent.parent
+LANGUAGE_IDS = {"tsx": "typescriptreact"}  # LSP language ids that differ from ours
 QUERIES = [
     "how does the planner choose what goes into the prompt under the token budget?",
     "where are pins stored and how do TTLs expire?",
@@ -69,14 +72,16 @@ def after_edits(client: StdioClient, root: Path, queries: list[str], edits: int,
         plan = client.request("ctx/planContext", {"query": q})
         rel = next(item["path"] for item in plan["included"] if item["section"] == "rag" and item.get("path"))
         uri = (root / rel).as_uri()
+        lang = language_of(rel) or "python"
         if uri not in opened:
             text = (root / rel).read_text(encoding="utf-8")
             opened[uri] = (text, 1)
-            doc = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+            doc = {"uri": uri, "languageId": LANGUAGE_IDS.get(lang, lang), "version": 1, "text": text}
             client.notify("textDocument/didOpen", {"textDocument": doc})
         text, version = opened[uri]
         opened[uri] = (text, version + 1)
-        change = {"text": f"{text}\n# edit {i}\n"}
+        mark = "#" if lang == "python" else "//"  # a line comment in the file's own language
+        change = {"text": f"{text}\n{mark} edit {i}\n"}
         client.notify(
             "textDocument/didChange",
             {"textDocument": {"uri": uri, "version": version + 1}, "contentChanges": [change]},
@@ -98,9 +103,10 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20, help="turns of conversation in the session first")
     ap.add_argument("--edits", type=int, default=32, help="plans right after an edit was re-indexed")
     ap.add_argument("--settle", type=float, default=0.6, help="seconds from an edit to its plan")
+    ap.add_argument("--query", action="append", help="a question to time (repeatable; default: the built-in ones)")
     args = ap.parse_args()
     root = Path(args.workspace).resolve()
-    queries = QUERIES if root == REPO else GENERAL_QUERIES
+    queries = args.query or (QUERIES if root == REPO else GENERAL_QUERIES)
     # a session of its own each run: the workspace's store keeps the sessions of earlier runs
     client = StdioClient(root, session=f"bench-latency-{os.getpid()}-{time.time_ns()}")
     try:
