@@ -327,11 +327,8 @@ class TreeBuilder:
         out = [f"{self.comment} {self.rel}:{d.start_line + 1}-{d.end_line + 1}"]
         node_line = d.node.start_point.row
         code_start = self.span(d.node).start_point.row
-        if code_start > d.start_line:  # doc comments and attributes, the comment's first lines
-            above = self._dedent(d.start_line, code_start - 1, indent)
-            if len(above) > _CARD_DOC_LINES:
-                above = [*above[: _CARD_DOC_LINES - 1], above[-1]] if not d.doc else [*above[:_CARD_DOC_LINES], "…"]
-            out.extend(above)
+        if code_start > d.start_line:  # doc comments and attributes: the comment's first paragraph
+            out.extend(_doc_summary(self._dedent(d.start_line, code_start - 1, indent)))
         body = self._body_node(d.node)
         if body is None or body.start_point.row >= d.end_line:
             last = min(d.end_line, code_start + _CARD_VALUE_LINES - 1)
@@ -358,6 +355,32 @@ class TreeBuilder:
         else:
             out.extend(code)
         return "\n".join(out)
+
+
+def _doc_summary(lines: list[str]) -> list[str]:
+    """The lines above a definition as its card shows them: attributes and annotations whole, a
+    doc comment's first paragraph only (up to a blank comment line or a tag: ``@param``, Rust's
+    ``# Examples``), at most _CARD_DOC_LINES of it, "…" where it was cut."""
+    out: list[str] = []
+    in_doc = cut = False
+    for line in lines:
+        s = line.strip()
+        is_comment = s.startswith(("//", "/*", "*"))
+        if not is_comment:
+            out.append(line)
+            in_doc = cut = False
+            continue
+        if cut:
+            continue
+        words = s.lstrip("/*!").strip()
+        if (in_doc and (not words or words.startswith(("@", "# ")))) or len(out) >= _CARD_DOC_LINES:
+            cut = True
+            if not s.startswith("*/"):
+                out.append(line[: len(line) - len(line.lstrip())] + ("*/" if s.startswith("*") else "…"))
+            continue
+        in_doc = in_doc or bool(words)
+        out.append(line)
+    return out
 
 
 def _listing(names: list[str]) -> str:
