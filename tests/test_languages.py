@@ -192,7 +192,7 @@ def test_syntax_errors_index_what_parses() -> None:
 
 
 def test_not_utf8_is_flagged() -> None:
-    assert parse_module("src/x.rs", b"fn f() { let s = \"\xff\xfe\"; }").decode_error
+    assert parse_module("src/x.rs", b'fn f() { let s = "\xff\xfe"; }').decode_error
 
 
 def test_parse_time_cap() -> None:

@@ -15,6 +15,7 @@ from ctx_lsp.engine import CodeSearch
 from ctx_lsp.sessions.records import Capsule
 from ctx_lsp.sessions.values import AgentContext, Meter, PinState, References
 from ctx_lsp.workspace.index import IndexedSymbol
+from ctx_lsp.workspace.languages import comment_mark
 
 EXCLUDED_LISTED = 40  # excluded items a plan summary lists (all are counted by reason)
 
@@ -226,7 +227,8 @@ def symbol(sym: IndexedSymbol, pin_id: str | None) -> tuple[SymbolResult, str]:
         pin_id=pin_id,
         note="a module: its card (docstring and outline); read the file for its whole text" if module else None,
     )
-    head = f"# {_where(out.path, out.start_line, out.end_line)} · {sym.kind} {sym.qualname} · {out.tokens} tokens"
+    where = _where(out.path, out.start_line, out.end_line)
+    head = f"{comment_mark(out.path)} {where} · {sym.kind} {sym.qualname} · {out.tokens} tokens"
     if pin_id:
         head += f" · pinned ({pin_id})"
     return out, f"{head}\n{out.code}" + (f"\n({out.note})" if out.note else "")

@@ -10,7 +10,7 @@ from typing import Protocol
 from ctx_lsp.core.ids import short_hash
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
 from ctx_lsp.core.tokens import scaled
-from ctx_lsp.workspace.languages import language_of
+from ctx_lsp.workspace.languages import comment_mark
 from ctx_lsp.workspace.secrets import masked_detail
 
 SEPARATOR_TOKENS = 1
@@ -42,8 +42,7 @@ def symbol_range(sym: SymbolRow) -> Range:
 
 def body_header(sym: SymbolRow) -> str:
     """The line above a symbol's code in a prompt, a comment in the code's own language."""
-    mark = "#" if language_of(sym.path) in (None, "python") else "//"
-    return f"{mark} {sym.path}:{sym.start_line + 1}-{sym.end_line + 1} · {sym.qualname}\n"
+    return f"{comment_mark(sym.path)} {sym.path}:{sym.start_line + 1}-{sym.end_line + 1} · {sym.qualname}\n"
 
 
 def body_text(sym: SymbolRow) -> str:

@@ -101,7 +101,6 @@ class Resolver:
             return None
         return None  # not in the workspace (stdlib, third party)
 
-
     def _by_name(self, target: str) -> str | None:
         family, folder, name = target.split("|", 2)
         found: dict[str, int] = {}  # qualname → the most folder parts it shares with ``folder``

@@ -75,6 +75,13 @@ def separator(lang: str | None) -> str:
     return SEPARATOR.get(lang or "", ".")
 
 
+def comment_mark(path: str | None) -> str:
+    """How a line comment starts in a file's language (``#`` for Python, ``//`` for the others):
+    the header above code shown to a model is a comment in that code's own language."""
+    lang = language_of(path) if path else None
+    return "#" if lang in (None, "python") else "//"
+
+
 def last_part(qualname: str) -> str:
     """The last part of a qualified name in any language's spelling: ``method`` of
     ``pkg.Class.method`` and of ``krate::Type::method``."""
