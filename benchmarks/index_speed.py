@@ -19,10 +19,15 @@ search); symbols, edges, tokens; the index on disk (database and WAL while open,
 by table and index from SQLite's ``dbstat``) against the size of the source; peak RSS of this
 process and of the pool's workers; the core count and the load average (the machine is shared:
 quote medians, and the load). Each cold run is followed by the parse floor in the same mode
-(read + ``ast.parse`` of the same files, ``index_measures.ast_floor``), and the ratio of the
-two medians is shown. ``--secrets`` runs the cold index with secret masking on (the default),
-off, or both; ``--repeat`` runs that many cold builds per mode and shows median and p95.
-The synthetic tree is generated once under ``benchmarks/.data/`` (gitignored) and reused.
+(read + ``ast.parse`` of the same files, ``index_measures.ast_floor``; on a tree with other
+languages, read + each file's own parser, tree-sitter or ``ast``, ``parse_floor.parse_floor``),
+and the ratio of the two medians is shown. The third column is the per-line rate (lines of the
+indexed files per second), to compare a language's tree with Python's on sympy. The edits are
+made in the edited file's own language: a line comment for the re-index, a new function (a
+method in the last class for Java) for save → findable. ``--secrets`` runs the cold index with
+secret masking on (the default), off, or both; ``--repeat`` runs that many cold builds per mode
+and shows median and p95. The synthetic tree is generated once under ``benchmarks/.data/``
+(gitignored) and reused. Real trees of other languages: ``polyglot_trees.py``.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from ctx_lsp.workspace.secrets import SecretMasker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_measures import ast_floor, files_size, median_p95, table_sizes
+from parse_floor import language_of, parse_floor
 
 # Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
 DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parent / ".data")
@@ -308,6 +314,11 @@ def _cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _rate(lines: int, seconds: float) -> str:
+    """Lines per second, the per-line rate (to compare trees of different languages)."""
+    return f"{lines / seconds:,.0f}" if seconds > 0 else "n/a"
+
+
 def _loadavg() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -369,6 +380,45 @@ def _cold(root: Path, db: Path, processes: int, mask: bool = True) -> tuple[obje
     return stats, wall, cpu, _rss_mb(), on_disk, workers
 
 
+# A new function in the file's own language, found by a search for its name (save → findable).
+_PROBES: dict[str, bytes] = {
+    "rust": b"fn %s(value: i32) -> i32 { value }",
+    "typescript": b"export function %s(value) { return value; }",
+    "tsx": b"export function %s(value) { return value; }",
+    "javascript": b"export function %s(value) { return value; }",
+    "go": b"func %s(value int) int { return value }",
+    "java": b"    static int %s(int value) { return value; }",
+    "c": b"int %s(int value) { return value; }",
+    "cpp": b"int %s(int value) { return value; }",
+}
+
+
+def comment_edit(text_lines: list[bytes], language: str | None, i: int) -> bytes:
+    """The file with a line comment inserted near its middle, in its own syntax (``# edit i``
+    for Python, ``// edit i`` for the others; not after a line continued with a backslash)."""
+    mid = len(text_lines) // 2
+    if language == "python":
+        return b"\n".join([*text_lines[:mid], b"# edit %d" % i, *text_lines[mid:]])
+    while 0 < mid < len(text_lines) and text_lines[mid - 1].rstrip().endswith(b"\\"):
+        mid += 1  # inside a C macro continued over lines: a comment line there would end it
+    return b"\n".join([*text_lines[:mid], b"// edit %d" % i, *text_lines[mid:]])
+
+
+def probe_edit(text_lines: list[bytes], language: str | None, name: str) -> bytes:
+    """The file with a new function ``name`` in its own language: appended at the end, or for
+    Java a static method before the file's last ``}`` (inside its last class)."""
+    if language == "python" or language not in _PROBES:
+        return b"\n".join([*text_lines, b"def %s(value):" % name.encode(), b"    return value", b""])
+    probe = _PROBES[language] % name.encode()
+    if language == "java":
+        data = b"\n".join(text_lines)
+        end = data.rfind(b"}")
+        if end >= 0:
+            return data[:end] + probe + b"\n" + data[end:]
+        probe = b"class CtxProbe%s { %s }" % (name.encode(), probe.strip())
+    return b"\n".join([*text_lines, probe, b""])
+
+
 def _seconds(values: list[float]) -> str:
     """``median X s, p95 Y s (n runs: …)``, or the one value."""
     if len(values) == 1:
@@ -401,12 +451,23 @@ def main(argv: list[str] | None = None) -> int:
     key = hashlib.sha1(str(root).encode()).hexdigest()[:10]
     db = DATA / f"index-{key}.sqlite3"
     load_before = _loadavg()
-    rows: list[tuple[str, str]] = [("workspace", str(root))]
+    rows: list[tuple[str, ...]] = [("workspace", str(root))]
 
     # -- cold index, each mode into an empty database (the last one is kept), each run followed by
     # the parse floor in the same mode, so that both see the same load -------------------------
     sources = [e.path for e in WorkspaceWalker(root, check_content=False).walk()]
     source_bytes = sum(p.stat().st_size for p in sources)
+    source_lines = 0
+    for p in sources:
+        try:
+            source_lines += p.read_bytes().count(b"\n")
+        except OSError:
+            continue
+    # Python alone: ast.parse, as before; other languages: each file by its own parser
+    python_only = all(language_of(p) == "python" for p in sources)
+    floor_of, floor_what = (
+        (ast_floor, "ast.parse") if python_only else (parse_floor, "parse (tree-sitter; ast for .py)")
+    )
     cold = None
     on_disk: dict = {}
     floors: dict[int, list[float]] = {}
@@ -416,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(max(args.repeat, 1)):
                 runs.append(_cold(root, db, mode, mask))
                 if mask == maskings[-1]:
-                    floors.setdefault(mode, []).append(ast_floor(sources, mode))
+                    floors.setdefault(mode, []).append(floor_of(sources, mode))
             walls = [r[1] for r in runs]
             cold, _, cpu, rss, on_disk, workers = sorted(runs, key=lambda r: r[1])[len(runs) // 2]  # the median run
             label = "cold index, 1 process" if cold.processes == 1 else f"cold index, {cold.processes}-process pool"
@@ -428,14 +489,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             if cold.processes > 1:
                 value += f", pool workers {_rss_mb(resource.RUSAGE_CHILDREN):.0f} MB each at most"
-            rows.append((label, value))
+            rows.append((label, value, _rate(source_lines, median_p95(walls)[0])))
             if mask == maskings[-1]:
                 floor = median_p95(floors[mode])[0]
                 where = "1 process" if mode <= 1 else f"a pool of {mode}"
                 rows.append(
                     (
-                        f"  floor: read + ast.parse only, {where} ({os.cpu_count()} cores)",
+                        f"  floor: read + {floor_what} only, {where} ({os.cpu_count()} cores)",
                         f"{_seconds(floors[mode])}; cold index / floor = {median_p95(walls)[0] / floor:.2f}x",
+                        _rate(source_lines, floor),
                     )
                 )
     assert cold is not None, "--processes named no mode"
@@ -476,12 +538,12 @@ def main(argv: list[str] | None = None) -> int:
         sizes.append((abs(n - 500), str(p.relative_to(root).as_posix()), n))
     sizes.sort()
     _, rel, n_file = sizes[0]
+    language = language_of(rel)
     original = (root / rel).read_bytes()
     text_lines = original.split(b"\n")
-    mid = len(text_lines) // 2
     times = []
     for i in range(args.edits):
-        edited = b"\n".join([*text_lines[:mid], b"# edit %d" % i, *text_lines[mid:]])
+        edited = comment_edit(text_lines, language, i)
         t = time.perf_counter()
         idx.update_file(rel, edited)
         times.append((time.perf_counter() - t) * 1000)
@@ -489,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     findable = []
     for i in range(args.edits):
         name = f"ctx_probe_function_{i}"
-        edited = b"\n".join([*text_lines, b"def %s(value):" % name.encode(), b"    return value", b""])
+        edited = probe_edit(text_lines, language, name)
         t = time.perf_counter()
         idx.update_file(rel, edited)
         hits = idx.search(name, limit=5)
@@ -532,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         (
             f"single-file re-index, median of {args.edits}",
-            f"{statistics.median(times):.1f} ms ({rel}, {n_file} lines; max {max(times):.1f} ms)",
+            f"{statistics.median(times):.1f} ms ({rel}, {n_file} lines, {language}; max {max(times):.1f} ms)",
         ),
         (
             f"save → findable (re-index + search for a new function), median of {args.edits}",
@@ -560,10 +622,10 @@ def main(argv: list[str] | None = None) -> int:
         ("load average before / after (1, 5, 15 min)", f"{load_before} / {_loadavg()}"),
     ]
     width = max(len(r[0]) for r in rows)
-    print(f"| {'measure'.ljust(width)} | value |")
-    print(f"| {'-' * width} | ----- |")
-    for name, value in rows:
-        print(f"| {name.ljust(width)} | {value} |")
+    print(f"| {'measure'.ljust(width)} | value | lines/s |")
+    print(f"| {'-' * width} | ----- | ------: |")
+    for name, value, *rate in rows:
+        print(f"| {name.ljust(width)} | {value} | {rate[0] if rate else ''} |")
     return 0
 
 

@@ -208,3 +208,66 @@ def test_gateway_cost_prints_its_table() -> None:
     sample = str(ROOT / "tests" / "fixtures" / "sample_ws")
     out = run(str(BENCH / "gateway_cost.py"), sample, "--turns", "6", "--modes", "off", timeout=300)
     assert "claude 6" in out and "codex 6" in out and "ratio" in out, out
+
+
+def test_parse_floor_prints_its_table(tmp_path: Path) -> None:
+    tree = tmp_path / "poly"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "lib.rs").write_text("/// Adds.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n")
+    (tree / "web.ts").write_text("export function greet(name: string): string {\n  return `hi ${name}`;\n}\n")
+    (tree / "main.go").write_text("package main\n\nfunc main() {\n\tprintln(1)\n}\n")
+    (tree / "broken.go").write_text("package main\n\nfunc broken( {\n")  # parses, with an error node
+    (tree / "notes.txt").write_text("not source\n")
+    (tree / "node_modules" / "x").mkdir(parents=True)
+    (tree / "node_modules" / "x" / "index.ts").write_text("export const x = 1;\n")  # left out, as the index does
+    out = run(str(BENCH / "parse_floor.py"), str(tree), "--runs", "1", "--processes", "0,2")
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| poly |")]
+    got = {(r[1].strip(), r[6].strip()): [c.strip() for c in r] for r in rows}
+    assert set(got) == {
+        (lang, mode) for lang in ("rust", "typescript", "go", "all") for mode in ("1 process", "pool of 2")
+    }
+    for mode in ("1 process", "pool of 2"):
+        # files, lines, files with errors
+        assert [got["rust", mode][i] for i in (3, 4, 11)] == ["1", "4", "0"], out
+        assert [got["typescript", mode][i] for i in (3, 4, 11)] == ["1", "3", "0"], out
+        assert [got["go", mode][i] for i in (3, 4, 11)] == ["2", "8", "1"], out
+        assert [got["all", mode][i] for i in (3, 4, 11)] == ["4", "15", "1"], out
+        assert got["all", mode][2] == "each its own" and got["go", mode][2] == "tree-sitter"
+        assert float(got["all", mode][8].replace(",", "")) > 0  # lines/s
+    assert out.splitlines()[0].startswith("| tree | language | parser | files | lines | MB | mode | seconds")
+    assert "load average" in out and "tree-sitter 0." in out
+
+
+def test_index_speed_edits_each_file_in_its_own_language() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from index_speed import comment_edit, probe_edit
+        from parse_floor import _parser
+    finally:
+        sys.path.remove(str(BENCH))
+    python = b'"""Doc."""\n\n\ndef f(x):\n    return x\n'.split(b"\n")
+    # Python: the edits index_speed has always made
+    assert comment_edit(python, "python", 7) == b"\n".join([*python[:3], b"# edit 7", *python[3:]])
+    assert probe_edit(python, "python", "probe") == b"\n".join(
+        [*python, b"def probe(value):", b"    return value", b""]
+    )
+    samples = {
+        "rust": b"/// Doc.\nfn f(x: i32) -> i32 {\n    x\n}\n",
+        "typescript": b"export function f(x: number): number {\n  return x;\n}\n",
+        "javascript": b"function f(x) {\n  return x;\n}\nmodule.exports = f;\n",
+        "go": b"package p\n\nfunc f(x int) int {\n\treturn x\n}\n",
+        "java": b"package p;\n\npublic class A {\n    int f(int x) {\n        return x;\n    }\n}\n",
+        # the middle falls inside a macro continued over lines: the comment goes after it
+        "c": b"int a;\nint b;\n#define TWICE(x) \\\n    ((x) + \\\n     (x))\n"
+        b"int f(int x) {\n    return TWICE(x);\n}\n",
+        "cpp": b"namespace n {\nint f(int x) {\n    return x;\n}\n}  // namespace n\n",
+    }
+    for language, source in samples.items():
+        lines = source.split(b"\n")
+        for edited in (comment_edit(lines, language, 3), probe_edit(lines, language, "probe_fn")):
+            root = _parser(language).parse(edited).root_node
+            assert not root.has_error, (language, edited)
+        assert b"// edit 3" in comment_edit(lines, language, 3)
+        assert b"probe_fn(" in probe_edit(lines, language, "probe_fn")
+    java = probe_edit(samples["java"].split(b"\n"), "java", "probe_fn")
+    assert java.rstrip().endswith(b"return value; }\n}"), java  # inside the class
