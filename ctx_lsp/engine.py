@@ -44,13 +44,13 @@ from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
-from ctx_lsp.workspace.languages import language_of
+from ctx_lsp.workspace.languages import describe, display_names, language_of
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 log = logging.getLogger("ctx_lsp.engine")
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are an AI coding assistant working in the Python workspace `{workspace}`. The context "
+    "You are an AI coding assistant working in the {languages} workspace `{workspace}`. The context "
     "below was selected by ctx_lsp under a token budget: symbol cards show signatures, docstrings "
     "and the first lines; bodies show full code. Ask for what is missing instead of guessing, "
     "and cite code as path:line. When some code seems foundational to the task, list its qualified names or "
@@ -219,6 +219,7 @@ class Engine:
         store = self.root / config.store_dir
         self.index = WorkspaceIndex(self.root, db_path or store / "index.sqlite3", masker=self.masker)
         self._scaffold_cache: tuple[int, Item] | None = None
+        self._languages_cache: tuple[object, str] | None = None
         self._instructions_cache: dict[tuple[str, int, int], str] = {}
         self.instruction_problems: dict[str, str] = {}  # file → why it was left out (a plan note)
         self.skipped_files: list[str] = []  # "rel (reason)" of source files the last refresh left out
@@ -361,6 +362,8 @@ class Engine:
         if system_text is None:
             system_text = self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
         system_text = system_text.replace("{workspace}", self.root.name)
+        if "{languages}" in system_text:
+            system_text = system_text.replace("{languages}", self._languages()).replace("  workspace", " workspace")
         required = [text_item("system", SYSTEM_PROMPT, "system prompt", system_text, counter, cal)]
         for rel, text in self.agent_instructions() if req.instructions else ():
             item = text_item("system", INSTRUCTIONS, f"agent instructions: {rel}", text, counter, cal)
@@ -606,6 +609,14 @@ class Engine:
             raise UserError(f"cannot pin {name!r}: {found.problem()}")
         item = cards.body_item(sym, cal, section="system")
         return PinnedItem(PinSpec(pin_id=f"cli-{seq}", kind="sticky", seq=seq), item)
+
+    def _languages(self) -> str:
+        """The workspace's languages for the system prompt: ``Python``, ``Rust and TypeScript``."""
+        key = self.index.counts()
+        if self._languages_cache is None or self._languages_cache[0] != key:
+            paths = [path for path, _ in self.index.module_symbol_counts()]
+            self._languages_cache = (key, describe(display_names(paths)))
+        return self._languages_cache[1]
 
     def _scaffold(self, counter: TokenCounter, cal: float) -> Item:
         key = hash((*self.index.counts(), cal))  # files, symbols, edges: a graph update may change what is central

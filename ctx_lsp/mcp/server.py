@@ -36,7 +36,8 @@ T = TypeVar("T")
 _PATH_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+)$")
 
 INSTRUCTIONS = (
-    "ctx_lsp knows this Python workspace: an index of its symbols, a reference graph, retrieval ranked for a "
+    "ctx_lsp knows this workspace's code (Python, Rust, TypeScript, JavaScript, Go, Java, C, C++): an index of "
+    "its symbols, a reference graph, retrieval ranked for a "
     "question, and the context plan an editor shows (pins, budget, capsules). Read a function, class or method "
     "by name with get_symbol instead of opening whole files; find code for a question with search_code; see who "
     "calls what with references. Pins are shared with the user's editor (same workspace, same session)."

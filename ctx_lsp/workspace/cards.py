@@ -10,7 +10,7 @@ from typing import Protocol
 from ctx_lsp.core.ids import short_hash
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
 from ctx_lsp.core.tokens import scaled
-from ctx_lsp.workspace.languages import comment_mark
+from ctx_lsp.workspace.languages import NAME_FORMS, comment_mark, display_names
 from ctx_lsp.workspace.secrets import masked_detail
 
 SEPARATOR_TOKENS = 1
@@ -102,15 +102,22 @@ def layout_note(modules: list[tuple[str, int]], central: list[str]) -> str:
         if "/tests/" in f"/{path}" or "/test_" in f"/{path}" or path.startswith("tests"):
             tests += n
     parts = []
-    main = [f"{name}/" if not name.endswith(".py") else name for name, _ in tops.most_common(3)]
+    main = [f"{name}/" if "." not in name else name for name, _ in tops.most_common(3)]
     if main:
         parts.append(f"Most code is under {', '.join(main)}.")
     if tests:
         nested = any("/tests/" in f"/{p}" and not p.startswith("tests/") for p, _ in modules)
         where = "in tests/ folders next to the code they test" if nested else "under tests/"
         parts.append(f"Tests live {where}.")
-    example = next((c for c in central if c.count(".") >= 1), None)
-    if example:
+    names = display_names([path for path, _ in modules])
+    example = next((c for c in central if c.count(".") >= 1 or "::" in c), None)
+    if names and names != ["Python"]:  # each language writes its names its own way
+        forms = "; ".join(f"{n} {NAME_FORMS[n]}" for n in names if n in NAME_FORMS)
+        parts.append(
+            f"Qualified names are written the way each language writes them ({forms})"
+            + (f", e.g. {example}." if example else ".")
+        )
+    elif example:
         module, _, name = example.rpartition(".")
         parts.append(
             f"A qualified name is the module path plus the name: {example} is {name} in "
@@ -127,7 +134,9 @@ def scaffold_item(modules: list[tuple[str, int]], central: list[str], root_name:
     """The orientation scaffold: a compact module tree, a short note on how to navigate the
     code, and the 1–3 most central symbols (PageRank over the reference graph)."""
     central = central[:3]
-    lines = [f"# Workspace {root_name}: {len(modules)} Python modules (symbols per module)"]
+    names = display_names([path for path, _ in modules])
+    what = "Python modules" if names in ([], ["Python"]) else f"modules in {', '.join(names)}"
+    lines = [f"# Workspace {root_name}: {len(modules)} {what} (symbols per module)"]
     for path, n in modules:
         lines.append(f"- {path} ({n})")
     if central:

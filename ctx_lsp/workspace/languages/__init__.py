@@ -75,6 +75,49 @@ def separator(lang: str | None) -> str:
     return SEPARATOR.get(lang or "", ".")
 
 
+# What people call each language, and how its qualified names are written (for prompts).
+DISPLAY = {
+    "python": "Python",
+    "rust": "Rust",
+    "typescript": "TypeScript",
+    "tsx": "TypeScript",
+    "javascript": "JavaScript",
+    "go": "Go",
+    "java": "Java",
+    "c": "C",
+    "cpp": "C++",
+}
+NAME_FORMS = {
+    "Python": "package.module.Class.method",
+    "Rust": "crate::module::Type::method",
+    "TypeScript": "path/to/module.Class.method",
+    "JavaScript": "path/to/module.Class.method",
+    "Go": "package.Type.Method",
+    "Java": "package.Class.method",
+    "C": "function",
+    "C++": "namespace::Class::method",
+}
+
+
+def display_names(paths: list[str]) -> list[str]:
+    """The languages of ``paths`` as people name them, most files first (ties by name)."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        name = DISPLAY.get(language_of(path) or "", "")
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(counts, key=lambda n: (-counts[n], n))
+
+
+def describe(names: list[str]) -> str:
+    """``Rust``, ``Rust and Go``, ``Rust, Go and Java``; more than three: ``multi-language``."""
+    if len(names) <= 1:
+        return "".join(names)
+    if len(names) <= 3:
+        return f"{', '.join(names[:-1])} and {names[-1]}"
+    return "multi-language"
+
+
 def comment_mark(path: str | None) -> str:
     """How a line comment starts in a file's language (``#`` for Python, ``//`` for the others):
     the header above code shown to a model is a comment in that code's own language."""
