@@ -210,3 +210,34 @@ def test_capsule_hash_ignores_comments_and_whitespace_in_every_language() -> Non
     ts = code_hash("export const f = () => 1;", "a.ts")
     assert ts == code_hash("// doc\nexport const f = () =>\n  1;", "a.ts")
     assert ts != code_hash("export const f = () => 2;", "a.ts")
+
+
+def test_the_prompt_names_the_workspaces_languages(tmp_path: Path) -> None:
+    import shutil
+
+    from ctx_lsp.engine import Engine, PlanRequest
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(POLY, mixed, ignore=shutil.ignore_patterns(".ctx"))
+    rust = tmp_path / "rust"
+    (rust / "src").mkdir(parents=True)
+    shutil.copy(POLY / "Cargo.toml", rust / "Cargo.toml")
+    for name in ("lib.rs", "error.rs", "account.rs"):
+        shutil.copy(POLY / "src" / name, rust / "src" / name)
+    for ws, phrase, listing in (
+        (
+            mixed,
+            "the multi-language workspace `mixed`",
+            "modules in Rust, TypeScript, C++, Go, Java, C, JavaScript, Python",
+        ),
+        (rust, "the Rust workspace `rust`", "3 modules in Rust (symbols per module)"),
+    ):
+        engine = Engine(ws)
+        try:
+            engine.refresh_index()
+            inputs, _, _ = engine.build_inputs(PlanRequest(query="how does a transfer fail?"))
+            assert phrase in inputs.required[0].text
+            scaffold = inputs.scaffold[0].text
+            assert listing in scaffold and "Rust crate::module::Type::method" in scaffold
+        finally:
+            engine.close()
