@@ -347,6 +347,12 @@ def _names_in(query: str, hits: list[Hit]) -> dict[str, str]:
     return out
 
 
+def _resolved_how(path: str) -> str:
+    """What a graph reason adds for code whose references were resolved by name (every language
+    but Python's, which follows imports): best effort, and it says so."""
+    return "" if language_of(path) in (None, "python") else ", references by name"
+
+
 def _specificity(degree: int) -> float:
     """How much being next to a seed says about a neighbour: fully for a definition with a few
     connections, little for a hub everything uses (``S``, ``Basic``) — like IDF for words."""
@@ -432,18 +438,19 @@ def _graph_relevance(
                 continue
             factor = 1 + GRAPH_BOOST * s
             via_graph = GRAPH_SHARE * share[q]  # what it would score as a neighbour alone
+            how = _resolved_how(entry[0].path)
             if entry[1] * factor >= via_graph:
                 entry[1] *= factor
-                entry[2].append(f"{label} (graph ×{factor:.2f})")
+                entry[2].append(f"{label} (graph ×{factor:.2f}{how})")
             else:  # a weak lexical hit must not rank below a neighbour that matched nothing
                 entry[1] = via_graph
-                entry[2].append(f"{label} (graph {via_graph:.2f}, above its lexical score)")
+                entry[2].append(f"{label} (graph {via_graph:.2f}, above its lexical score{how})")
         else:
             sym = fetched.get(q)
             if sym is None or sym.kind == "module" or sym.name == "__all__":
                 continue
             score = GRAPH_SHARE * share[q]
-            entries[q] = [sym, score, [f"{label} (graph {score:.2f})"]]
+            entries[q] = [sym, score, [f"{label} (graph {score:.2f}{_resolved_how(sym.path)})"]]
 
     for q, entry in entries.items():
         pct = stats.get(q, (0.0, 0))[0]
