@@ -84,6 +84,25 @@ def test_a_schema_7_index_is_emptied_and_built_again(tmp_path: Path, caplog: pyt
     )
 
 
+def test_an_index_made_by_other_parsers_is_built_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ctx_lsp.workspace.languages import PARSER_VERSION
+    from tests.workspaces import copy_poly
+
+    ws = copy_poly(tmp_path / "ws")
+    db = tmp_path / "index.sqlite3"
+    with WorkspaceIndex(ws, db_path=db) as idx:
+        assert idx.refresh(processes=0).files_indexed > 10
+    conn = sqlite3.connect(db)
+    with conn:  # as a build whose Rust description named symbols otherwise would have left it
+        conn.execute("UPDATE index_meta SET value = 'older' WHERE key = 'parsers'")
+        conn.execute("UPDATE symbols SET qualname = 'stale::name' WHERE path = 'src/error.rs'")
+    conn.close()
+    with caplog.at_level(logging.INFO, logger="ctx_lsp.index"), WorkspaceIndex(ws, db_path=db) as idx:
+        assert idx.refresh(processes=0).files_indexed > 10  # every file parsed again, not stat-checked
+        assert idx.get("stale::name") is None and idx.get("ledger_core::error::Chain::next") is not None
+    assert any(f"parsers older → {PARSER_VERSION}" in r.getMessage() for r in caplog.records)
+
+
 def test_big_texts_are_packed_and_read_back_exactly(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

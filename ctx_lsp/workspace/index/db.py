@@ -30,6 +30,7 @@ from ctx_lsp import storage
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.workspace.index import texts
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS
+from ctx_lsp.workspace.languages import PARSER_VERSION
 from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
 
@@ -280,8 +281,9 @@ class IndexDb:
         return message
 
     def init_schema(self) -> None:
-        """Create the tables; drop them first when they were made with another schema,
-        tokenizer or way of masking secrets (the stored rows are then a stale cache)."""
+        """Create the tables; drop them first when they were made with another schema, version
+        of the parsers, tokenizer or way of masking secrets (the stored rows are then a stale
+        cache)."""
         with self.lock, write_transaction(self.conn) as conn:
             have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             meta: dict[str, str] = {}
@@ -289,6 +291,7 @@ class IndexDb:
                 meta = dict(conn.execute("SELECT key, value FROM index_meta").fetchall())
             wanted = {
                 "schema": SCHEMA_VERSION,
+                "parsers": PARSER_VERSION,
                 "encoding": self.counter.encoding,
                 "secrets": masking_key(self.masker),
             }

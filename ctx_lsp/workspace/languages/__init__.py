@@ -37,6 +37,10 @@ EXTENSIONS: dict[str, str] = {
     ".hxx": "cpp",
 }
 SOURCE_SUFFIXES: tuple[str, ...] = tuple(EXTENSIONS)
+# What the parsers make, in every language: a change to a language's description (its queries,
+# hooks, keywords) or to the walk that changes a symbol bumps it, and indexes made before are
+# built again (``index.db``), as for a new schema.
+PARSER_VERSION = "1"
 LANGUAGES: tuple[str, ...] = tuple(dict.fromkeys(EXTENSIONS.values()))
 
 # Languages whose code can name each other's definitions (TypeScript imports JavaScript; a C++
