@@ -19,8 +19,8 @@ search); symbols, edges, tokens; the index on disk (database and WAL while open,
 by table and index from SQLite's ``dbstat``) against the size of the source; peak RSS of this
 process and of the pool's workers; the core count and the load average (the machine is shared:
 quote medians, and the load). Each cold run is followed by the parse floor in the same mode
-(read + ``ast.parse`` of the same files, ``index_measures.ast_floor``; on a tree with other
-languages, read + each file's own parser, tree-sitter or ``ast``, ``parse_floor.parse_floor``),
+(read + each file's own parser: ``ast.parse`` for Python, tree-sitter for the other
+languages; ``parse_floor.parse_floor``),
 and the ratio of the two medians is shown. The third column is the per-line rate (lines of the
 indexed files per second), to compare a language's tree with Python's on sympy. The edits are
 made in the edited file's own language: a line comment for the re-index, a new function (a
@@ -49,11 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.workspace.files import WorkspaceWalker
 from ctx_lsp.workspace.index import WorkspaceIndex
+from ctx_lsp.workspace.languages import language_of
 from ctx_lsp.workspace.secrets import SecretMasker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from index_measures import ast_floor, files_size, median_p95, table_sizes
-from parse_floor import language_of, parse_floor
+from index_measures import files_size, median_p95, table_sizes
+from parse_floor import parse_floor
 
 # Generated trees and indexes; CTX_BENCH_DATA moves them out of the working tree (the tests do).
 DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parent / ".data")
@@ -464,10 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             continue
     # Python alone: ast.parse, as before; other languages: each file by its own parser
-    python_only = all(language_of(p) == "python" for p in sources)
-    floor_of, floor_what = (
-        (ast_floor, "ast.parse") if python_only else (parse_floor, "parse (tree-sitter; ast for .py)")
-    )
+    python_only = all(language_of(str(p)) == "python" for p in sources)
+    floor_of = parse_floor
+    floor_what = "ast.parse" if python_only else "parse (tree-sitter; ast for .py)"
     cold = None
     on_disk: dict = {}
     floors: dict[int, list[float]] = {}

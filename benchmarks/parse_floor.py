@@ -8,8 +8,8 @@ built on the same parsers can beat, per language.
 Each file is parsed by tree-sitter with the prebuilt grammar of its extension (``.rs`` Rust,
 ``.ts``/``.mts``/``.cts`` TypeScript, ``.tsx`` TSX, ``.js``/``.jsx``/``.mjs``/``.cjs``
 JavaScript, ``.go``, ``.java``, ``.c`` C, ``.h``/``.cc``/``.cpp``/``.hpp``/``.cxx``/``.hh``
-C++), the tree dropped at once; ``.py`` files by ``ast.parse`` (``index_measures.ast_floor``, the
-floor the index is compared with on sympy). Files are those the index would read: dot-folders,
+C++), the tree dropped at once; ``.py`` files by ``ast.parse`` (the floor the index is compared
+with on sympy). Files are those the index would read: dot-folders,
 ``node_modules`` and files over 5 MiB are left out. Before the timed runs every file is read once
 (the page cache is warm, as it is for an index built after a checkout).
 
@@ -39,56 +39,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from index_measures import ast_floor
+from ctx_lsp.workspace.languages import LANGUAGES, language_of
+from ctx_lsp.workspace.languages.spec import spec_for
 
-# extension → language (the grammar that parses it); as the workspace index reads them.
-EXTENSIONS: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".rs": "rust",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".js": "javascript",
-    ".jsx": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".go": "go",
-    ".java": "java",
-    ".c": "c",
-    ".h": "cpp",  # the C++ grammar parses C headers too; the C grammar stops at C++ ones
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".c++": "cpp",
-    ".hh": "cpp",
-    ".hpp": "cpp",
-    ".hxx": "cpp",
-}
-# language → (grammar module, function returning its language pointer)
-GRAMMARS: dict[str, tuple[str, str]] = {
-    "rust": ("tree_sitter_rust", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "go": ("tree_sitter_go", "language"),
-    "java": ("tree_sitter_java", "language"),
-    "c": ("tree_sitter_c", "language"),
-    "cpp": ("tree_sitter_cpp", "language"),
-}
 MAX_FILE_BYTES = 5 * 1024 * 1024  # the index's cap (ctx_lsp.workspace.files.MAX_FILE_BYTES)
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 
 _parsers: dict[str, object] = {}  # per process: one Parser per language, made on first use
-
-
-def language_of(path: str | os.PathLike[str]) -> str | None:
-    """The language of a file by its extension (``python`` for ``.py``), or None."""
-    name = os.fspath(path).rpartition("/")[2].lower()
-    dot = name.rfind(".")
-    return EXTENSIONS.get(name[dot:]) if dot > 0 else None
 
 
 def source_files(root: Path) -> list[Path]:
@@ -109,7 +66,7 @@ def _parser(language: str):  # -> tree_sitter.Parser
     if parser is None:
         from tree_sitter import Language, Parser
 
-        module, func = GRAMMARS[language]
+        module, func = spec_for(language).grammar  # the grammar the index parses this language with
         parser = Parser(Language(getattr(importlib.import_module(module), func)()))
         _parsers[language] = parser
     return parser
@@ -165,7 +122,7 @@ def parse_floor(paths: Sequence[Path], processes: int) -> float:
 def treesitter_floor(paths: Sequence[Path], processes: int) -> tuple[float, int]:
     """``parse_floor`` of the files tree-sitter parses (``.py`` files left out), and how many
     parsed with an error node."""
-    return _timed([p for p in paths if language_of(p) not in (None, "python")], processes)
+    return _timed([p for p in paths if language_of(str(p)) not in (None, "python")], processes)
 
 
 def _count(paths: Sequence[Path]) -> tuple[int, int]:
@@ -189,7 +146,8 @@ def _versions() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     out = []
-    for dist in ("tree-sitter", *sorted({m.replace("_", "-") for m, _ in GRAMMARS.values()})):
+    grammars = {spec.grammar[0] for lang in LANGUAGES if (spec := spec_for(lang)) is not None}
+    for dist in ("tree-sitter", *sorted(m.replace("_", "-") for m in grammars)):
         try:
             out.append(f"{dist} {version(dist)}")
         except PackageNotFoundError:
@@ -230,18 +188,15 @@ def measure(trees: Sequence[Path], modes: Sequence[int], runs: int) -> list[Row]
         files = source_files(tree)
         groups: dict[str, list[Path]] = {}
         for p in files:
-            groups.setdefault(language_of(p) or "", []).append(p)
+            groups.setdefault(language_of(str(p)) or "", []).append(p)
         if len(groups) > 1:
             groups["all"] = files
         for language, paths in groups.items():
             lines, size = _count(paths)
             for mode in modes:
-                if language == "python":
-                    seconds = [ast_floor(paths, mode) for _ in range(runs)]
-                    errors: int | None = None
-                else:
-                    timed = [_timed(paths, mode) for _ in range(runs)]
-                    seconds, errors = [t for t, _ in timed], timed[0][1]
+                timed = [_timed(paths, mode) for _ in range(runs)]
+                seconds = [t for t, _ in timed]
+                errors = None if language == "python" else timed[0][1]
                 rows.append(Row(tree.name, language, len(paths), lines, size, mode, seconds, errors))
     return rows
 
