@@ -241,3 +241,14 @@ def test_the_prompt_names_the_workspaces_languages(tmp_path: Path) -> None:
             assert listing in scaffold and "Rust crate::module::Type::method" in scaffold
         finally:
             engine.close()
+
+
+def test_secrets_are_masked_before_a_rust_file_is_parsed() -> None:
+    from ctx_lsp.workspace.secrets import SecretMasker
+
+    src = b'/// Talks to S3.\npub fn client() -> Client {\n    let key = "AKIAIOSFODNN7EXAMPLF";\n'
+    src += b"    Client::new(key)\n}\n"
+    parsed = parse_module("src/s3.rs", src, masker=SecretMasker((), ()))
+    fn = next(s for s in parsed.symbols if s.name == "client")
+    assert "AKIAIOSFODNN7EXAMPLF" not in fn.body + fn.card and "secret masked" in fn.body
+    assert fn.secrets == 1 and parsed.symbols[0].secrets == 1  # the module holds it too

@@ -69,3 +69,25 @@ async def client(lsp_client: LanguageClient, workspace: Path):
     await start(lsp_client, workspace)
     yield lsp_client
     await lsp_client.shutdown_session()
+
+
+async def save(client: LanguageClient, path: Path, text: str) -> None:
+    """Write ``path`` and tell the server it was saved, as an editor does; give it half a second."""
+    import asyncio
+
+    path.write_text(text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(path.as_uri())))
+    await asyncio.sleep(0.5)
+
+
+async def capsules_stale(client: LanguageClient) -> list:
+    """The ``ctx/capsulesStale`` notifications received, waiting up to 5 s for a first one (a
+    loaded machine may take longer than a save's half second)."""
+    import asyncio
+
+    for _ in range(100):
+        stale = [p for m, p in client.notifications if m == "ctx/capsulesStale"]  # type: ignore[attr-defined]
+        if stale:
+            return stale
+        await asyncio.sleep(0.05)
+    return []

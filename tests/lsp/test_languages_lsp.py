@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import server_command, start
+from tests.lsp.conftest import capsules_stale, save, server_command, start
 from tests.lsp.test_server import error_of, line_of, req
 from tests.workspaces import copy_poly
 
@@ -140,25 +140,15 @@ async def test_a_buffer_is_indexed_as_it_is_typed(client: LanguageClient, poly: 
 async def test_a_typescript_capsule_goes_stale_on_code_not_on_comments(client: LanguageClient, poly: Path):
     rel = "web/src/api/client.ts"
     path = poly / rel
-    uri = path.as_uri()
     capsules = await req(client, "ctx/refreshCapsules", {"paths": [rel]})
     mine = next(c for c in capsules if c.path == rel)
     assert not mine.stale and "ApiClient" in mine.text
 
-    async def save(text: str) -> None:
-        path.write_text(text)
-        client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
-        await asyncio.sleep(0.5)
-
     original = path.read_text()
     client.notifications.clear()
-    await save(original.replace("\n\n", "\n\n\n", 2) + "\n// only a comment\n")
+    await save(client, path, original.replace("\n\n", "\n\n\n", 2) + "\n// only a comment\n")
     assert not [p for m, p in client.notifications if m == "ctx/capsulesStale"]
-    await save(original.replace("100 * 2 ** attempt", "250 * 2 ** attempt"))
-    for _ in range(100):
-        stale = [p for m, p in client.notifications if m == "ctx/capsulesStale"]
-        if stale:
-            break
-        await asyncio.sleep(0.05)
+    await save(client, path, original.replace("100 * 2 ** attempt", "250 * 2 ** attempt"))
+    stale = await capsules_stale(client)
     assert stale and stale[0].files == [rel]
     path.write_text(original)

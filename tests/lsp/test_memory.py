@@ -7,11 +7,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import server_command, start
+from tests.lsp.conftest import capsules_stale, save, server_command, start
 from tests.lsp.test_server import req
 from tests.workspaces import copy_sample
 
@@ -158,7 +157,6 @@ async def test_capsules_go_stale_on_a_code_change_not_on_whitespace(ws: Path):
     client = await fresh(ws, "capsules", settings={})
     rel = "shop/billing/invoice.py"
     path = ws / rel
-    uri = path.as_uri()
     try:
         capsules = await req(client, "ctx/refreshCapsules", {"paths": [rel]})
         mine = next(c for c in capsules if c.path == rel)
@@ -166,22 +164,13 @@ async def test_capsules_go_stale_on_a_code_change_not_on_whitespace(ws: Path):
         plan = await req(client, "ctx/planContext", {"query": "invoice"})
         assert any(i.kind == "capsule" and i.path == rel for i in plan.included)
 
-        async def save(text: str) -> None:
-            path.write_text(text)
-            client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
-            await asyncio.sleep(0.5)
-
         original = path.read_text()
         client.notifications.clear()
-        await save(original.replace("\n\n", "\n\n\n", 3) + "\n# a comment only\n")
+        await save(client, path, original.replace("\n\n", "\n\n\n", 3) + "\n# a comment only\n")
         assert not [p for m, p in client.notifications if m == "ctx/capsulesStale"]
         assert not next(c for c in await req(client, "ctx/listCapsules", {}) if c.path == rel).stale
-        await save(original.replace("def tax_for(", "def tax_for_changed("))
-        for _ in range(100):  # a loaded machine may take longer than the half second above
-            stale = [p for m, p in client.notifications if m == "ctx/capsulesStale"]
-            if stale:
-                break
-            await asyncio.sleep(0.05)
+        await save(client, path, original.replace("def tax_for(", "def tax_for_changed("))
+        stale = await capsules_stale(client)
         assert stale and stale[0].files == [rel] and stale[0].capsules[0].path == rel
         plan = await req(client, "ctx/planContext", {"query": "invoice"})
         assert any(i.kind == "capsule" and i.path == rel and i.reason == "stale" for i in plan.excluded)
