@@ -59,7 +59,6 @@ class _Def:
     child_prefix: str
     doc: str
     test: bool
-    index: int = -1  # in the output's symbols
 
 
 def parse_with_deadline(loaded: Loaded, source: bytes, seconds: float = PARSE_SECONDS):
@@ -341,8 +340,9 @@ class TreeBuilder:
         if members is not None:
             if members:
                 out.append(f"    {self.comment} members: {_listing(members)}")
-            out.append(self._dedent(d.end_line, d.end_line, indent)[0] if d.end_line > header_end else "")
-            return "\n".join(x for x in out if x != "" or x is not out[-1]).rstrip()
+            if d.end_line > header_end:  # the closing line (``}``)
+                out.extend(self._dedent(d.end_line, d.end_line, indent))
+            return "\n".join(out).rstrip()
         code: list[str] = []
         for n in range(header_end + 1, d.end_line + 1):
             if self.lines[n].strip():
@@ -442,7 +442,6 @@ def build(
         words_text = own_text(d.start_line, d.end_line, children) if children else body
         identifiers, _ = scan(words_text, names, noise)
         decorators = ("test",) if d.test else ()
-        d.index = len(symbols)
         symbols.append(
             symbol_type(
                 qualname=d.qualname,
