@@ -55,6 +55,8 @@ from ctx_lsp.gateway.direct import shared_prefix  # noqa: E402
 from ctx_lsp.gateway.options import GatewayOptions  # noqa: E402
 from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
+from ctx_lsp.workspace.files import WorkspaceWalker  # noqa: E402
+from ctx_lsp.workspace.languages import SOURCE_SUFFIXES  # noqa: E402
 from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
 
 SHAPES = {"claude": ("claude-sonnet-4-5", 200_000, 3.00), "codex": ("gpt-5", 400_000, 1.25)}
@@ -122,16 +124,12 @@ class Cache:
 
 def corpus(workspace: Path) -> tuple[list[tuple[str, str]], list[str], str]:
     files = []
-    for path in sorted(workspace.rglob("*.py")):
-        if ".ctx" not in path.parts:
-            files.append((str(path.relative_to(workspace)), path.read_text(errors="replace")[:RESULT_CHARS]))
-        if len(files) >= 600:
-            break
+    for entry in WorkspaceWalker(workspace, check_content=False).walk()[:600]:  # source files of any language
+        files.append((entry.rel, entry.path.read_text(errors="replace")[:RESULT_CHARS]))
     greps = []
+    includes = [f"--include=*{suffix}" for suffix in SOURCE_SUFFIXES]
     for word in ("def __init__", "import ", "return self", "raise ", "class "):
-        done = subprocess.run(
-            ["grep", "-rn", "--include=*.py", word, "."], cwd=workspace, capture_output=True, text=True
-        )
+        done = subprocess.run(["grep", "-rn", *includes, word, "."], cwd=workspace, capture_output=True, text=True)
         greps.append(done.stdout[:TOOL_OUTPUT_CHARS])
     proj = DATA / "gateway_cost_tests"
     proj.mkdir(parents=True, exist_ok=True)

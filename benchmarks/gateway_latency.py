@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from index_speed import DATA, _loadavg, generate  # noqa: E402
 from lsp_client import cpu_seconds, status_mb  # noqa: E402
 
+from ctx_lsp.workspace.files import WorkspaceWalker  # noqa: E402
 from tests.gateway.fake_upstream import FakeUpstream, Reply, _common_prefix, cacheable  # noqa: E402
 
 MODEL = "claude-sonnet-4-5"  # 200k window
@@ -98,14 +99,8 @@ def _drain(stream: TextIO) -> None:
 
 
 def sources(workspace: Path, limit: int) -> list[tuple[str, str]]:
-    out = []
-    for path in sorted(workspace.rglob("*.py")):
-        if ".ctx" in path.parts:
-            continue
-        out.append((str(path.relative_to(workspace)), path.read_text(errors="replace")))
-        if len(out) >= limit:
-            break
-    return out
+    walked = WorkspaceWalker(workspace, check_content=False).walk()[:limit]  # source files of any language
+    return [(entry.rel, entry.path.read_text(errors="replace")) for entry in walked]
 
 
 def session_requests(workspace: Path, turns: int, result_chars: int) -> list[dict]:
