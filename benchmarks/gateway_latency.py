@@ -51,6 +51,7 @@ from tests.gateway.fake_upstream import FakeUpstream, Reply, _common_prefix, cac
 MODEL = "claude-sonnet-4-5"  # 200k window
 WINDOW = 200_000
 CACHED_PRICE = 0.1  # a cache read costs a tenth of an uncached input token
+BREAK_SHARE = 0.5  # a request repeating less of the previous one than this broke the cached prefix
 
 
 def pct(values: list[float], q: float) -> float:
@@ -237,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.mean(shares):.1%}",
             f"{min(shares):.1%}",
         )
+        # where the cached prefix breaks: a compaction step, not a turn inside an agent loop
+        breaks = [f"#{n + 2} {share:.0%}" for n, share in enumerate(shares) if share < BREAK_SHARE]
+        print(f"requests repeating under {BREAK_SHARE:.0%} of the previous one: {', '.join(breaks) or 'none'}")
     if costs_direct:
         row("cache-weighted input cost, through / direct", f"{sum(costs_gw) / sum(costs_direct):.2f}")
     return 0
