@@ -634,6 +634,17 @@ class _Builder:
         )
 
 
+def _with_secrets(symbols: list[Symbol], secrets: list[tuple[int, str]]) -> list[Symbol]:
+    """Each symbol with the number of masked secrets in its lines (``secrets`` sorted by line)."""
+    if not secrets:
+        return symbols
+    at = [line for line, _ in secrets]
+    return [
+        msgspec.structs.replace(s, secrets=bisect.bisect_right(at, s.end_line) - bisect.bisect_left(at, s.start_line))
+        for s in symbols
+    ]
+
+
 def parse_module(
     rel: str,
     source: bytes | str,
@@ -686,15 +697,7 @@ def parse_module(
     except RecursionError as exc:  # thousands of nested classes: give up on this file, not the run
         result.error = f"RecursionError: {exc}"
         return result
-    result.symbols = [mod, *builder.symbols]
-    if result.secrets:
-        at = [line for line, _ in result.secrets]  # sorted
-        result.symbols = [
-            msgspec.structs.replace(
-                s, secrets=bisect.bisect_right(at, s.end_line) - bisect.bisect_left(at, s.start_line)
-            )
-            for s in result.symbols
-        ]
+    result.symbols = _with_secrets([mod, *builder.symbols], result.secrets)
     result.imports = builder.imports
     result.refs = builder.refs()
     result.line_count = len(builder.lines)
@@ -753,15 +756,7 @@ def _parse_tree(
     except (RecursionError, MemoryError, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         return result
-    if result.secrets:
-        at = [line for line, _ in result.secrets]
-        symbols = [
-            msgspec.structs.replace(
-                s, secrets=bisect.bisect_right(at, s.end_line) - bisect.bisect_left(at, s.start_line)
-            )
-            for s in symbols
-        ]
-    result.symbols = symbols
+    result.symbols = _with_secrets(symbols, result.secrets)
     result.imports = imports
     result.refs = refs
     result.line_count = len(lines)
