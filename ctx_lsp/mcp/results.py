@@ -37,12 +37,14 @@ class SymbolResult(BaseModel):
 
 
 class ExpandResult(BaseModel):
-    """A tool output the gateway shortened, whole."""
+    """A tool output the gateway shortened, whole or in part."""
 
     id: str = Field(description="the id the shortened output named")
-    kind: str = Field(description="what it was recognised as: test_log, search, json, command")
-    text: str = Field(description="the whole output, as the tool produced it")
-    tokens: int
+    kind: str = Field(description="what it was recognised as: test_log, search, vcs, json, command")
+    text: str = Field(description="the output as the tool produced it, or the part asked for")
+    tokens: int = Field(description="the whole output's tokens")
+    total_lines: int = Field(description="the whole output's lines")
+    matches: int | None = Field(default=None, description="with match: how many lines matched")
 
 
 class SearchItem(BaseModel):

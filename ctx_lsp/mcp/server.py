@@ -122,27 +122,27 @@ class Tools:
     async def expand(
         self,
         id: Annotated[str, Field(min_length=1, description="the id in a shortened output's marker: expand('…')")],
+        match: Annotated[
+            str | None, Field(description="only the lines matching this (a regular expression, case-insensitive)")
+        ] = None,
+        context: Annotated[int, Field(ge=0, le=50, description="lines shown before and after each match")] = 3,
         start_line: Annotated[int | None, Field(ge=1, description="first line to return (1-based)")] = None,
         max_lines: Annotated[int | None, Field(ge=1, description="at most this many lines")] = None,
     ) -> Annotated[CallToolResult, results.ExpandResult]:
-        """The whole of a tool output that ctx_lsp shortened in the conversation (a test log, search
-        results, a JSON dump, a long command output): the marker at its top names the id. Give
-        start_line / max_lines to read a part of a long one."""
+        """A tool output that ctx_lsp shortened in the conversation (a test log, search results, a
+        git log, a JSON dump, a long command output), whole or the part you need: the marker at
+        its top names the id. Give `match` (e.g. "engines|node" or "test_tax_rate") to get only the
+        matching lines, numbered, with `context` lines around each — much cheaper than the whole;
+        or start_line / max_lines for a range."""
 
-        def work(engine: SessionEngine) -> tuple[str, str, int]:
-            found = engine.original(id)
-            if found is None:
-                raise UserError(f"no shortened output with id {id!r}: use the id from the marker, expand('…')")
-            _, kind, text = found
-            return kind, text, engine.engine.resolve_model(None).counter.count(text)
+        def work(engine: SessionEngine) -> tuple[str, Any, int]:
+            return engine.expand(id, start_line=start_line, max_lines=max_lines, match=match, context=context)
 
-        kind, text, tokens = await self.face.run(work)
-        if start_line is not None or max_lines is not None:
-            lines = text.splitlines()
-            first = (start_line or 1) - 1
-            text = "\n".join(lines[first : first + max_lines if max_lines else None])
-        value = results.ExpandResult(id=id, kind=kind, text=text, tokens=tokens)
-        return reply(value, text)
+        kind, part, tokens = await self.face.run(work)
+        value = results.ExpandResult(
+            id=id, kind=kind, text=part.text, tokens=tokens, total_lines=part.total_lines, matches=part.matches
+        )
+        return reply(value, part.text)
 
     async def search_code(
         self,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_lsp.core.items import Message, Mode, PlanItem
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.core.report import GatewayReport
+from ctx_lsp.core.shrink.excerpt import Excerpt, excerpt
 from ctx_lsp.engine import CodeSearch, Engine, PlanOutcome
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.memory.store import MemoryStore, SessionRecord, StoredMessage
@@ -24,7 +25,7 @@ from ctx_lsp.sessions.planning import Planning
 from ctx_lsp.sessions.plans import LEDGER_TURNS, Plans
 from ctx_lsp.sessions.records import Branch, Capsule, LedgerTurn, Reflection, Suggestion
 from ctx_lsp.sessions.reflection import Reflections
-from ctx_lsp.sessions.shared import Shared
+from ctx_lsp.sessions.shared import NotFound, Shared
 from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import (
     AgentContext,
@@ -182,6 +183,24 @@ class SessionEngine:
     def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
         """A tool output the gateway shortened, whole: (session, kind, text), or None."""
         return self._exchanges.original(message_id, session)
+
+    def expand(
+        self,
+        message_id: str,
+        *,
+        start_line: int | None = None,
+        max_lines: int | None = None,
+        match: str | None = None,
+        context: int = 3,
+    ) -> tuple[str, Excerpt, int]:
+        """A shortened tool output, whole or the part asked for: (kind, the part, the whole's
+        token count). NotFound for an id no shortened output has."""
+        found = self._exchanges.original(message_id)
+        if found is None:
+            raise NotFound(f"no shortened output with id {message_id!r}: use the id from the marker, expand('…')")
+        _, kind, text = found
+        part = excerpt(text, start_line=start_line, max_lines=max_lines, match=match, context=context)
+        return kind, part, self.engine.resolve_model(None).counter.count(text)
 
     def conversation_summary(self, session: str) -> ConversationSummary:
         return self._exchanges.summary(session)

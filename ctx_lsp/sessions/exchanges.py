@@ -22,6 +22,7 @@ from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.savings import saved_tokens
 from ctx_lsp.core.shrink import shrink
+from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.memory.store import InsideCompaction
@@ -240,16 +241,18 @@ class Exchanges:
         config = self.shared.engine.config.gateway
         if not config.shrink_tokens or not any(m.role == "tool" for m in new):
             return new
-        names = {t.id: t.name for m in ex.messages for t in m.tool_calls}
+        calls = {t.id: t for m in ex.messages for t in m.tool_calls}
         query = exchange_query(ex.messages)
         counter = self.shared.engine.resolve_model(ex.model).counter
         out = []
         for m in new:
-            tool = names.get(m.tool_call_id or "", m.name or "")
+            call = calls.get(m.tool_call_id or "")
+            tool = call.name if call else m.name or ""
             if m.role == "tool" and tool not in config.shrink_off:
                 done = shrink(
                     m.content,
                     tool=tool,
+                    command=command_of(call.arguments) if call else "",
                     query=query,
                     count=counter.count,
                     threshold=config.shrink_tokens,

@@ -217,5 +217,9 @@ async def test_expand_returns_a_shortened_output_whole(ws: Path):
         whole = data(await call(s, "expand", id="g-0123abcd"))
         assert whole["text"] == log and whole["kind"] == "test_log" and whole["tokens"] > 1000
         part = data(await call(s, "expand", id="g-0123abcd", start_line=501, max_lines=1))
-        assert part["text"] == "E   AssertionError: the needle"
+        assert part["text"] == "E   AssertionError: the needle" and part["total_lines"] == 501
+        found = data(await call(s, "expand", id="g-0123abcd", match="assertionerror", context=1))
+        assert found["text"] == "500-line 499: ok\n501:E   AssertionError: the needle" and found["matches"] == 1
+        none = data(await call(s, "expand", id="g-0123abcd", match="no such (words"))  # not a regex: literal
+        assert none["matches"] == 0 and "no line of the 501 matches" in none["text"]
         assert "use the id from the marker" in await error(s, "expand", id="g-nope")

@@ -1,15 +1,18 @@
 """Big tool outputs, shrunk once, the needle kept (docs/gateway.md, "Big tool outputs").
 
-A tool result over a threshold that is of a kind we recognise — test and build output, search
-output, a JSON dump, long command output — is replaced by a shorter version that keeps what a
-model looks for in it (failures and tracebacks, the hits that match the request, the shape and
-the odd items, the lines that look like errors), headed by a marker that says plainly what was
-cut and how to get the whole of it back. Each shrinker is a pure function of the text (and the
-request's words): the same input gives the same bytes, so the shrunk text can be sent again in
-every later request and the provider's cache keeps hitting.
+A tool result over a threshold that is of a kind we recognise — a test run or a build, search
+output, version control output, a JSON dump, a log or any long command output — is replaced by a
+shorter version that keeps what the request asks about in it (``request``: its quoted strings,
+paths, names, numbers and words) and what a model looks for in that kind (failures with their
+assertions and project frames, definitions before uses, the commits that match, the entries
+that stand out), headed by a marker that says plainly what was cut and how to get it back; what
+is left out is folded with a count, never silently. Each shrinker is a pure function of the
+text and the request: the same input gives the same bytes, so the shrunk text can be sent again
+in every later request and the provider's cache keeps hitting.
 
-Never shrunk: reads of files (edit tools match exact text), outputs already short, anything we do
-not recognise from a tool that does not run commands.
+Never shrunk: what the model reads (a file through a read tool, or ``cat``, ``head``, ``sed -n``
+through a shell: edits match exact text and a cut function misleads), outputs already short,
+anything we do not recognise from a tool that does not run commands.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from collections.abc import Callable
 
 import msgspec
 
-from ctx_lsp.core.shrink import generic, jsondump, search, testlog
+from ctx_lsp.core.shrink import jsondump, lines, search, testlog, vcs
+from ctx_lsp.core.shrink.command import program, reads_file
+from ctx_lsp.core.shrink.request import Request
 
 MIN_SAVING = 0.3  # a shrink that saves less than this share is not worth the marker and the doubt
+# What is kept: about this share of the output's characters, within a floor and a ceiling.
+KEEP_SHARE, KEEP_FLOOR, KEEP_CEILING = 0.12, 2_500, 14_000
 READ_TOOLS = frozenset(
     {"read", "read_file", "readfile", "view", "view_file", "open_file", "cat_file", "get_file", "notebookread"}
     | {"expand", "get_symbol"}  # ctx_lsp's own: the whole output asked for, a symbol's code
@@ -28,44 +35,84 @@ READ_TOOLS = frozenset(
 COMMAND_TOOLS = frozenset(
     {"bash", "shell", "exec_command", "run_command", "run_terminal_cmd", "terminal", "execute_command", "local_shell"}
 )
+SEARCH_PROGRAMS = frozenset({"grep", "egrep", "rg", "ag", "ack", "find", "fd", "fdfind", "git grep", "locate"})
+VCS_PROGRAMS = frozenset({"git log", "git show", "git diff", "hg log", "hg diff", "diff"})
 
 
 class Shrunk(msgspec.Struct, frozen=True, kw_only=True):
     text: str  # the marker line, then what was kept
-    kind: str  # test_log, search, json, command
+    kind: str  # test_log, search, vcs, json, command
     original_tokens: int
     tokens: int
 
 
-# in order: the first that recognises the text shrinks it
-SHRINKERS: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], tuple[str, str]]], ...] = (
-    ("json", jsondump.looks_like, jsondump.shrink),  # first: one character tells it is not JSON
-    ("test_log", testlog.looks_like, testlog.shrink),
-    ("search", search.looks_like, search.shrink),
-)
+Shrinker = Callable[[str, Request, int], tuple[str, str]]
+
+
+def _test_log(text: str, request: Request, budget: int) -> tuple[str, str]:
+    return lines.select(text, request, budget), (
+        "the failures and errors with their details and project frames, the lines that match the request, "
+        "the head and the tail"
+    )
+
+
+def _command(text: str, request: Request, budget: int) -> tuple[str, str]:
+    return lines.select(text, request, budget), (
+        "the lines that look like errors or match the request with what belongs to them, the head and the tail"
+    )
+
+
+def recognise(text: str, prog: str, runs_commands: bool) -> tuple[str, Shrinker] | None:
+    """The kind of an output and its shrinker: by the program that printed it when the tool call
+    says, else by its look; None for what we do not recognise from a tool that runs no commands."""
+    if prog in SEARCH_PROGRAMS and search.looks_like(text):
+        return "search", search.shrink
+    if prog in VCS_PROGRAMS and vcs.looks_like(text):
+        return "vcs", vcs.shrink
+    if jsondump.looks_like(text):  # first: one character tells it is not JSON
+        return "json", jsondump.shrink
+    if vcs.looks_like(text):
+        return "vcs", vcs.shrink
+    if testlog.looks_like(text):
+        return "test_log", _test_log
+    if search.looks_like(text):
+        return "search", search.shrink
+    if runs_commands:
+        return "command", _command
+    return None
+
+
+def budget_chars(text: str) -> int:
+    return int(min(KEEP_CEILING, max(KEEP_FLOOR, len(text) * KEEP_SHARE)))
 
 
 def shrink(
-    text: str, *, tool: str, query: str, count: Callable[[str], int], threshold: int, expand_id: str
+    text: str,
+    *,
+    tool: str,
+    query: str,
+    count: Callable[[str], int],
+    threshold: int,
+    expand_id: str,
+    command: str = "",
 ) -> Shrunk | None:
-    """The shrunk form of a tool's output, or None when it stays as it is."""
+    """The shrunk form of a tool's output, or None when it stays as it is. ``command``: the command
+    line of the tool call that printed it, when it has one."""
     name = tool.lower().removeprefix("mcp__").split("__")[-1]
-    if name in READ_TOOLS:
+    if name in READ_TOOLS or reads_file(command):
         return None
     tokens = count(text)
     if tokens <= threshold:
         return None
-    found = next(((kind, shrinker) for kind, recognise, shrinker in SHRINKERS if recognise(text)), None)
-    if found is not None:
-        kind, shrinker = found
-    elif name in COMMAND_TOOLS:
-        kind, shrinker = "command", generic.shrink
-    else:
+    found = recognise(text, program(command), bool(command) or name in COMMAND_TOOLS)
+    if found is None:
         return None
-    kept, what = shrinker(text, query)
+    kind, shrinker = found
+    kept, what = shrinker(text, Request(query), budget_chars(text))
     marker = (
         f"[ctx_lsp shortened this {kind.replace('_', ' ')} output: {tokens:,} tokens → about {count(kept):,}; "
-        f"kept {what}. The whole output: expand({expand_id!r}) with the ctx tools.]"
+        f"kept {what}; each '…' line counts what was left out. Any part: expand({expand_id!r}, match=…) "
+        f"with the ctx tools; the whole: expand({expand_id!r}).]"
     )
     out = marker + "\n" + kept
     shrunk_tokens = count(out)

@@ -1,20 +1,29 @@
-"""JSON and other structured dumps: the shape (keys, types, lengths), the first items, the items
-that match the request's words or stand out (errors), counts for the rest."""
+"""JSON dumps (``npm view --json``, ``kubectl get -o json``, ``gh api``, ``pip inspect``): the
+shape, the entries whose keys or values match the request (with the words users say for them:
+"Node.js versions" is ``engines.node``), the items of a list that stand out from their siblings
+(the one pod waiting in CrashLoopBackOff), each shown as the lines of the dump itself under the
+keys that lead to it; counts for the rest.
+
+Printed JSON (one entry per line, as every tool here prints it) is cut by lines, so what is kept
+reads exactly as the tool printed it; JSON on one line is printed by entry paths instead.
+"""
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any
+import re
+from collections import Counter
 
 import msgspec
 
-from ctx_lsp.core.shrink.fold import words
+from ctx_lsp.core.shrink.lines import LINE_CHARS, render
+from ctx_lsp.core.shrink.request import Request, Term, score
 
-FIRST = 3
-ITEM_CHARS = 600
-MATCHES = 10
-NAMED_DEPTH = 8  # how deep keys are looked at for the names the request gives
-STANDS_OUT = ("error", "fail", "exception", "invalid", "denied", "conflict")
+STANDS_OUT = re.compile(
+    r"error|fail|exception|invalid|denied|conflict|crash|backoff|oomkilled|unhealthy|deprecated", re.IGNORECASE
+)
+ODD_SHARE = 0.1  # a value held by fewer than this share of its siblings, where most agree, stands out
+IDENTIFYING = re.compile(r'^\s*"(name|id|key|title|uid|namespace|version|number|state|status|phase|kind)"\s*:')
+MAX_MATCHES = 60
 
 
 def looks_like(text: str) -> bool:
@@ -28,80 +37,145 @@ def looks_like(text: str) -> bool:
     return True
 
 
-def shrink(text: str, query: str) -> tuple[str, str]:
-    data = msgspec.json.decode(text)
-    wanted = words(query)
-    lines = ["shape: " + _shape(data)]
-    for path, items in _arrays(data, "$"):
-        lines.append(f"{path}: {len(items):,} items; the first {min(FIRST, len(items))}:")
-        lines += ["  " + _short(x) for x in items[:FIRST]]
-        picked = [x for x in items[FIRST:] if _matches(x, wanted)][:MATCHES]
-        if picked:
-            lines.append(f"  items that match the request or stand out ({len(picked)}):")
-            lines += ["  " + _short(x) for x in picked]
-    if len(lines) == 1:  # an object without long arrays: its top level, shortened
-        lines.append(_short(data, 4000))
-    named = _named(data, wanted)
-    if named:  # keys the request names, however deep (a package in ``npm ls --all --json``)
-        lines.append(f"entries whose key the request names ({len(named)}):")
-        lines += [f"  {path}: {_short({key: value})}" for path, key, value in named]
-    return "\n".join(lines), "the shape, the first items and those that match the request or stand out"
+class Entry(msgspec.Struct):
+    line: int
+    depth: int
+    path: tuple[str, ...]  # keys from the top; list items as "[]"
+    key: str
+    opens: bool  # the line opens an object or a list
 
 
-def _named(data: Any, wanted: set[str]) -> list[tuple[str, str, Any]]:
-    """``(path, key, value)`` of the entries whose key holds a word of the request, best first
-    (the key is the word itself, then more words, then shallower), at most MATCHES. A word in the
-    keys of more than MATCHES entries (``version`` in every package) points at none of them."""
-    found: list[tuple[int, str, str, Any, set[str]]] = []  # (depth, path, key, value, words held)
-    todo: deque[tuple[Any, str, int]] = deque([(data, "$", 0)])
-    while todo and len(found) < 10_000:
-        value, path, depth = todo.popleft()  # breadth first: shallower entries first
-        if isinstance(value, dict) and depth < NAMED_DEPTH:
-            for key, inner in value.items():
-                held = {w for w in wanted if w in str(key).lower()}
-                if held:
-                    found.append((depth, path, str(key), inner, held))
-                todo.append((inner, f"{path}.{key}", depth + 1))
-        elif isinstance(value, list) and depth < NAMED_DEPTH:
-            todo.extend((x, f"{path}[{n}]", depth + 1) for n, x in enumerate(value[:FIRST]))
-    common = {w for w in wanted if sum(1 for f in found if w in f[4]) > MATCHES}
-    ranked = [f for f in found if f[4] - common]
-    ranked.sort(key=lambda f: (f[2].lower() not in wanted, -len(f[4] - common), f[0]))
-    return [(path, key, value) for _, path, key, value, _ in ranked[:MATCHES]]
+def entries(lines: list[str]) -> list[Entry]:
+    """Each line's place in the tree: printed JSON opens a container at a line's end and closes
+    it at a line's start."""
+    out: list[Entry] = []
+    stack: list[str] = []
+    for n, line in enumerate(lines):
+        s = line.strip()
+        if s[:1] in ("}", "]"):
+            if stack:
+                stack.pop()
+            out.append(Entry(n, len(stack), tuple(stack), "", False))
+            continue
+        m = re.match(r'"((?:[^"\\]|\\.)*)"\s*:', s)
+        key = m.group(1) if m else "[]"
+        end = s.rstrip(",")[-1:] if s else ""
+        opens = end in ("{", "[")
+        out.append(Entry(n, len(stack), (*stack, key), key, opens))
+        if opens:
+            stack.append(key)
+    return out
 
 
-def _shape(v: Any, depth: int = 0) -> str:
-    if isinstance(v, dict):
-        if depth > 2:
-            return "{…}"
-        inner = ", ".join(f"{k}: {_shape(x, depth + 1)}" for k, x in list(v.items())[:20])
-        more = f", … {len(v) - 20} more keys" if len(v) > 20 else ""
-        return "{" + inner + more + "}"
-    if isinstance(v, list):
-        return f"[{len(v)} × {_shape(v[0], depth + 1)}]" if v else "[]"
-    return type(v).__name__
+def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
+    lines = text.splitlines()
+    if len(lines) < 20:  # one line of JSON: print it, then cut the printed lines
+        data = msgspec.json.decode(text)
+        lines = msgspec.json.format(msgspec.json.encode(data), indent=2).decode().splitlines()
+    found = entries(lines)
+    terms = request.pointing(lines)
+    odd = _odd_lines(lines, found)
+    ranked: list[tuple[int, int]] = []
+    for e in found:
+        low = lines[e.line].lower()
+        s = 2 * score(low, terms) + (3 if e.line in odd else 0) + (1 if STANDS_OUT.search(low) else 0)
+        s += _path_score(e, terms)
+        if s:
+            ranked.append((-s, e.line))
+    keep: set[int] = set(range(min(6, len(lines)))) | {len(lines) - 1}
+    keep |= {e.line for e in found if (e.depth <= 1 and e.opens) or e.depth == 0}
+    used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
+    for taken, (_, n) in enumerate(sorted(ranked)):
+        if taken >= MAX_MATCHES or used > budget_chars:
+            break
+        block = _with_context(n, lines, found)
+        new = block - keep
+        keep |= new
+        used += sum(min(len(lines[k]), LINE_CHARS) + 1 for k in new)
+    shape = "shape: " + _shape(lines, found)
+    return render(lines, sorted(keep), shape), (
+        "the shape, the entries whose keys or values match the request and the items that stand out, "
+        "under the keys that lead to them"
+    )
 
 
-def _arrays(v: Any, path: str, depth: int = 0) -> list[tuple[str, list[Any]]]:
-    """The long arrays of a value, with their paths (outermost first)."""
-    found: list[tuple[str, list[Any]]] = []
-    if isinstance(v, list):
-        if len(v) > FIRST:
-            found.append((path, v))
-        elif depth < 4:
-            for n, x in enumerate(v):
-                found += _arrays(x, f"{path}[{n}]", depth + 1)
-    elif isinstance(v, dict) and depth < 4:
-        for k, x in v.items():
-            found += _arrays(x, f"{path}.{k}", depth + 1)
-    return found[:10]
+def _path_score(e: Entry, terms: tuple[Term, ...]) -> int:
+    """A leaf under keys the request names (``engines`` → ``node``)."""
+    if e.opens or not terms:
+        return 0
+    parents = " ".join(e.path[:-1]).lower()
+    return sum(t.weight for t in terms if t.text in parents) if parents else 0
 
 
-def _matches(item: Any, wanted: set[str]) -> bool:
-    text = msgspec.json.encode(item).decode().lower()
-    return any(w in text for w in wanted) or any(s in text for s in STANDS_OUT)
+def _with_context(n: int, lines: list[str], found: list[Entry]) -> set[int]:
+    """The entry, the lines that open the containers above it, the identifying entries of the
+    list item it is in (its name, id, status) and, for an entry that opens, its first lines."""
+    e = found[n]
+    out = {n}
+    depth = e.depth
+    item_start = None
+    k = n - 1
+    while k >= 0 and depth > 0:
+        if found[k].opens and found[k].depth < depth:
+            out.add(k)
+            depth = found[k].depth
+            if found[k].key == "[]" and item_start is None:
+                item_start = k
+        k -= 1
+    if item_start is not None:
+        inner = found[item_start].depth + 1
+        k = item_start + 1
+        while k < len(lines) and found[k].depth >= inner and k - item_start < 400:
+            if found[k].depth <= inner + 1 and IDENTIFYING.match(lines[k]):
+                out.add(k)
+            k += 1
+    if e.opens:
+        k = n + 1
+        while k < len(lines) and found[k].depth > e.depth and k - n <= 12:
+            out.add(k)
+            k += 1
+    return out
 
 
-def _short(v: Any, limit: int = ITEM_CHARS) -> str:
-    text = msgspec.json.encode(v).decode()
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} chars)"
+def _odd_lines(lines: list[str], found: list[Entry]) -> set[int]:
+    """Leaves of list items whose value few siblings share while most share another."""
+    by_path: dict[tuple[str, ...], list[int]] = {}
+    for e in found:
+        if not e.opens and e.key not in ("", "[]") and "[]" in e.path:
+            by_path.setdefault(e.path, []).append(e.line)
+    out: set[int] = set()
+    for at in by_path.values():
+        if len(at) < 5:
+            continue
+        values = Counter(lines[n].strip().rstrip(",").split(":", 1)[-1].strip() for n in at)
+        top, top_count = values.most_common(1)[0]
+        if top_count < 0.8 * len(at):
+            continue
+        for n in at:
+            value = lines[n].strip().rstrip(",").split(":", 1)[-1].strip()
+            if value != top and values[value] <= max(1, ODD_SHARE * len(at)):
+                out.add(n)
+    return out
+
+
+def _shape(lines: list[str], found: list[Entry]) -> str:
+    """The containers near the top with how many entries each holds: where the bulk is."""
+    counts: dict[int, int] = {}
+    open_at: list[int] = []
+    for e in found:
+        if not e.key:  # a closing line
+            if open_at:
+                open_at.pop()
+            continue
+        if open_at:
+            counts[open_at[-1]] += 1
+        if e.opens:
+            open_at.append(e.line)
+            counts[e.line] = 0
+    parts = []
+    for e in found:
+        if e.opens and 0 < e.depth <= 2 and len(parts) < 12:
+            is_list = lines[e.line].rstrip().rstrip(",").endswith("[")
+            name = ".".join(p for p in e.path if p != "[]") or "[]"
+            parts.append(f"{name}: {counts[e.line]:,} {'items' if is_list else 'keys'}")
+    return "; ".join(dict.fromkeys(parts))

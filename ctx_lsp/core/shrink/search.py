@@ -1,58 +1,139 @@
-"""Search output (grep -n, ripgrep, git grep, find): hits grouped by file, the files that match
-the request's words ranked first with their hits, counts for the rest."""
+"""Search output (``grep -rn``, ``rg`` plain, grouped or ``--json``, ``git grep``, ``find``): the
+definitions of the names the request asks about first, then the files that match the request
+with their hits, counts for the rest."""
 
 from __future__ import annotations
 
 import re
 from collections import OrderedDict
 
-from ctx_lsp.core.shrink.fold import pointing, words
+import msgspec
+
+from ctx_lsp.core.shrink.request import NAME, Request, Term, score
 
 HIT = re.compile(r"^(?P<path>[^\s:][^:]*?\.[A-Za-z0-9_]+|[^\s:]+/[^\s:]+)(?::(?P<line>\d+))?[:-](?P<text>.*)$")
 PATH_ONLY = re.compile(r"^\.?/?[\w@.+-]+(/[\w@.+-]+)+/?$")
+GROUPED_HIT = re.compile(r"^\d+[:-]")
+# A line that defines a name, in the languages we read (the name is checked after the keyword).
+DEFINES = re.compile(
+    r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|public\s+|private\s+|protected\s+|static\s+|async\s+|default\s+"
+    r"|abstract\s+|final\s+|unsafe\s+|extern\s+|const\s+)*"
+    r"(?:def|class|fn|func|function\*?|struct|enum|trait|interface|type|impl|module|mod|macro_rules!|#define"
+    r"|const|let|var|val|object|record|namespace|union)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$]+)"
+)
 TOP_FILES = 8
 HITS_PER_FILE = 12
+DEFINITION = 20  # a definition of a name the request asks about outranks any use
+
+
+class Hit(msgspec.Struct):
+    path: str
+    text: str  # the matched line's text
+    raw: str  # the output's line as printed
 
 
 def looks_like(text: str) -> bool:
     lines = [line for line in text.splitlines()[:400] if line.strip()]
     if len(lines) < 5:
         return False
-    hits = sum(1 for line in lines if HIT.match(line) or PATH_ONLY.match(line.strip()))
+    if sum(1 for line in lines if line.startswith('{"type":"')) >= 0.8 * len(lines):
+        return True  # rg --json
+    hits = sum(1 for line in lines if HIT.match(line) or PATH_ONLY.match(line.strip()) or GROUPED_HIT.match(line))
     return hits >= 0.8 * len(lines)
 
 
-def shrink(text: str, query: str) -> tuple[str, str]:
-    files: OrderedDict[str, list[str]] = OrderedDict()
+def parse(text: str) -> list[Hit]:
+    """Every hit with its file, whatever the tool's layout."""
+    out: list[Hit] = []
+    heading = ""
     for line in text.splitlines():
+        if line.startswith('{"type":"'):
+            out.append(_json_hit(line))
+            continue
+        if not line.strip() or line == "--":
+            heading = ""
+            continue
         m = HIT.match(line)
-        path = m.group("path") if m else line.strip()
-        if path:
-            files.setdefault(path, []).append(line)
-    wanted = pointing(words(query), list(files))
+        if heading and GROUPED_HIT.match(line):  # rg's grouped layout: the path, then its hits
+            out.append(Hit(heading, line.split(":", 1)[-1] if ":" in line else line, line))
+        elif m:
+            out.append(Hit(m.group("path"), m.group("text"), line))
+        else:
+            path = line.strip()
+            heading = path if PATH_ONLY.match(path) or "." in path.rsplit("/", 1)[-1] else ""
+            out.append(Hit(path, "", line))
+    return out
 
-    def score(item: tuple[str, list[str]]) -> tuple[int, int]:
-        """Request words in the path first, then distinct request words among its hits."""
-        path, hits = item
-        in_path = sum(1 for w in wanted if w in path.lower())
-        text = "\n".join(hits[:50]).lower()
-        in_hits = sum(1 for w in wanted if w in text)
-        return (-(10 * in_path + in_hits), order[path])
 
+def _json_hit(line: str) -> Hit:
+    try:
+        record = msgspec.json.decode(line)
+        data = record.get("data", {})
+        path = (data.get("path") or {}).get("text", "")
+        text = (data.get("lines") or {}).get("text", "")
+    except (msgspec.DecodeError, AttributeError):
+        path, text = "", ""
+    return Hit(path, text, line)
+
+
+def defines(text: str, terms: tuple[Term, ...]) -> bool:
+    m = DEFINES.match(text)
+    if m is None:
+        return False
+    name = m.group("name").lower()
+    return any(t.text == name or (t.weight >= NAME and t.text.endswith(name)) for t in terms)
+
+
+def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
+    hits = parse(text)
+    files: OrderedDict[str, list[Hit]] = OrderedDict()
+    for hit in hits:
+        files.setdefault(hit.path, []).append(hit)
+    terms = request.pointing([*files, *(h.text for h in hits[:: max(1, len(hits) // 2000)])])
+    named = tuple(t for t in request.terms if t.weight >= NAME or re.fullmatch(r"[\w$]+", t.text))
+
+    def rank(hit: Hit) -> int:
+        return DEFINITION * defines(hit.text, named) + score(hit.text.lower(), terms)
+
+    file_rank = {
+        path: max(rank(h) for h in fh) + 2 * score(path.lower(), terms) + min(3, len(fh) // 10)
+        for path, fh in files.items()
+    }
     order = {path: n for n, path in enumerate(files)}
-    ranked = sorted(files.items(), key=score)
-    total = sum(len(h) for h in files.values())
-    out = [f"{total:,} lines in {len(files):,} files; the files that match the request first:"]
-    for path, hits in ranked[:TOP_FILES]:
-        out += hits[:HITS_PER_FILE]
-        if len(hits) > HITS_PER_FILE:
-            out.append(f"… {len(hits) - HITS_PER_FILE} more in {path}")
-    rest = ranked[TOP_FILES:]
+    ranked = sorted(files, key=lambda p: (-file_rank[p], order[p]))
+    out = [
+        f"{len(hits):,} lines in {len(files):,} files; definitions of the names asked about and the files "
+        "that match the request first:"
+    ]
+    used = len(out[0])
+    shown = 0
+    for path in ranked:
+        if shown >= TOP_FILES or (used > budget_chars and file_rank[path] < DEFINITION):
+            break
+        fh = files[path]
+        best = sorted(range(len(fh)), key=lambda n: (-rank(fh[n]), n))[:HITS_PER_FILE]
+        grouped = not fh[0].raw.startswith(path) and not fh[0].raw.startswith('{"')
+        block = [path] if grouped else []
+        block += [fh[n].raw for n in sorted(best)]
+        if len(fh) > HITS_PER_FILE:
+            block.append(f"… {len(fh) - HITS_PER_FILE} more in {path}")
+        out += block
+        used += sum(len(line) + 1 for line in block)
+        shown += 1
+    rest = ranked[shown:]
     if rest:
-        out.append(f"… and {sum(len(h) for _, h in rest):,} hits in {len(rest):,} more files:")
-        out += [f"{path} ({len(hits)})" for path, hits in rest[:200]]
-        if len(rest) > 200:
-            out.append(f"… {len(rest) - 200} more files")
-    return "\n".join(
-        out
-    ), f"the hits of the {min(TOP_FILES, len(files))} files that match the request best, counts for the rest"
+        out.append(f"… and {sum(len(files[p]) for p in rest):,} hits in {len(rest):,} more files:")
+        listed = 0
+        for p in rest:
+            if used > budget_chars * 1.2 and listed >= 20:
+                break
+            entry = f"{p} ({len(files[p])})"
+            out.append(entry)
+            used += len(entry) + 1
+            listed += 1
+        if listed < len(rest):
+            out.append(f"… {len(rest) - listed:,} more files")
+    return "\n".join(out), (
+        f"the definitions asked about and the hits of the {shown} files that match the request best, "
+        "counts for the rest"
+    )
