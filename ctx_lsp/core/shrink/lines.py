@@ -15,23 +15,30 @@ from ctx_lsp.core.shrink.request import Request, Term, score
 # What a line signals, strongest first; one pass of each pattern over the whole text.
 FAILURE = re.compile(
     r"^(?:=+ (?:FAILURES|ERRORS) =+|_{3,} .+ _{3,}|(?:FAIL|ERROR): \S|FAILED |--- FAIL|FAIL\b"
-    r"|\s*● |\s*[✕×✗] |test .* \.\.\. FAILED|thread '.*' panicked|panicked at|Traceback \(most recent"
-    r"|Caused by:|Exception in thread|\S+(?:Error|Exception)\b[:\s]|error(?:\[E\d+\])?: |fatal( error)?:|\[ERROR\]"
-    r"|npm ERR!|Error: |ERROR\b|FATAL\b|CRITICAL\b|goroutine \d+ \[|panic: |.*<<< (?:FAILURE|ERROR)!"
-    r"|.*: error\b|.*\berror TS\d+|.*\s+error\s+.+|.*\bFAILED\b|.*\bfailed\b)",
+    r"|\s*● |\s*[✕×✗] |thread '.*' panicked|Traceback \(most recent|Caused by:|Exception in thread"
+    r"|\S+(?:Error|Exception)\b[:\s]|error(?:\[E\d+\])?: |fatal(?: error)?:|\[ERROR\]|npm ERR!|Error: |ERROR\b|FATAL\b"
+    r"|CRITICAL\b|goroutine \d+ \[|panic: )",
     re.MULTILINE,
+)
+# The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level): no
+# anchor, so one linear pass finds them all.
+FAILURE_INSIDE = re.compile(
+    r"panicked at|<<< (?:FAILURE|ERROR)!|: error\b|\berror TS\d+|\s error\s|\bFAILED\b|\bfailed\b"
+    r"|\b(?:ERROR|FATAL|CRITICAL)\b|\w(?:Error|Exception)\b"
 )
 DETAIL = re.compile(
     r"^\s*(?:E\s|>\s|assert|left:|right:|expected|Expected|received|Received|actual|Actual|got:?\s|want:?\s"
-    r"|-->|\^+|\d+ \||=\s*(?:note|help):|note:|help:|-\s+Expected|\+\s+Received)"
-    r"|but was|expected:<|expected: <|AssertionError|assertion|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b",
+    r"|-->|\^+|\d+ \||=\s*(?:note|help):|note:|help:|-\s+Expected|\+\s+Received)",
     re.MULTILINE,
 )
-WARNING = re.compile(r"warning\b|\bWARN(?:ING)?\b", re.IGNORECASE | re.MULTILINE)
+DETAIL_INSIDE = re.compile(r"but was|expected:? ?<|AssertionError|assertion|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b")
+# Cheap tests first: the unanchored patterns run only on lines that hold one of these.
+FAILURE_WORDS = ("error", "fail", "exception", "panic", "fatal", "critical")
+DETAIL_WORDS = ("but was", "expected", "assert", "want")
+WARNING = re.compile(r"warning\b|\bwarn\b")
 PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\bSKIP\b")
-FRAME = re.compile(
-    r"^\s*(?:at |File \"|\d+: |#\d+ )|^\s+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+|\(\S+\.\w+:\d+(?::\d+)?\)$"
-)
+FRAME = re.compile(r"\s*(?:at |File \"|\d+: |#\d+ )|\s+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+")
+FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)$")
 THIRD_PARTY = re.compile(
     r"site-packages|dist-packages|/lib/python3|<frozen |node_modules|node:internal|\(node:|/rustc/|\.cargo/registry"
     r"|/usr/lib/go|/usr/local/go|/go/src/runtime|\bruntime/|at (?:java|javax|jdk|sun|kotlin|scala)\.|at org\.junit"
@@ -60,17 +67,20 @@ def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
 def scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
     text = "\n".join(lines)
     starts = line_starts(lines)
-    failure, detail, warning = hits(FAILURE, text, starts), hits(DETAIL, text, starts), hits(WARNING, text, starts)
+    failure, detail = hits(FAILURE, text, starts), hits(DETAIL, text, starts)  # anchored: one fast pass
     out = []
     for n, line in enumerate(lines):
-        s = score(line.lower(), terms) * 2 if terms else 0
-        if n in failure and not (PASSING.search(line) and n not in detail):
+        low = line.lower()
+        s = score(low, terms) * 2 if terms else 0
+        is_detail = n in detail or (any(w in low for w in DETAIL_WORDS) and DETAIL_INSIDE.search(line) is not None)
+        is_failure = n in failure or (any(w in low for w in FAILURE_WORDS) and FAILURE_INSIDE.search(line) is not None)
+        if is_failure and not (PASSING.search(line) and not is_detail):
             s += S_FAILURE
-        elif n in detail:
+        elif is_detail:
             s += S_DETAIL
-        elif n in warning:
+        elif "warn" in low and WARNING.search(low):
             s += S_WARNING
-        if FRAME.search(line) and not THIRD_PARTY.search(line):
+        if (FRAME.match(line) or (line.endswith(")") and FRAME_END.search(line))) and not THIRD_PARTY.search(line):
             s += S_FRAME
         out.append(s)
     return out

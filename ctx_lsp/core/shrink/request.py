@@ -91,11 +91,13 @@ def read(query: str) -> tuple[Term, ...]:
             add(re.split(r"[/\\]", token)[-1], PATH)
         elif re.search(r"[_:.$]|[a-z][A-Z]|^[A-Z]{2,}$", token):
             add(token, NAME)
-            for part in re.split(r"[.:]+", token):
-                add(part, NAME if "_" in part or re.search(r"[a-z][A-Z]", part) else PART)
+            dotted = [p for p in re.split(r"[.:$]+", token) if p]
+            for n, part in enumerate(dotted):  # the last part is what is called: ``semver.coerce``
+                whole = n == len(dotted) - 1 or "_" in part or re.search(r"[a-z][A-Z]", part)
+                add(part, NAME if whole else PART)
             for part in _PARTS.findall(token):
                 add(part, PART)
-        else:
+        elif low not in STOPWORDS:
             add(_stem(low), WORD)
         for alias in ALIASES.get(low, ()):
             add(alias, WORD)

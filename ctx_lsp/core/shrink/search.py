@@ -24,6 +24,8 @@ DEFINES = re.compile(
 TOP_FILES = 8
 HITS_PER_FILE = 12
 DEFINITION = 20  # a definition of a name the request asks about outranks any use
+# Tests use a name more than anything; asked where a thing is, an engineer looks at the source.
+TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|fixtures)/|[._-](test|spec)s?\.\w+$|(^|/)test_[^/]*$")
 
 
 class Hit(msgspec.Struct):
@@ -38,7 +40,7 @@ def looks_like(text: str) -> bool:
         return False
     if sum(1 for line in lines if line.startswith('{"type":"')) >= 0.8 * len(lines):
         return True  # rg --json
-    hits = sum(1 for line in lines if HIT.match(line) or PATH_ONLY.match(line.strip()) or GROUPED_HIT.match(line))
+    hits = sum(1 for line in lines if PATH_ONLY.match(line.strip()) or GROUPED_HIT.match(line) or HIT.match(line))
     return hits >= 0.8 * len(lines)
 
 
@@ -53,7 +55,7 @@ def parse(text: str) -> list[Hit]:
         if not line.strip() or line == "--":
             heading = ""
             continue
-        m = HIT.match(line)
+        m = HIT.match(line) if ":" in line or "-" in line else None
         if heading and GROUPED_HIT.match(line):  # rg's grouped layout: the path, then its hits
             out.append(Hit(heading, line.split(":", 1)[-1] if ":" in line else line, line))
         elif m:
@@ -76,12 +78,25 @@ def _json_hit(line: str) -> Hit:
     return Hit(path, text, line)
 
 
-def defines(text: str, terms: tuple[Term, ...]) -> bool:
+def defines(text: str, terms: tuple[Term, ...]) -> int:
+    """DEFINITION when the line defines a name the request gives (``parse_version``, or the
+    last part of ``semver.coerce``), half of it when the name holds one (``uuidRegex`` for
+    "uuid") or the definition is indented deep (a local variable, not the thing itself)."""
     m = DEFINES.match(text)
     if m is None:
-        return False
+        return 0
     name = m.group("name").lower()
-    return any(t.text == name or (t.weight >= NAME and t.text.endswith(name)) for t in terms)
+    if any(t.text == name or (t.weight >= NAME and t.text.endswith(name)) for t in terms):
+        found = DEFINITION
+    elif any(len(t.text) >= 4 and t.text in name for t in terms):
+        found = DEFINITION // 2
+    else:
+        return 0
+    return found if len(text) - len(text.lstrip()) <= 4 else found // 2
+
+
+def is_test(path: str) -> bool:
+    return TEST_PATH.search(path) is not None
 
 
 def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
@@ -93,10 +108,14 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     named = tuple(t for t in request.terms if t.weight >= NAME or re.fullmatch(r"[\w$]+", t.text))
 
     def rank(hit: Hit) -> int:
-        return DEFINITION * defines(hit.text, named) + score(hit.text.lower(), terms)
+        return defines(hit.text, named) + score(hit.text.lower(), terms)
 
+    asks_tests = any(t.text.startswith("test") or t.text == "spec" for t in request.terms)
     file_rank = {
-        path: max(rank(h) for h in fh) + 2 * score(path.lower(), terms) + min(3, len(fh) // 10)
+        path: max(rank(h) for h in fh)
+        + 2 * score(path.lower(), terms)
+        + min(3, len(fh) // 10)
+        - (DEFINITION // 2 if is_test(path) and not asks_tests else 0)
         for path, fh in files.items()
     }
     order = {path: n for n, path in enumerate(files)}
@@ -108,7 +127,7 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     used = len(out[0])
     shown = 0
     for path in ranked:
-        if shown >= TOP_FILES or (used > budget_chars and file_rank[path] < DEFINITION):
+        if shown >= TOP_FILES or (used > budget_chars and file_rank[path] < DEFINITION // 2):
             break
         fh = files[path]
         best = sorted(range(len(fh)), key=lambda n: (-rank(fh[n]), n))[:HITS_PER_FILE]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ctx_lsp.core.shrink.lines import LINE_CHARS
-from ctx_lsp.core.shrink.request import Request, score
+from ctx_lsp.core.shrink.lines import LINE_CHARS, render
+from ctx_lsp.core.shrink.request import Request, Term, score
 
 COMMIT = re.compile(r"^commit [0-9a-f]{7,40}\b", re.MULTILINE)
 FILE = re.compile(r"^diff --git ", re.MULTILINE)
@@ -31,8 +31,8 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     scored = []
     for n, part in enumerate(parts):
         header = "\n".join(_header(part)).lower()
-        body = "\n".join(part).lower()
-        scored.append((-(3 * score(header, terms) + score(body, terms)), n))
+        changed = "\n".join(line for line in part if line[:1] in "+-" and line[:3] not in ("+++", "---")).lower()
+        scored.append((-(4 * score(header, terms) + score(changed, terms)), n))
     best = min(scored)[0] if scored else 0
     chosen = {n for s, n in sorted(scored)[:WHOLE] if s < 0 and s <= best / 2}  # the clear matches only
     what = "commit" if splitter is COMMIT else "file"
@@ -74,39 +74,29 @@ def _size(lines: list[str]) -> int:
     return sum(min(len(line), LINE_CHARS) + 1 for line in lines)
 
 
-def _hunks(part: list[str], terms: tuple, room: int) -> list[str]:
-    """A part too big to show whole: its header, its file headers, and the hunks that match
-    the request (best first, within ``room``); the other hunks counted."""
-    header = _header(part)
-    blocks: list[tuple[int, list[str]]] = []
-    n = len(header)
-    while n < len(part):
-        end = n + 1
-        while end < len(part) and not (HUNK.match(part[end]) or FILE.match(part[end])):
-            end += 1
-        blocks.append((n, part[n:end]))
-        n = end
-    keep: set[int] = set()
-    used = _size(header)
-    ranked = sorted(blocks, key=lambda b: (-score("\n".join(b[1]).lower(), terms), b[0]))
-    for start, block in ranked:
-        is_file = FILE.match(block[0]) is not None
-        size = _size(block[:5]) if is_file else _size(block)
-        if is_file or used + size <= max(room, 2000):
-            keep.add(start)
-            used += size
-    out = list(header)
-    skipped = 0
-    for start, block in blocks:
-        if FILE.match(block[0]):
-            out += [line for line in block if not line.startswith(("+", "-", " ")) or line.startswith(("+++", "---"))]
-        elif start in keep:
-            if skipped:
-                out.append(f"… {skipped:,} hunks that do not match the request …")
-                skipped = 0
-            out += block
-        else:
-            skipped += 1
-    if skipped:
-        out.append(f"… {skipped:,} hunks that do not match the request …")
-    return out
+def _hunks(part: list[str], terms: tuple[Term, ...], room: int) -> list[str]:
+    """A part too big to show whole: its header, each file's name, and the changed lines that
+    match the request (best first, two lines around each, within ``room``) under their hunk's
+    ``@@`` line; every gap counted."""
+    header = len(_header(part))
+    keep = set(range(header)) | {n for n, line in enumerate(part) if FILE.match(line)}
+    hunk_of: list[int] = []
+    current = 0
+    for n, line in enumerate(part):
+        if HUNK.match(line) or FILE.match(line):
+            current = n
+        hunk_of.append(current)
+    ranked = sorted(
+        (n for n in range(header, len(part)) if part[n][:1] in "+-" and part[n][:3] not in ("+++", "---")),
+        key=lambda n: (-score(part[n].lower(), terms), n),
+    )
+    used = _size([part[n] for n in keep])
+    room = max(room, 2000)
+    for n in ranked:
+        if score(part[n].lower(), terms) == 0 or used > room:
+            break
+        new = {k for k in range(max(header, n - 2), min(len(part), n + 3))} | {hunk_of[n]}
+        new -= keep
+        keep |= new
+        used += _size([part[k] for k in new])
+    return render(part, sorted(keep)).splitlines()
