@@ -562,6 +562,38 @@ async def test_a_big_test_log_goes_shrunk_once_with_its_failure_and_the_original
         assert original is not None and original[2] == log and original[1] == "test_log"
 
 
+async def test_a_file_printed_by_cat_reaches_the_model_whole_and_a_log_from_any_command_tool_is_shrunk(
+    ws: Path,
+) -> None:
+    """The OpenAI face, a tool of the client's own naming: a file read through ``cat`` is what the
+    model reads (never cut); a long log from a call with a ``cmd`` argument is command output."""
+    source = "\n".join(f"def helper_{n}(x):\n    return x * {n} + {n % 7}\n" for n in range(900))
+    log = [
+        f"2026-11-27T07:{n // 60 % 60:02d}:{n % 60:02d}Z INFO request id=r{n} path=/api/items status=200 ms={n % 40}"
+        for n in range(3000)
+    ]
+    log.insert(1700, "2026-11-27T07:28:20Z ERROR request id=r1700 path=/api/checkout status=500 KeyError: 'currency'")
+    cat = json.dumps({"cmd": ["bash", "-lc", "cat src/helpers.py"]})
+    journal = json.dumps({"cmd": "journalctl -u shop --since today"})
+    calls = [
+        {"id": "call_cat", "type": "function", "function": {"name": "run", "arguments": cat}},
+        {"id": "call_log", "type": "function", "function": {"name": "run", "arguments": journal}},
+    ]
+    messages: list[dict] = [
+        {"role": "user", "content": "Why did checkout fail with a 500?"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "call_cat", "content": source},
+        {"role": "tool", "tool_call_id": "call_log", "content": "\n".join(log)},
+    ]
+    async with running_gateway(ws) as gw, _oai(gw.url) as client:
+        await client.chat.completions.create(model="gpt-4o", messages=messages)
+        sent = {m.get("tool_call_id"): m["content"] for m in gw.up.model_requests[-1].json["messages"]}
+        assert sent["call_cat"] == source  # whole, byte for byte
+        shrunk = sent["call_log"]
+        assert shrunk.startswith("[ctx_lsp shortened this command output") and len(shrunk) < len("\n".join(log)) / 5
+        assert "status=500 KeyError: 'currency'" in shrunk and " lines …" in shrunk
+
+
 def test_an_upstream_named_only_by_the_workspace_must_be_a_known_provider(ws: Path) -> None:
     from ctx_lsp.config import load_workspace_config
 

@@ -8,6 +8,7 @@ term counts in one output only when it is rare there (``Request.pointing``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import msgspec
 
@@ -62,6 +63,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
 class Term(msgspec.Struct, frozen=True):
     text: str  # lower case; matched as a substring of a lower-cased line
     weight: int
+
+
+@lru_cache(maxsize=256)
+def _whole(text: str) -> re.Pattern[str]:
+    """A number matches only as a whole number: "500" is not in "id=r1500"."""
+    return re.compile(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)")
 
 
 def _stem(word: str) -> str:
@@ -122,4 +129,8 @@ class Request:
 
 def score(line_lower: str, terms: tuple[Term, ...]) -> int:
     """The weight of the terms a (lower-cased) line holds."""
-    return sum(t.weight for t in terms if t.text in line_lower)
+    total = 0
+    for t in terms:
+        if t.text in line_lower and (not t.text[:1].isdigit() or _whole(t.text).search(line_lower)):
+            total += t.weight
+    return total

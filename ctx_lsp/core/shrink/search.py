@@ -13,7 +13,7 @@ from ctx_lsp.core.shrink.request import NAME, Request, Term, score
 
 HIT = re.compile(r"^(?P<path>[^\s:][^:]*?\.[A-Za-z0-9_]+|[^\s:]+/[^\s:]+)(?::(?P<line>\d+))?[:-](?P<text>.*)$")
 PATH_ONLY = re.compile(r"^\.?/?[\w@.+-]+(/[\w@.+-]+)+/?$")
-GROUPED_HIT = re.compile(r"^\d+[:-]")
+GROUPED_HIT = re.compile(r"^\d+[:-](?!\d)")  # not a date or a time
 # A line that defines a name, in the languages we read (the name is checked after the keyword).
 DEFINES = re.compile(
     r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|public\s+|private\s+|protected\s+|static\s+|async\s+|default\s+"
