@@ -21,9 +21,12 @@ from ctx_lsp.core.shrink.request import Request, Term, score
 STANDS_OUT = re.compile(
     r"error|fail|exception|invalid|denied|conflict|crash|backoff|oomkilled|unhealthy|deprecated", re.IGNORECASE
 )
-ODD_SHARE = 0.1  # a value held by fewer than this share of its siblings, where most agree, stands out
+ODD_SHARE = 0.1  # a value (or a key) held by fewer than this share of its siblings stands out
+MOST_SHARE = 0.6  # … where at least this share agree on another
 IDENTIFYING = re.compile(r'^\s*"(name|id|key|title|uid|namespace|version|number|state|status|phase|kind)"\s*:')
 MAX_MATCHES = 60
+SMALL = 10  # an object of at most this many lines is shown whole around a match in it
+RUN = 6  # more matching siblings than this keep their ends
 
 
 def looks_like(text: str) -> bool:
@@ -43,6 +46,7 @@ class Entry(msgspec.Struct):
     path: tuple[str, ...]  # keys from the top; list items as "[]"
     key: str
     opens: bool  # the line opens an object or a list
+    parent: int  # the line that opens the container it is in (-1 at the top)
 
 
 def entries(lines: list[str]) -> list[Entry]:
@@ -50,20 +54,23 @@ def entries(lines: list[str]) -> list[Entry]:
     it at a line's start."""
     out: list[Entry] = []
     stack: list[str] = []
+    openers: list[int] = []
     for n, line in enumerate(lines):
         s = line.strip()
         if s[:1] in ("}", "]"):
             if stack:
                 stack.pop()
-            out.append(Entry(n, len(stack), tuple(stack), "", False))
+                openers.pop()
+            out.append(Entry(n, len(stack), tuple(stack), "", False, openers[-1] if openers else -1))
             continue
         m = re.match(r'"((?:[^"\\]|\\.)*)"\s*:', s)
         key = m.group(1) if m else "[]"
         end = s.rstrip(",")[-1:] if s else ""
         opens = end in ("{", "[")
-        out.append(Entry(n, len(stack), (*stack, key), key, opens))
+        out.append(Entry(n, len(stack), (*stack, key), key, opens, openers[-1] if openers else -1))
         if opens:
             stack.append(key)
+            openers.append(n)
     return out
 
 
@@ -75,13 +82,20 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     found = entries(lines)
     terms = request.pointing(lines)
     odd = _odd_lines(lines, found)
+    keyed = {e.line for e in found if e.key != "[]" and "[]" in e.path and score(e.key.lower(), terms)}
+    shared = Counter(found[n].path for n in keyed)
     ranked: list[tuple[int, int]] = []
     for e in found:
-        low = lines[e.line].lower()
-        s = 2 * score(low, terms) + (3 if e.line in odd else 0) + (1 if STANDS_OUT.search(low) else 0)
-        s += _path_score(e, terms)
+        line = lines[e.line]
+        if e.line in keyed and shared[e.path] >= RUN and e.line not in odd:
+            # the key the request names is in every item (restartCount): only its value can point
+            s = 2 * score(line.split(":", 1)[-1].lower(), terms)
+        else:
+            s = 2 * score(line.lower(), terms) + _path_score(e, terms)
+        s += (3 if e.line in odd else 0) + (1 if STANDS_OUT.search(line) else 0)
         if s:
             ranked.append((-s, e.line))
+    ranked = _run_edges(ranked, found)
     keep: set[int] = set(range(min(6, len(lines)))) | {len(lines) - 1}
     keep |= {e.line for e in found if (e.depth <= 1 and e.opens) or e.depth == 0}
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
@@ -99,29 +113,47 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     )
 
 
+def _run_edges(ranked: list[tuple[int, int]], found: list[Entry]) -> list[tuple[int, int]]:
+    """Of many matching siblings (the 8.x releases in a list of versions) the first two and the
+    last two: the ends say where the series starts and stops, the folds count the rest."""
+    siblings: dict[tuple[int, int], list[int]] = {}
+    for s, n in ranked:
+        if not found[n].opens:
+            siblings.setdefault((found[n].parent, s), []).append(n)
+    drop: set[int] = set()
+    for group in siblings.values():
+        if len(group) > RUN:
+            drop.update(sorted(group)[2:-2])
+    return [(s, n) for s, n in ranked if n not in drop]
+
+
 def _path_score(e: Entry, terms: tuple[Term, ...]) -> int:
-    """A leaf under keys the request names (``engines`` → ``node``)."""
-    if e.opens or not terms:
+    """A member of an object the request names (``engines`` → its ``node``)."""
+    if e.opens or e.key == "[]" or len(e.path) < 2 or not terms:
         return 0
-    parents = " ".join(e.path[:-1]).lower()
-    return sum(t.weight for t in terms if t.text in parents) if parents else 0
+    parent = e.path[-2].lower()
+    return sum(t.weight for t in terms if t.text in parent)
 
 
 def _with_context(n: int, lines: list[str], found: list[Entry]) -> set[int]:
-    """The entry, the lines that open the containers above it, the identifying entries of the
-    list item it is in (its name, id, status) and, for an entry that opens, its first lines."""
+    """The entry, the lines that open the containers above it, its siblings when the object it
+    is in is small (an exit code beside the reason), the identifying entries of the list item it
+    is in (its name, id, status) and, for an entry that opens, its first lines."""
     e = found[n]
     out = {n}
-    depth = e.depth
     item_start = None
-    k = n - 1
-    while k >= 0 and depth > 0:
-        if found[k].opens and found[k].depth < depth:
-            out.add(k)
-            depth = found[k].depth
-            if found[k].key == "[]" and item_start is None:
-                item_start = k
-        k -= 1
+    p = e.parent
+    while p >= 0:
+        out.add(p)
+        if item_start is None and found[p].key == "[]":
+            item_start = p
+        p = found[p].parent
+    if not e.opens and e.parent >= 0:
+        end = e.parent + 1
+        while end < len(lines) and found[end].depth > found[e.parent].depth and end - e.parent <= SMALL:
+            end += 1
+        if end - e.parent <= SMALL:
+            out.update(range(e.parent, end + 1 if end < len(lines) else end))
     if item_start is not None:
         inner = found[item_start].depth + 1
         k = item_start + 1
@@ -138,24 +170,35 @@ def _with_context(n: int, lines: list[str], found: list[Entry]) -> set[int]:
 
 
 def _odd_lines(lines: list[str], found: list[Entry]) -> set[int]:
-    """Leaves of list items whose value few siblings share while most share another."""
+    """Leaves of list items that stand out from their siblings: a value few share where most
+    agree (restartCount 23 among zeros), or a key only a few items have at all (the pod whose
+    last state is "terminated")."""
     by_path: dict[tuple[str, ...], list[int]] = {}
     for e in found:
         if not e.opens and e.key not in ("", "[]") and "[]" in e.path:
             by_path.setdefault(e.path, []).append(e.line)
+    items: Counter[tuple[str, ...]] = Counter()
+    for path, at in by_path.items():
+        prefix = path[: path.index("[]") + 1]
+        items[prefix] = max(items[prefix], len(at))
     out: set[int] = set()
-    for at in by_path.values():
+    for path, at in by_path.items():
+        many = items[path[: path.index("[]") + 1]]
+        if many >= 10 and len(at) <= ODD_SHARE * many:
+            out.update(at)  # a key few siblings have
+            continue
         if len(at) < 5:
             continue
-        values = Counter(lines[n].strip().rstrip(",").split(":", 1)[-1].strip() for n in at)
-        top, top_count = values.most_common(1)[0]
-        if top_count < 0.8 * len(at):
+        values = Counter(_value(lines[n]) for n in at)
+        top_count = values.most_common(1)[0][1]
+        if top_count < MOST_SHARE * len(at):
             continue
-        for n in at:
-            value = lines[n].strip().rstrip(",").split(":", 1)[-1].strip()
-            if value != top and values[value] <= max(1, ODD_SHARE * len(at)):
-                out.add(n)
+        out.update(n for n in at if values[_value(lines[n])] <= max(1, ODD_SHARE * len(at)))
     return out
+
+
+def _value(line: str) -> str:
+    return line.strip().rstrip(",").split(":", 1)[-1].strip()
 
 
 def _shape(lines: list[str], found: list[Entry]) -> str:

@@ -17,7 +17,7 @@ FAILURE = re.compile(
     r"^(?:=+ (?:FAILURES|ERRORS) =+|_{3,} .+ _{3,}|(?:FAIL|ERROR): \S|FAILED |--- FAIL|FAIL\b"
     r"|\s*● |\s*[✕×✗] |thread '.*' panicked|Traceback \(most recent|Caused by:|Exception in thread"
     r"|\S+(?:Error|Exception)\b[:\s]|error(?:\[E\d+\])?: |fatal(?: error)?:|\[ERROR\]|npm ERR!|Error: |ERROR\b|FATAL\b"
-    r"|CRITICAL\b|goroutine \d+ \[|panic: )",
+    r"|CRITICAL\b|panic: )",
     re.MULTILINE,
 )
 # The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level): no
@@ -40,13 +40,19 @@ PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\b
 FRAME = re.compile(r"\s*(?:at |File \"|\d+: |#\d+ )|\s+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+")
 FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)$")
 THIRD_PARTY = re.compile(
-    r"site-packages|dist-packages|/lib/python3|<frozen |node_modules|node:internal|\(node:|/rustc/|\.cargo/registry"
-    r"|/usr/lib/go|/usr/local/go|/go/src/runtime|\bruntime/|at (?:java|javax|jdk|sun|kotlin|scala)\.|at org\.junit"
-    r"|at org\.apache\.maven|at org\.springframework|at org\.gradle|\bstd::|\bcore::|\balloc::|__rust_|<unknown>"
+    r"site-packages|dist-packages|/lib/python3|<frozen |node_modules|node:internal|\(node:|/rustc/|cargo/registry"
+    r"|/usr/lib/go|/usr/local/go|/go/src/runtime|/go/pkg/mod/|\bruntime/|\bstd::|\bcore::|\balloc::|__rust_|<unknown>"
+    r"|at (?:java|javax|jakarta|jdk|sun|com\.sun|kotlin|kotlinx|scala|akka|org\.(?:junit|apache|springframework|gradle"
+    r"|eclipse|hibernate|glassfish|jboss|slf4j|mockito|assertj|opentest4j)|com\.(?:fasterxml|google)|ch\.qos"
+    r"|io\.(?:netty|undertow|micronaut|vertx)|net\.bytebuddy|okhttp3|reactor)\."
+)
+# Where a trace's frames start: a Go goroutine, a Python traceback, a Java exception, a Rust panic.
+TRACE_HEAD = re.compile(
+    r"^goroutine \d+ \[|^Traceback|^Caused by:|^Exception in thread|^thread '.*' panicked|^\S.*(?:Error|Exception)\b"
 )
 
 # Scores: what a line signals, and what of the request it holds (request.py's weights).
-S_FAILURE, S_DETAIL, S_FRAME, S_WARNING = 6, 4, 3, 1
+S_FAILURE, S_DETAIL, S_FRAME, S_WARNING = 6, 4, 5, 1
 HEAD, TAIL = 8, 12
 BLOCK_LINES = 40  # at most this many lines of one block are kept whole
 LINE_CHARS = 800  # a longer line is cut (minified code, a dumped blob)
@@ -80,10 +86,25 @@ def scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
             s += S_DETAIL
         elif "warn" in low and WARNING.search(low):
             s += S_WARNING
-        if (FRAME.match(line) or (line.endswith(")") and FRAME_END.search(line))) and not THIRD_PARTY.search(line):
+        if is_frame(line) and not THIRD_PARTY.search(line):
             s += S_FRAME
         out.append(s)
     return out
+
+
+def is_frame(line: str) -> bool:
+    return FRAME.match(line) is not None or (line.endswith(")") and FRAME_END.search(line) is not None)
+
+
+def _trace_head(lines: list[str], n: int) -> int | None:
+    """The line that opens the trace a frame is in (its goroutine, exception or panic), or the
+    first line after the blank line above it; None when that is far."""
+    for k in range(n - 1, max(-1, n - 80), -1):
+        if TRACE_HEAD.match(lines[k]):
+            return k
+        if not lines[k].strip():
+            return k + 1 if k + 1 < n else None
+    return None
 
 
 def _indent(line: str) -> int:
@@ -122,7 +143,11 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
             continue
         block = [k for k in _block(lines, n, line_scores) if k not in keep]
         if n > 0 and lines[n - 1].strip() and (n - 1) not in keep:
-            block.append(n - 1)  # the line before says what it is about
+            block.append(n - 1)  # the line before says what it is about (a Go frame's function)
+        if is_frame(lines[n]):
+            head = _trace_head(lines, n)
+            if head is not None and head not in keep:
+                block.append(head)
         cost = sum(min(len(lines[k]), LINE_CHARS) + 1 for k in block)
         if used + cost > budget_chars and used > 0:
             if line_scores[n] < S_FAILURE or used + min(len(lines[n]), LINE_CHARS) > budget_chars * 1.5:

@@ -15,9 +15,12 @@ import msgspec
 # A quoted string or a path is what the user copied from somewhere: it names one place.
 QUOTED, PATH, NAME, NUMBER, PART, WORD = 5, 4, 4, 2, 1, 1
 RARE_SHARE = 0.1  # a term on more than this share of the lines points nowhere
+SPECIFIC_SHARE = 3  # a number, path, quote or whole name the user gave may be on three times as many
+RARE, UNCOMMON = 3, 2  # a term on at most two lines, or on at most 1% of them, weighs this many times more
 SAMPLE_LINES = 2000
 
-_QUOTED = re.compile(r"\"([^\"\n]{3,120})\"|'([^'\n]{3,120})'|`([^`\n]{2,120})`")
+_QUOTED = re.compile(r"\"([^\"\n]{3,120})\"|(?<!\w)'([^'\n]{3,120})'(?!\w)|`([^`\n]{2,120})`")
+_SERIES = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\.(?:x|\*)(?!\w)")  # "8.x": every 8.* version
 _TOKEN = re.compile(r"[A-Za-z_$@][\w$@.:/\\-]*[\w$]|\d+(?:\.\d+)+|\d{2,}")
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SUFFIXES = ("ing", "ed", "es", "s")
@@ -67,7 +70,10 @@ class Term(msgspec.Struct, frozen=True):
 
 @lru_cache(maxsize=256)
 def _whole(text: str) -> re.Pattern[str]:
-    """A number matches only as a whole number: "500" is not in "id=r1500"."""
+    """A number matches only as a whole number: "500" is not in "id=r1500"; a series ("8.") only
+    as the start of a version ("8.57.1", not "18.2")."""
+    if text.endswith("."):
+        return re.compile(rf"(?<![\w.]){re.escape(text)}(?=\d)")
     return re.compile(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)")
 
 
@@ -89,6 +95,8 @@ def read(query: str) -> tuple[Term, ...]:
 
     for m in _QUOTED.finditer(query):
         add(next(g for g in m.groups() if g), QUOTED)
+    for m in _SERIES.finditer(query):
+        found[m.group(1) + "."] = NUMBER
     for token in _TOKEN.findall(query):
         low = token.lower().rstrip(".:")
         if token[0].isdigit():
@@ -119,18 +127,65 @@ class Request:
         self.terms = read(query)
 
     def pointing(self, lines: list[str]) -> tuple[Term, ...]:
+        """The terms on few lines of ``lines``, each weighed up by how rare it is there: a term
+        on one or two lines points at them more than one on a hundred."""
         if not self.terms or not lines:
             return ()
         step = max(1, len(lines) // SAMPLE_LINES)  # a sample is enough to tell a common term
         sample = [line.lower() for line in lines[::step]]
         limit = max(1, int(len(sample) * RARE_SHARE))
-        return tuple(t for t in self.terms if sum(1 for line in sample if t.text in line) <= limit)
+        out = []
+        for t in self.terms:
+            found = sum(1 for line in sample if score(line, (t,)))
+            specific = t.weight >= NUMBER and re.search(r"[\d_.:/\\ \-]", t.text) is not None
+            if found <= (limit * SPECIFIC_SHARE if specific else limit):
+                rarity = RARE if found <= 2 else UNCOMMON if found <= len(sample) // 100 else 1
+                out.append(Term(t.text, t.weight * rarity))
+        return tuple(out)
 
 
 def score(line_lower: str, terms: tuple[Term, ...]) -> int:
-    """The weight of the terms a (lower-cased) line holds."""
+    """The weight of the terms a (lower-cased) line holds, and of a version the request names
+    that a constraint on the line rules out ("Python 3.9" against ``"requires_python": ">=3.10"``)."""
     total = 0
+    constrained = "<" in line_lower or ">" in line_lower or "^" in line_lower or "~" in line_lower
     for t in terms:
         if t.text in line_lower and (not t.text[:1].isdigit() or _whole(t.text).search(line_lower)):
             total += t.weight
+        elif constrained and t.text[:1].isdigit() and not t.text.endswith(".") and rules_out(line_lower, t.text):
+            total += t.weight * 2
     return total
+
+
+_CONSTRAINT = re.compile(r"(>=|<=|>|<|==|~=|\^|~)\s*v?(\d+(?:\.\d+)*)")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+def rules_out(line: str, version: str) -> bool:
+    """The line states a version range (``>=3.10``, ``^20.19.0 || >=24``, ``>=3.8,<4``) that
+    ``version`` is outside of: every ``||`` alternative has a bound it breaks."""
+    want = _version(version)
+    alternatives = [a for a in line.split("||") if _CONSTRAINT.search(a)]
+    if not alternatives or not want:
+        return False
+    return all(any(not _meets(want, op, _version(v)) for op, v in _CONSTRAINT.findall(a)) for a in alternatives)
+
+
+def _meets(want: tuple[int, ...], op: str, bound: tuple[int, ...]) -> bool:
+    n = max(len(want), len(bound))
+    w, b = want + (0,) * (n - len(want)), bound + (0,) * (n - len(bound))
+    if op == ">=":
+        return w >= b
+    if op == ">":
+        return w > b
+    if op == "<=":
+        return w <= b
+    if op == "<":
+        return w < b
+    if op == "==":
+        return w[: len(bound)] == bound
+    upper = (bound[0] + 1,) if op in ("^", "~=") or len(bound) < 2 else (bound[0], bound[1] + 1)
+    return b <= w < upper + (0,) * (n - len(upper))
