@@ -16,10 +16,22 @@ from collections import Counter
 import msgspec
 
 from ctx_lsp.core.shrink.lines import LINE_CHARS, render
-from ctx_lsp.core.shrink.request import Request, Term, score
+from ctx_lsp.core.shrink.request import Request, Term, line_scores, score
 
-STANDS_OUT = re.compile(
-    r"error|fail|exception|invalid|denied|conflict|crash|backoff|oomkilled|unhealthy|deprecated", re.IGNORECASE
+STANDS_OUT = tuple(
+    Term(w, 1)
+    for w in (
+        "error",
+        "fail",
+        "exception",
+        "invalid",
+        "denied",
+        "conflict",
+        "crash",
+        "backoff",
+        "oomkilled",
+        "unhealthy",
+    )
 )
 ODD_SHARE = 0.1  # a value (or a key) held by fewer than this share of its siblings stands out
 MOST_SHARE = 0.6  # … where at least this share agree on another
@@ -82,27 +94,35 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     found = entries(lines)
     terms = request.pointing(lines)
     odd = _odd_lines(lines, found)
-    keyed = {e.line for e in found if e.key != "[]" and "[]" in e.path and score(e.key.lower(), terms)}
+    keyed = {e.line for e in found if e.key not in ("", "[]") and "[]" in e.path and score(e.key.lower(), terms)}
     shared = Counter(found[n].path for n in keyed)
+    wanted = line_scores(lines, terms)
+    stands_out = line_scores(lines, STANDS_OUT)
+    named = {e.line: score(e.key.lower(), terms) for e in found if e.opens and e.key != "[]"}
     ranked: list[tuple[int, int]] = []
     for e in found:
-        line = lines[e.line]
-        if e.line in keyed and shared[e.path] >= RUN and e.line not in odd:
-            # the key the request names is in every item (restartCount): only its value can point
-            s = 2 * score(line.split(":", 1)[-1].lower(), terms)
-        else:
-            s = 2 * score(line.lower(), terms) + _path_score(e, terms)
-        s += (3 if e.line in odd else 0) + (1 if STANDS_OUT.search(line) else 0)
+        s = 0
+        if wanted[e.line]:
+            line = lines[e.line]
+            if e.line in keyed and shared[e.path] >= RUN and e.line not in odd:
+                # the key the request names is in every item (restartCount): only its value can point
+                s = 2 * score(line.split(":", 1)[-1].lower(), terms)
+            else:
+                s = 2 * wanted[e.line]
+        if not e.opens and e.key != "[]":  # a member of an object the request names (engines → node)
+            s += named.get(e.parent, 0)
+        s += (3 if e.line in odd else 0) + (1 if stands_out[e.line] else 0)
         if s:
             ranked.append((-s, e.line))
     ranked = _run_edges(ranked, found)
     keep: set[int] = set(range(min(6, len(lines)))) | {len(lines) - 1}
     keep |= {e.line for e in found if (e.depth <= 1 and e.opens) or e.depth == 0}
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
+    names: dict[int, set[int]] = {}  # a list item's first line → its identifying entries
     for taken, (_, n) in enumerate(sorted(ranked)):
         if taken >= MAX_MATCHES or used > budget_chars:
             break
-        block = _with_context(n, lines, found)
+        block = _with_context(n, lines, found, names)
         new = block - keep
         keep |= new
         used += sum(min(len(lines[k]), LINE_CHARS) + 1 for k in new)
@@ -127,15 +147,7 @@ def _run_edges(ranked: list[tuple[int, int]], found: list[Entry]) -> list[tuple[
     return [(s, n) for s, n in ranked if n not in drop]
 
 
-def _path_score(e: Entry, terms: tuple[Term, ...]) -> int:
-    """A member of an object the request names (``engines`` → its ``node``)."""
-    if e.opens or e.key == "[]" or len(e.path) < 2 or not terms:
-        return 0
-    parent = e.path[-2].lower()
-    return sum(t.weight for t in terms if t.text in parent)
-
-
-def _with_context(n: int, lines: list[str], found: list[Entry]) -> set[int]:
+def _with_context(n: int, lines: list[str], found: list[Entry], names: dict[int, set[int]]) -> set[int]:
     """The entry, the lines that open the containers above it, its siblings when the object it
     is in is small (an exit code beside the reason), the identifying entries of the list item it
     is in (its name, id, status) and, for an entry that opens, its first lines."""
@@ -155,12 +167,16 @@ def _with_context(n: int, lines: list[str], found: list[Entry]) -> set[int]:
         if end - e.parent <= SMALL:
             out.update(range(e.parent, end + 1 if end < len(lines) else end))
     if item_start is not None:
-        inner = found[item_start].depth + 1
-        k = item_start + 1
-        while k < len(lines) and found[k].depth >= inner and k - item_start < 400:
-            if found[k].depth <= inner + 1 and IDENTIFYING.match(lines[k]):
-                out.add(k)
-            k += 1
+        if item_start not in names:
+            inner = found[item_start].depth + 1
+            k = item_start + 1
+            named: set[int] = set()
+            while k < len(lines) and found[k].depth >= inner and k - item_start < 400:
+                if found[k].depth <= inner + 1 and IDENTIFYING.match(lines[k]):
+                    named.add(k)
+                k += 1
+            names[item_start] = named
+        out |= names[item_start]
     if e.opens:
         k = n + 1
         while k < len(lines) and found[k].depth > e.depth and k - n <= 12:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from ctx_lsp.core.shrink.request import Request, Term, score
+from ctx_lsp.core.shrink.request import Request, Term, line_scores, line_starts
 
 # What a line signals, strongest first; one pass of each pattern over the whole text.
 FAILURE = re.compile(
@@ -58,13 +58,6 @@ BLOCK_LINES = 40  # at most this many lines of one block are kept whole
 LINE_CHARS = 800  # a longer line is cut (minified code, a dumped blob)
 
 
-def line_starts(lines: list[str]) -> list[int]:
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
-    return starts
-
-
 def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
     """The numbers of the lines a pattern matches, in one pass over the text."""
     return {bisect_right(starts, m.start()) - 1 for m in pattern.finditer(text)}
@@ -75,9 +68,10 @@ def scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
     starts = line_starts(lines)
     failure, detail = hits(FAILURE, text, starts), hits(DETAIL, text, starts)  # anchored: one fast pass
     out = []
+    wanted = line_scores(lines, terms)
     for n, line in enumerate(lines):
         low = line.lower()
-        s = score(low, terms) * 2 if terms else 0
+        s = wanted[n] * 2
         is_detail = n in detail or (any(w in low for w in DETAIL_WORDS) and DETAIL_INSIDE.search(line) is not None)
         is_failure = n in failure or (any(w in low for w in FAILURE_WORDS) and FAILURE_INSIDE.search(line) is not None)
         if is_failure and not (PASSING.search(line) and not is_detail):

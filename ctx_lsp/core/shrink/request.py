@@ -8,6 +8,7 @@ term counts in one output only when it is rare there (``Request.pointing``).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 import msgspec
@@ -132,16 +133,59 @@ class Request:
         if not self.terms or not lines:
             return ()
         step = max(1, len(lines) // SAMPLE_LINES)  # a sample is enough to tell a common term
-        sample = [line.lower() for line in lines[::step]]
+        sample = lines[::step]
+        low = "\n".join(sample).lower()
+        starts = line_starts(sample)
         limit = max(1, int(len(sample) * RARE_SHARE))
         out = []
         for t in self.terms:
-            found = sum(1 for line in sample if score(line, (t,)))
+            found = len(lines_holding(low, starts, t))
             specific = t.weight >= NUMBER and re.search(r"[\d_.:/\\ \-]", t.text) is not None
             if found <= (limit * SPECIFIC_SHARE if specific else limit):
                 rarity = RARE if found <= 2 else UNCOMMON if found <= len(sample) // 100 else 1
                 out.append(Term(t.text, t.weight * rarity))
         return tuple(out)
+
+
+def line_starts(lines: list[str]) -> list[int]:
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    return starts
+
+
+def lines_holding(low: str, starts: list[int], term: Term) -> set[int]:
+    """The numbers of the lines of ``low`` (lower-cased lines joined by newlines) that hold a
+    term: one scan of the text per term, not one test per line."""
+    out: set[int] = set()
+    if term.text[:1].isdigit():
+        for m in _whole(term.text).finditer(low):
+            out.add(bisect_right(starts, m.start()) - 1)
+        return out
+    at = low.find(term.text)
+    while at >= 0:
+        n = bisect_right(starts, at) - 1
+        out.add(n)
+        at = low.find(term.text, starts[n + 1])  # the next line: a line counts once
+    return out
+
+
+def line_scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
+    """``score`` of every line, found term by term over the whole text."""
+    out = [0] * len(lines)
+    if not terms:
+        return out
+    low = "\n".join(lines).lower()
+    starts = line_starts(lines)
+    for t in terms:
+        for n in lines_holding(low, starts, t):
+            out[n] += t.weight
+    numbers = [t for t in terms if t.text[:1].isdigit() and not t.text.endswith(".")]
+    if numbers:
+        for n in {bisect_right(starts, m.start()) - 1 for m in _CONSTRAINT.finditer(low)}:
+            line = low[starts[n] : starts[n + 1] - 1]
+            out[n] += sum(2 * t.weight for t in numbers if not _whole(t.text).search(line) and rules_out(line, t.text))
+    return out
 
 
 def score(line_lower: str, terms: tuple[Term, ...]) -> int:
