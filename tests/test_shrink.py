@@ -117,3 +117,45 @@ def test_the_needle_survives_and_nothing_grows(passing: int, noise: list[str], f
     assert f"AssertionError: {failure}" in out.text
     assert out.tokens <= COUNT(log)
     assert _shrink(log) == out  # deterministic: the same bytes every time
+
+
+def test_what_the_model_reads_is_never_shrunk() -> None:
+    from ctx_lsp.core.shrink.command import command_of, reads_file
+
+    source = "\n".join(f"def helper_{n}(x):\n    return x * {n}\n" for n in range(600))
+    for command in ("cat src/app.py", "head -n 400 src/app.py", "sed -n '1,400p' src/app.py", "nl -ba a.py"):
+        assert reads_file(command), command
+        assert shrink(source, tool="Bash", query="", count=COUNT, threshold=500, expand_id="m", command=command) is None
+    for command in ("cat a.py | grep def", "pytest -q", "git log -p", "grep -rn helper ."):
+        assert not reads_file(command), command
+    assert command_of('{"command": ["bash", "-lc", "cat a.py"], "workdir": "/w"}') == "cat a.py"
+    assert command_of('{"cmd": "cargo test"}') == "cargo test" and command_of("not json") == ""
+
+
+def test_the_request_is_read_as_terms_with_aliases_and_version_ranges() -> None:
+    from ctx_lsp.core.shrink.request import read, rules_out
+
+    terms = {t.text: t.weight for t in read("Why does semver.coerce() drop '-rc'? See src/range.js, PR 4521, 8.x")}
+    assert terms["semver.coerce"] > terms["semver"] and terms["coerce"] == terms["semver.coerce"]
+    assert "src/range.js" in terms and "range.js" in terms and "4521" in terms and "8." in terms
+    assert "-rc" in terms and "does" not in terms
+    assert "engines" in {t.text for t in read("which Node.js versions are supported?")}
+    assert rules_out('"requires_python": ">=3.10",', "3.9") and not rules_out('"requires_python": ">=3.8"', "3.9")
+    assert rules_out('"node": "^20.19.0 || ^22.13.0 || >=24"', "18")
+    assert not rules_out('"node": "^20.19.0 || ^22.13.0 || >=24"', "22.14")
+
+
+def test_a_git_log_keeps_the_commit_asked_about_whole_and_one_line_for_the_others() -> None:
+    commits = []
+    for n in range(60):
+        subject = "Pricing: round half to even in invoices" if n == 37 else f"Refactor module {n}"
+        diff = "\n".join(f"+    value_{n}_{k} = compute({k})" for k in range(25))
+        commits.append(
+            f"commit {n:040x}\nAuthor: A <a@example.org>\nDate:   Mon Nov 2{n % 10} 10:00:00 2026 +0000\n\n"
+            f"    {subject}\n\ndiff --git a/m{n}.py b/m{n}.py\n--- a/m{n}.py\n+++ b/m{n}.py\n@@ -1,3 +1,28 @@\n{diff}"
+        )
+    log = "\n".join(commits)
+    out = _shrink(log, query="what did the commit that rounds invoices half to even change?")
+    assert out is not None and out.kind == "vcs" and out.tokens < COUNT(log) / 5
+    assert "value_37_24 = compute(24)" in out.text  # the commit asked about, whole
+    assert "Refactor module 12" in out.text and "value_12_3" not in out.text  # the others: one line each
