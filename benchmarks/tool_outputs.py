@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'head+tail':>9} {'ms/10k':>7}"
     )
     rows = []
+    losses: list[str] = []
     for case, text in cases:
         tokens = COUNT(text)
         out, ms = run_case(case, text)
@@ -117,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         naive = head_tail(text, len(out) if out is not None else len(text) // 4)
         naive_ok = all(n in naive for n in case.needles)
         rows.append((case, tokens, saved, kept == len(case.needles), naive_ok, ms / tokens * 10_000))
+        lost = [n for n in case.needles if n not in shown]
+        if lost:
+            losses.append(f"{case.id}: lost {lost}")
         print(
             f"{case.kind:<9} {case.language:<10} {case.id[:34]:<34} {tokens:>7,} {shrunk:>7,} {saved:>6.0%} "
             f"{kept:>4}/{len(case.needles):<3} {'passes' if naive_ok else 'fails':>9} {ms / tokens * 10_000:>7.2f}"
@@ -145,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     reads = [r for r in rows if r[0].kind == "file_read"]
     ms = sorted(r[5] for r in rows)
     print(f"needles kept in {sum(r[3] for r in rows)}/{len(rows)} cases (target: all)")
+    for line in losses:
+        print("  " + line)
     print(f"head+tail cut of the same size would keep them in {sum(r[4] for r in rows)}/{len(rows)}")
     if over4:
         print(

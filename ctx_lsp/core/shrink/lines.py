@@ -15,7 +15,7 @@ from ctx_lsp.core.shrink.request import Request, Term, line_scores, line_starts
 # What a line signals, strongest first; one pass of each pattern over the whole text.
 FAILURE = re.compile(
     r"^(?:=+ (?:FAILURES|ERRORS) =+|_{3,} .+ _{3,}|(?:FAIL|ERROR): \S|FAILED |--- FAIL|FAIL\b"
-    r"|\s*● |\s*[✕×✗] |thread '.*' panicked|Traceback \(most recent|Caused by:|Exception in thread"
+    r"|\s*● |\s*[✕×✗] |\s+\d+\) \S|thread '.*' panicked|Traceback \(most recent|Caused by:|Exception in thread"
     r"|\S+(?:Error|Exception)\b[:\s]|error(?:\[E\d+\])?: |fatal(?: error)?:|\[ERROR\]|npm ERR!|Error: |ERROR\b|FATAL\b"
     r"|CRITICAL\b|panic: )",
     re.MULTILINE,
@@ -23,17 +23,18 @@ FAILURE = re.compile(
 # The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level): no
 # anchor, so one linear pass finds them all.
 FAILURE_INSIDE = re.compile(
-    r"panicked at|<<< (?:FAILURE|ERROR)!|: error\b|\berror TS\d+|\s error\s|\bFAILED\b|\bfailed\b"
+    r"\b(?:[Uu]ndefined|not defined|[Cc]annot find name|[Uu]nresolved)\b"
+    r"|panicked at|<<< (?:FAILURE|ERROR)!|: error\b|\berror TS\d+|\s error\s|\bFAILED\b|\bfailed\b"
     r"|\b(?:ERROR|FATAL|CRITICAL)\b|\w(?:Error|Exception)\b"
 )
 DETAIL = re.compile(
     r"^\s*(?:E\s|>\s|assert|left:|right:|expected|Expected|received|Received|actual|Actual|got:?\s|want:?\s"
-    r"|-->|\^+|\d+ \||=\s*(?:note|help):|note:|help:|-\s+Expected|\+\s+Received)",
+    r"|-->|\^+|-\s+Expected|\+\s+Received)",
     re.MULTILINE,
 )
 DETAIL_INSIDE = re.compile(r"but was|expected:? ?<|AssertionError|assertion|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b")
 # Cheap tests first: the unanchored patterns run only on lines that hold one of these.
-FAILURE_WORDS = ("error", "fail", "exception", "panic", "fatal", "critical")
+FAILURE_WORDS = ("error", "fail", "exception", "panic", "fatal", "critical", "defined", "cannot find", "unresolved")
 DETAIL_WORDS = ("but was", "expected", "assert", "want")
 WARNING = re.compile(r"warning\b|\bwarn\b")
 PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\bSKIP\b")
@@ -52,8 +53,14 @@ TRACE_HEAD = re.compile(
 )
 
 # Scores: what a line signals, and what of the request it holds (request.py's weights).
-S_FAILURE, S_DETAIL, S_FRAME, S_WARNING = 6, 4, 5, 1
+S_FAILURE, S_DETAIL, S_FRAME, S_WARNING = 10, 4, 5, 1
 HEAD, TAIL = 8, 12
+SECTION = re.compile(r"^(?:_{3,} .+ _{3,}|-{3,} .+ -{3,}|={3,} .+ ={3,})$")
+SECTION_LINES = 80  # a section is read up to the next one, or this many lines
+SAME_PLACE = 6  # at most this many other lines about the same file and line
+# A compiler's diagnostic goes on below its first line with these (rustc, gcc, clang, tsc).
+CONTINUES = re.compile(r"(?:note:|help:|= |\||\d+\s*\|)")
+PLACE = re.compile(r"^\.?/?([^\s:()]+[:(]\d+)[:,)]")
 BLOCK_LINES = 40  # at most this many lines of one block are kept whole
 LINE_CHARS = 800  # a longer line is cut (minified code, a dumped blob)
 
@@ -107,21 +114,58 @@ def _indent(line: str) -> int:
 
 def _block(lines: list[str], n: int, line_scores: list[int]) -> list[int]:
     """Line ``n`` and what belongs to it: the lines after it that are indented deeper (blank
-    lines inside), or, for a line that signals a failure, the lines up to the next blank line;
-    a long block keeps its first lines, its scored lines and its last line."""
+    lines inside) or continue a compiler's diagnostic (``note:``, ``help:``, ``= note``), or,
+    for a line that signals a failure, the lines up to the next blank line; a long block keeps
+    its first lines, its scored lines and its last line."""
+    if SECTION.match(lines[n]):  # pytest's "____ test ____", cargo's "---- test stdout ----"
+        end = n + 1
+        while end < len(lines) and end - n < SECTION_LINES and not SECTION.match(lines[end]):
+            end += 1
+        return _trim(list(range(n, end)), line_scores)
     base = _indent(lines[n])
     end = n + 1
-    while end < len(lines) and (_indent(lines[end]) > base or not lines[end].strip()):
+    while end < len(lines) and (_indent(lines[end]) > base or not lines[end].strip() or _continues(lines[end])):
         if not lines[end].strip() and (end + 1 >= len(lines) or _indent(lines[end + 1]) <= base):
             break
         end += 1
     if end == n + 1 and line_scores[n] >= S_FAILURE:
         while end < len(lines) and lines[end].strip() and end - n < 12:
             end += 1
-    block = list(range(n, end))
+    return _trim(list(range(n, end)), line_scores)
+
+
+def _trim(block: list[int], line_scores: list[int]) -> list[int]:
+    """A long block: its first lines, its scored lines and its last line."""
     if len(block) > BLOCK_LINES:
         block = block[:8] + [k for k in block[8:-1] if line_scores[k] > 0][: BLOCK_LINES - 9] + [block[-1]]
     return block
+
+
+def _continues(line: str) -> bool:
+    return CONTINUES.match(line) is not None
+
+
+def _head(lines: list[str], n: int) -> int | None:
+    """The line an indented line belongs under (a diagnostic's ``warning:`` above its ``-->``,
+    a linter's file above its problems), when it is near."""
+    if _indent(lines[n]) == 0 and not _continues(lines[n]):
+        return None
+    for k in range(n - 1, max(-1, n - BLOCK_LINES), -1):
+        if not lines[k].strip():
+            return None
+        if _indent(lines[k]) == 0 and not _continues(lines[k]):
+            return k
+    return None
+
+
+def _places(lines: list[str]) -> dict[str, list[int]]:
+    """Lines by the place they name first (``pkg/mod.py:1746``): what linters say about one line."""
+    out: dict[str, list[int]] = {}
+    for n, line in enumerate(lines):
+        m = PLACE.match(line)
+        if m:
+            out.setdefault(m.group(1), []).append(n)
+    return out
 
 
 def select(text: str, request: Request, budget_chars: int, heading: str = "") -> str:
@@ -129,22 +173,31 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     lines = text.splitlines()
     terms = request.pointing(lines)
     line_scores = scores(lines, terms)
+    places = _places(lines)
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
-    ranked = sorted((n for n, s in enumerate(line_scores) if s > 0), key=lambda n: (-line_scores[n], n))
-    for n in ranked:
-        if n in keep:
-            continue
-        block = [k for k in _block(lines, n, line_scores) if k not in keep]
-        if n > 0 and lines[n - 1].strip() and (n - 1) not in keep:
+    # A line under a heading (a linter's ``-->`` under its message) ranks with half its heading's score.
+    heads = {n: _head(lines, n) for n, s in enumerate(line_scores) if s > 0}
+    rank = {n: line_scores[n] + (line_scores[h] // 2 if h is not None else 0) for n, h in heads.items()}
+    ranked = sorted(rank, key=lambda n: (-rank[n], n))
+    for n in ranked:  # a line already kept (before another line's block) still brings its own
+        block = _block(lines, n, line_scores)
+        if n > 0 and lines[n - 1].strip():
             block.append(n - 1)  # the line before says what it is about (a Go frame's function)
-        if is_frame(lines[n]):
-            head = _trace_head(lines, n)
-            if head is not None and head not in keep:
-                block.append(head)
+        head = _trace_head(lines, n) if is_frame(lines[n]) else heads[n]
+        if head is not None:
+            block.append(head)
+        m = PLACE.match(lines[n])
+        if m and line_scores[n] >= S_DETAIL:  # what else was said about the same line
+            block += places[m.group(1)][:SAME_PLACE]
+        block = [k for k in dict.fromkeys(block) if k not in keep]
+        if not block:
+            continue
         cost = sum(min(len(lines[k]), LINE_CHARS) + 1 for k in block)
         if used + cost > budget_chars and used > 0:
             if line_scores[n] < S_FAILURE or used + min(len(lines[n]), LINE_CHARS) > budget_chars * 1.5:
+                continue
+            if n in keep:
                 continue
             block = [n]  # over budget: a failure keeps at least its own line
             cost = min(len(lines[n]), LINE_CHARS)

@@ -95,7 +95,11 @@ def read(query: str) -> tuple[Term, ...]:
             found[text] = weight
 
     for m in _QUOTED.finditer(query):
-        add(next(g for g in m.groups() if g), QUOTED)
+        quoted = next(g for g in m.groups() if g)
+        add(quoted, QUOTED)
+        if m.group(3) and re.fullmatch(r"[\w.:$]+", quoted):  # `name`: tools quote names too (rustc, ruff, mypy)
+            for mark in ("`", '"', "'"):
+                found[f"{mark}{quoted.lower()}{mark}"] = QUOTED
     for m in _SERIES.finditer(query):
         found[m.group(1) + "."] = NUMBER
     for token in _TOKEN.findall(query):
@@ -140,7 +144,7 @@ class Request:
         out = []
         for t in self.terms:
             found = len(lines_holding(low, starts, t))
-            specific = t.weight >= NUMBER and re.search(r"[\d_.:/\\ \-]", t.text) is not None
+            specific = t.weight >= NUMBER and re.search(r"[\d_.:/\\ `'\"\-]", t.text) is not None
             if found <= (limit * SPECIFIC_SHARE if specific else limit):
                 rarity = RARE if found <= 2 else UNCOMMON if found <= len(sample) // 100 else 1
                 out.append(Term(t.text, t.weight * rarity))
