@@ -109,13 +109,14 @@ def shrink(
         return None
     kind, shrinker = found
     kept, what = shrinker(text, Request(query), budget_chars(text))
+    kept_tokens = count(kept)
     marker = (
-        f"[ctx_lsp shortened this {kind.replace('_', ' ')} output: {tokens:,} tokens → about {count(kept):,}; "
+        f"[ctx_lsp shortened this {kind.replace('_', ' ')} output: {tokens:,} tokens → about {kept_tokens:,}; "
         f"kept {what}; each '…' line counts what was left out. Any part: expand({expand_id!r}, match=…) "
         f"with the ctx tools; the whole: expand({expand_id!r}).]"
     )
     out = marker + "\n" + kept
-    shrunk_tokens = count(out)
+    shrunk_tokens = count(marker) + 1 + kept_tokens  # the newline between: one token more at most
     if shrunk_tokens > tokens * (1 - MIN_SAVING):
         return None
     return Shrunk(text=out, kind=kind, original_tokens=tokens, tokens=shrunk_tokens)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from ctx_lsp.core.shrink.request import Request, Term, line_scores, line_starts
+from ctx_lsp.core.shrink.request import Request, Term, line_scores, line_starts, lines_holding
 
 # What a line signals, strongest first; one pass of each pattern over the whole text.
 FAILURE = re.compile(
@@ -20,13 +20,17 @@ FAILURE = re.compile(
     r"|CRITICAL\b|panic: )",
     re.MULTILINE,
 )
-# The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level): no
-# anchor, so one linear pass finds them all.
-FAILURE_INSIDE = re.compile(
-    r"\b(?:[Uu]ndefined|not defined|[Cc]annot find name|[Uu]nresolved)\b"
-    r"|panicked at|<<< (?:FAILURE|ERROR)!|: error\b|\berror TS\d+|\s error\s|\bFAILED\b|\bfailed\b"
-    r"|\b(?:ERROR|FATAL|CRITICAL)\b|\w(?:Error|Exception)\b"
+# The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level, a
+# linter's undefined name): plain substrings first, a word check only where one is found.
+FAILURE_CUES = (
+    "panicked at", "<<< FAILURE!", "<<< ERROR!", ": error", "error TS", " error ", "FAILED", "failed",
+    "ERROR", "FATAL", "CRITICAL", "ndefined", "not defined", "annot find name", "nresolved",
+)  # fmt: skip
+FAILURE_WORD = re.compile(
+    r"\b(?:[Uu]ndefined|not defined|[Cc]annot find name|[Uu]nresolved|FAILED|failed|ERROR|FATAL|CRITICAL)\b"
+    r"|panicked at|<<< |: error|error TS\d|\serror\s"
 )
+ERROR_NAME = re.compile(r"\w(?:Error|Exception)\b")
 DETAIL = re.compile(
     r"^\s*(?:E\s|>\s|assert|left:|right:|expected|Expected|received|Received|actual|Actual|got:?\s|want:?\s"
     r"|-->|\^+|-\s+Expected|\+\s+Received)",
@@ -34,12 +38,12 @@ DETAIL = re.compile(
 )
 DETAIL_INSIDE = re.compile(r"but was|expected:? ?<|AssertionError|assertion|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b")
 # Cheap tests first: the unanchored patterns run only on lines that hold one of these.
-FAILURE_WORDS = ("error", "fail", "exception", "panic", "fatal", "critical", "defined", "cannot find", "unresolved")
 DETAIL_WORDS = ("but was", "expected", "assert", "want")
 WARNING = re.compile(r"warning\b|\bwarn\b")
+PASSING_CUES = ("PASS", "ok", "✓", "✔", "SUCCESS", "skipped", "SKIP")
 PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\bSKIP\b")
-FRAME = re.compile(r"\s*(?:at |File \"|\d+: |#\d+ )|\s+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+")
-FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)$")
+FRAME = re.compile(r"^(?:\s*(?:at |File \"|\d+: |#\d+ )|\s+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+)", re.MULTILINE)
+FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)\s*$")
 THIRD_PARTY = re.compile(
     r"site-packages|dist-packages|/lib/python3|<frozen |node_modules|node:internal|\(node:|/rustc/|cargo/registry"
     r"|/usr/lib/go|/usr/local/go|/go/src/runtime|/go/pkg/mod/|\bruntime/|\bstd::|\bcore::|\balloc::|__rust_|<unknown>"
@@ -71,25 +75,35 @@ def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
 
 
 def scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
+    """What each line signals and holds of the request. Each sign is looked for over the whole
+    text (a pattern anchored at line starts, or plain substrings), then confirmed on the few
+    lines that have it: no pattern runs on every line."""
     text = "\n".join(lines)
+    low = text.lower()
     starts = line_starts(lines)
-    failure, detail = hits(FAILURE, text, starts), hits(DETAIL, text, starts)  # anchored: one fast pass
-    out = []
-    wanted = line_scores(lines, terms)
-    for n, line in enumerate(lines):
-        low = line.lower()
-        s = wanted[n] * 2
-        is_detail = n in detail or (any(w in low for w in DETAIL_WORDS) and DETAIL_INSIDE.search(line) is not None)
-        is_failure = n in failure or (any(w in low for w in FAILURE_WORDS) and FAILURE_INSIDE.search(line) is not None)
-        if is_failure and not (PASSING.search(line) and not is_detail):
-            s += S_FAILURE
-        elif is_detail:
-            s += S_DETAIL
-        elif "warn" in low and WARNING.search(low):
-            s += S_WARNING
-        if is_frame(line) and not THIRD_PARTY.search(line):
-            s += S_FRAME
-        out.append(s)
+
+    def confirmed(source: str, cues: tuple[str, ...], pattern: re.Pattern[str]) -> set[int]:
+        found: set[int] = set()
+        for cue in cues:
+            found |= lines_holding(source, starts, Term(cue, 1))
+        return {n for n in found if pattern.search(lines[n])}
+
+    failure = hits(FAILURE, text, starts) | confirmed(text, FAILURE_CUES, FAILURE_WORD)
+    failure |= confirmed(text, ("Error", "Exception"), ERROR_NAME)
+    detail = hits(DETAIL, text, starts) | confirmed(low, DETAIL_WORDS, DETAIL_INSIDE)
+    passing = confirmed(text, PASSING_CUES, PASSING)
+    warning = confirmed(low, ("warn",), WARNING)
+    frames = hits(FRAME, text, starts) | {n for n in confirmed(text, (")",), FRAME_END)}
+    out = [2 * w for w in line_scores(lines, terms)]
+    for n in failure - (passing - detail):
+        out[n] += S_FAILURE
+    for n in detail - failure:
+        out[n] += S_DETAIL
+    for n in warning - failure - detail:
+        out[n] += S_WARNING
+    for n in frames:
+        if not THIRD_PARTY.search(lines[n]):
+            out[n] += S_FRAME
     return out
 
 
@@ -181,6 +195,11 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     rank = {n: line_scores[n] + (line_scores[h] // 2 if h is not None else 0) for n, h in heads.items()}
     ranked = sorted(rank, key=lambda n: (-rank[n], n))
     for n in ranked:  # a line already kept (before another line's block) still brings its own
+        if used > budget_chars:  # the budget is spent: only failures not yet shown, their own line
+            if n not in keep and line_scores[n] >= S_FAILURE and used <= budget_chars * 1.5:
+                keep.add(n)
+                used += min(len(lines[n]), LINE_CHARS) + 1
+            continue
         block = _block(lines, n, line_scores)
         if n > 0 and lines[n - 1].strip():
             block.append(n - 1)  # the line before says what it is about (a Go frame's function)
