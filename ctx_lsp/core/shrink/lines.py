@@ -159,17 +159,22 @@ def _continues(line: str) -> bool:
     return CONTINUES.match(line) is not None
 
 
-def _head(lines: list[str], n: int) -> int | None:
-    """The line an indented line belongs under (a diagnostic's ``warning:`` above its ``-->``,
-    a linter's file above its problems), when it is near."""
-    if _indent(lines[n]) == 0 and not _continues(lines[n]):
-        return None
-    for k in range(n - 1, max(-1, n - BLOCK_LINES), -1):
-        if not lines[k].strip():
-            return None
-        if _indent(lines[k]) == 0 and not _continues(lines[k]):
-            return k
-    return None
+def _heads(lines: list[str]) -> list[int | None]:
+    """For each line, the line it belongs under (a diagnostic's ``warning:`` above its ``-->``, a
+    linter's file above its problems): the nearest line above it at the margin, with no blank
+    line between and at most BLOCK_LINES up; None for a line at the margin. One pass."""
+    out: list[int | None] = []
+    current: int | None = None
+    for n, line in enumerate(lines):
+        if not line.strip():
+            current = None
+            out.append(None)
+        elif line[0] in " \t" or _continues(line):
+            out.append(current if current is not None and n - current < BLOCK_LINES else None)
+        else:
+            current = n
+            out.append(None)
+    return out
 
 
 def _places(lines: list[str]) -> dict[str, list[int]]:
@@ -191,8 +196,10 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
     # A line under a heading (a linter's ``-->`` under its message) ranks with half its heading's score.
-    heads = {n: _head(lines, n) for n, s in enumerate(line_scores) if s > 0}
-    rank = {n: line_scores[n] + (line_scores[h] // 2 if h is not None else 0) for n, h in heads.items()}
+    heads = _heads(lines)
+    rank = {
+        n: s + (line_scores[h] // 2 if (h := heads[n]) is not None else 0) for n, s in enumerate(line_scores) if s > 0
+    }
     ranked = sorted(rank, key=lambda n: (-rank[n], n))
     for n in ranked:  # a line already kept (before another line's block) still brings its own
         if used > budget_chars:  # the budget is spent: only failures not yet shown, their own line
