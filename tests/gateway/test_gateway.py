@@ -594,6 +594,39 @@ async def test_a_file_printed_by_cat_reaches_the_model_whole_and_a_log_from_any_
         assert "status=500 KeyError: 'currency'" in shrunk and " lines …" in shrunk
 
 
+async def test_codex_reading_a_file_with_cat_gets_it_whole_and_a_long_test_run_shrunk(ws: Path) -> None:
+    """The Responses face as Codex speaks it: its ``shell`` tool with ``["bash", "-lc", …]``."""
+    source = "\n".join(f"fn helper_{n}(x: u64) -> u64 {{\n    x * {n}\n}}\n" for n in range(800))
+    run = ["running 2501 tests", *(f"test tests::case_{n} ... ok" for n in range(2500))]
+    run.append("test result: FAILED. 2500 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out")
+    run[1400:1400] = [
+        "test tests::ledger_balance ... FAILED",
+        "---- tests::ledger_balance stdout ----",
+        "thread 'tests::ledger_balance' panicked at src/ledger.rs:88:9:",
+        "assertion `left == right` failed",
+        "  left: 1040",
+        " right: 1000",
+    ]
+
+    def call(cid: str, command: str) -> dict:
+        arguments = json.dumps({"command": ["bash", "-lc", command], "workdir": "/w"})
+        return {"type": "function_call", "call_id": cid, "name": "shell", "arguments": arguments}
+
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Why is the balance off?"}]},
+        call("c_cat", "cat src/ledger.rs"),
+        {"type": "function_call_output", "call_id": "c_cat", "output": source},
+        call("c_test", "cargo test"),
+        {"type": "function_call_output", "call_id": "c_test", "output": "\n".join(run)},
+    ]
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        await client.responses.create(model="gpt-4o", input=items, prompt_cache_key="codex-cat")
+        sent = {i.get("call_id"): i["output"] for i in gw.up.model_requests[-1].json["input"] if "output" in i}
+        assert sent["c_cat"] == source
+        assert sent["c_test"].startswith("[ctx_lsp shortened this test log output")
+        assert "  left: 1040" in sent["c_test"] and " right: 1000" in sent["c_test"]
+
+
 def test_an_upstream_named_only_by_the_workspace_must_be_a_known_provider(ws: Path) -> None:
     from ctx_lsp.config import load_workspace_config
 
