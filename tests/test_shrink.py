@@ -159,3 +159,12 @@ def test_a_git_log_keeps_the_commit_asked_about_whole_and_one_line_for_the_other
     assert out is not None and out.kind == "vcs" and out.tokens < COUNT(log) / 5
     assert "value_37_24 = compute(24)" in out.text  # the commit asked about, whole
     assert "Refactor module 12" in out.text and "value_12_3" not in out.text  # the others: one line each
+
+
+def test_a_sign_is_credited_to_its_own_line_not_the_blank_line_above() -> None:
+    from ctx_lsp.core.shrink.lines import scores
+
+    lines = ["  ✓ passes", "", "  ● suite › fails", "", "    Expected number of calls: 8", "    Received: 7"]
+    found, passing = scores(lines, ())
+    assert found[1] == 0 and found[2] > 0 and found[3] == 0 and found[4] > 0 and found[5] > 0
+    assert passing == {0}

@@ -27,7 +27,7 @@ from ctx_lsp.core.shrink.request import Request
 
 MIN_SAVING = 0.3  # a shrink that saves less than this share is not worth the marker and the doubt
 # What is kept: about this share of the output's characters, within a floor and a ceiling.
-KEEP_SHARE, KEEP_FLOOR, KEEP_CEILING = 0.14, 3_000, 16_000
+KEEP_SHARE, KEEP_FLOOR, KEEP_CEILING = 0.14, 4_000, 16_000
 READ_TOOLS = frozenset(
     {"read", "read_file", "readfile", "view", "view_file", "open_file", "cat_file", "get_file", "notebookread"}
     | {"expand", "get_symbol"}  # ctx_lsp's own: the whole output asked for, a symbol's code

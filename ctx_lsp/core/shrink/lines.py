@@ -15,9 +15,9 @@ from ctx_lsp.core.shrink.request import Request, Term, line_scores, line_starts,
 # What a line signals, strongest first; one pass of each pattern over the whole text.
 FAILURE = re.compile(
     r"^(?:=+ (?:FAILURES|ERRORS) =+|_{3,} .+ _{3,}|(?:FAIL|ERROR): \S|FAILED |--- FAIL|FAIL\b"
-    r"|\s*● |\s*[✕×✗] |\s+\d+\) \S|thread '.*' panicked|Traceback \(most recent|Caused by:|Exception in thread"
-    r"|\S+(?:Error|Exception)\b[:\s]|error(?:\[E\d+\])?: |fatal(?: error)?:|\[ERROR\]|npm ERR!|Error: |ERROR\b|FATAL\b"
-    r"|CRITICAL\b|panic: )",
+    r"|[ \t]*● |[ \t]*[✕×✗] |[ \t]+\d+\) \S|thread '.*' panicked|Traceback \(most recent|Caused by:"
+    r"|Exception in thread|\S+(?:Error|Exception)\b[: \t]|error(?:\[E\d+\])?: |fatal(?: error)?:|\[ERROR\]"
+    r"|npm ERR!|Error: |ERROR\b|FATAL\b|CRITICAL\b|panic: )",
     re.MULTILINE,
 )
 # The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level, a
@@ -32,8 +32,8 @@ FAILURE_WORD = re.compile(
 )
 ERROR_NAME = re.compile(r"\w(?:Error|Exception)\b")
 DETAIL = re.compile(
-    r"^\s*(?:E\s|>\s|assert|left:|right:|expected|Expected|received|Received|actual|Actual|got:?\s|want:?\s"
-    r"|-->|\^+|-\s+Expected|\+\s+Received)",
+    r"^[ \t]*(?:E[ \t]|>[ \t]|assert|left:|right:|expected|Expected|received|Received|actual|Actual"
+    r"|got:?[ \t]|want:?[ \t]|-->|\^+|-[ \t]+Expected|\+[ \t]+Received)",
     re.MULTILINE,
 )
 DETAIL_INSIDE = re.compile(r"but was|expected:? ?<|AssertionError|assertion|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b")
@@ -42,7 +42,10 @@ DETAIL_WORDS = ("but was", "expected", "assert", "want")
 WARNING = re.compile(r"warning\b|\bwarn\b")
 PASSING_CUES = ("PASS", "ok", "✓", "✔", "SUCCESS", "skipped", "SKIP")
 PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\bSKIP\b")
-FRAME = re.compile(r"^(?:\s*(?:at |File \"|\d+: |#\d+ )|\s+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+)", re.MULTILINE)
+# Patterns run over the whole text with MULTILINE: [ \t], never \s, which would cross a line's end.
+FRAME = re.compile(
+    r"^(?:[ \t]*(?:at |File \"|\d+: |#\d+ )|[ \t]+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+)", re.MULTILINE
+)
 FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)\s*$")
 THIRD_PARTY = re.compile(
     r"site-packages|dist-packages|/lib/python3|<frozen |node_modules|node:internal|\(node:|/rustc/|cargo/registry"
@@ -54,6 +57,7 @@ THIRD_PARTY = re.compile(
 # Where a trace's frames start: a Go goroutine, a Python traceback, a Java exception, a Rust panic.
 TRACE_HEAD = re.compile(
     r"^goroutine \d+ \[|^Traceback|^Caused by:|^Exception in thread|^thread '.*' panicked|^\S.*(?:Error|Exception)\b"
+    r"|^\s*● |^\s+\d+\) \S"  # jest's and mocha's failures
 )
 
 # Scores: what a line signals, and what of the request it holds (request.py's weights).
@@ -74,8 +78,9 @@ def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
     return {bisect_right(starts, m.start()) - 1 for m in pattern.finditer(text)}
 
 
-def scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
-    """What each line signals and holds of the request. Each sign is looked for over the whole
+def scores(lines: list[str], terms: tuple[Term, ...]) -> tuple[list[int], set[int]]:
+    """What each line signals and holds of the request, and which lines report a pass (a test's
+    ✓, PASSED, ok: never worth keeping for the block they are in). Each sign is looked for over the whole
     text (a pattern anchored at line starts, or plain substrings), then confirmed on the few
     lines that have it: no pattern runs on every line."""
     text = "\n".join(lines)
@@ -104,7 +109,7 @@ def scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
     for n in frames:
         if not THIRD_PARTY.search(lines[n]):
             out[n] += S_FRAME
-    return out
+    return out, passing - failure
 
 
 def is_frame(line: str) -> bool:
@@ -191,7 +196,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     """The kept lines in their order, folds with counts between them."""
     lines = text.splitlines()
     terms = request.pointing(lines)
-    line_scores = scores(lines, terms)
+    line_scores, passing = scores(lines, terms)
     places = _places(lines)
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
@@ -203,7 +208,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     ranked = sorted(rank, key=lambda n: (-rank[n], n))
     for n in ranked:  # a line already kept (before another line's block) still brings its own
         if used > budget_chars:  # the budget is spent: only failures not yet shown, their own line
-            if n not in keep and line_scores[n] >= S_FAILURE and used <= budget_chars * 1.5:
+            if n not in keep and line_scores[n] >= S_FAILURE and used <= budget_chars * 2:
                 keep.add(n)
                 used += min(len(lines[n]), LINE_CHARS) + 1
             continue
@@ -216,7 +221,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
         m = PLACE.match(lines[n])
         if m and line_scores[n] >= S_DETAIL:  # what else was said about the same line
             block += places[m.group(1)][:SAME_PLACE]
-        block = [k for k in dict.fromkeys(block) if k not in keep]
+        block = [k for k in dict.fromkeys(block) if k not in keep and (k not in passing or line_scores[k] > 0)]
         if not block:
             continue
         cost = sum(min(len(lines[k]), LINE_CHARS) + 1 for k in block)
