@@ -79,10 +79,10 @@ def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
 
 
 def scores(lines: list[str], terms: tuple[Term, ...]) -> tuple[list[int], set[int]]:
-    """What each line signals and holds of the request, and which lines report a pass (a test's
-    ✓, PASSED, ok: never worth keeping for the block they are in). Each sign is looked for over the whole
-    text (a pattern anchored at line starts, or plain substrings), then confirmed on the few
-    lines that have it: no pattern runs on every line."""
+    """What each line signals and holds of the request, and the lines never worth keeping for
+    the block they are in: a test's pass (✓, PASSED, ok), a library's or the runtime's frame.
+    Each sign is looked for over the whole text (a pattern anchored at line starts, or plain
+    substrings), then confirmed on the few lines that have it: no pattern runs on every line."""
     text = "\n".join(lines)
     low = text.lower()
     starts = line_starts(lines)
@@ -106,10 +106,13 @@ def scores(lines: list[str], terms: tuple[Term, ...]) -> tuple[list[int], set[in
         out[n] += S_DETAIL
     for n in warning - failure - detail:
         out[n] += S_WARNING
+    library = set()
     for n in frames:
-        if not THIRD_PARTY.search(lines[n]):
+        if THIRD_PARTY.search(lines[n]):
+            library.add(n)
+        else:
             out[n] += S_FRAME
-    return out, passing - failure
+    return out, (passing - failure) | library
 
 
 def is_frame(line: str) -> bool:
@@ -196,7 +199,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     """The kept lines in their order, folds with counts between them."""
     lines = text.splitlines()
     terms = request.pointing(lines)
-    line_scores, passing = scores(lines, terms)
+    line_scores, filler = scores(lines, terms)
     places = _places(lines)
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
@@ -221,7 +224,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
         m = PLACE.match(lines[n])
         if m and line_scores[n] >= S_DETAIL:  # what else was said about the same line
             block += places[m.group(1)][:SAME_PLACE]
-        block = [k for k in dict.fromkeys(block) if k not in keep and (k not in passing or line_scores[k] > 0)]
+        block = [k for k in dict.fromkeys(block) if k not in keep and (k not in filler or line_scores[k] > 0)]
         if not block:
             continue
         cost = sum(min(len(lines[k]), LINE_CHARS) + 1 for k in block)
