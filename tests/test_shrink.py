@@ -168,3 +168,30 @@ def test_a_sign_is_credited_to_its_own_line_not_the_blank_line_above() -> None:
     found, filler = scores([*lines, "\tat org.eclipse.jetty.server.Server.handle(Server.java:516)"], ())
     assert found[1] == 0 and found[2] > 0 and found[3] == 0 and found[4] > 0 and found[5] > 0
     assert filler == {0, 6}  # a pass, a library's frame
+
+
+def test_lines_inside_a_named_symbol_are_kept_when_the_index_places_it() -> None:
+    """A type checker names files and lines, not functions: the index's place of the function
+    the request names picks its diagnostics out of hundreds like them."""
+    from ctx_lsp.core.shrink.request import Place
+
+    report = [
+        f"{'shop/billing/invoice.py' if n % 3 == 0 else f'shop/m{n % 40}.py'}:{5 + n % 60}: error: "
+        "Function is missing a type annotation  [no-untyped-def]"
+        for n in range(600)
+    ]
+    report.insert(377, "shop/billing/invoice.py:78: error: Returning Any from function declared to return Decimal")
+    text = "\n".join(report)
+    needle = "shop/billing/invoice.py:78: error: Returning Any"
+    asked: list[list[str]] = []
+
+    def places(request):
+        asked.append(request.names())
+        return (Place("shop/billing/invoice.py", 76, 78),)
+
+    query = "What does mypy say about billing.tax_for?"
+    plain = shrink(text, tool="Bash", query=query, count=COUNT, threshold=500, expand_id="m")
+    placed = shrink(text, tool="Bash", query=query, count=COUNT, threshold=500, expand_id="m", places=places)
+    assert plain is not None and needle not in plain.text
+    assert placed is not None and needle in placed.text
+    assert asked == [["billing.tax_for", "tax_for"]]

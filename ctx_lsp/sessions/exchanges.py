@@ -23,6 +23,7 @@ from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.savings import saved_tokens
 from ctx_lsp.core.shrink import shrink
 from ctx_lsp.core.shrink.command import command_of
+from ctx_lsp.core.shrink.request import Place, Request
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.memory.store import InsideCompaction
@@ -253,6 +254,7 @@ class Exchanges:
                     m.content,
                     tool=tool,
                     command=command_of(call.arguments) if call else "",
+                    places=self._places,
                     query=query,
                     count=counter.count,
                     threshold=config.shrink_tokens,
@@ -265,6 +267,18 @@ class Exchanges:
                     m = msgspec.structs.replace(m, content=done.text)
             out.append(m)
         return out
+
+    def _places(self, request: Request) -> tuple[Place, ...]:
+        """Where the names a request gives are defined, from the index (1-based lines): a tool
+        output's lines that point there are about them. Names the index does not know, or
+        knows several of, place nothing."""
+        index = self.shared.engine.index
+        found = []
+        for name in request.names():
+            sym = index.lookup(name).symbol
+            if sym is not None and sym.kind != "module":
+                found.append(Place(sym.path, sym.start_line + 1, sym.end_line + 1))
+        return tuple(found)
 
     def record_request(self, row: dict[str, int | str | None]) -> None:
         """What one request through the gateway sent, saved and cost (``ctx-lsp stats``)."""

@@ -627,6 +627,31 @@ async def test_codex_reading_a_file_with_cat_gets_it_whole_and_a_long_test_run_s
         assert "  left: 1040" in sent["c_test"] and " right: 1000" in sent["c_test"]
 
 
+async def test_a_linters_lines_inside_the_function_asked_about_are_kept_by_the_index(ws: Path) -> None:
+    """mypy names files and lines, not functions: the index knows ``tax_for`` is lines 76–78 of
+    shop/billing/invoice.py, so the diagnostics there are what a question about it keeps."""
+    report = []
+    for n in range(600):
+        path = "shop/billing/invoice.py" if n % 3 == 0 else f"shop/module_{n % 40}.py"
+        line = 5 + n % 60  # never 76–78
+        report.append(f"{path}:{line}: error: Function is missing a type annotation  [no-untyped-def]")
+    report.insert(377, "shop/billing/invoice.py:78: error: Returning Any from function declared to return Decimal")
+    report.append("Found 601 errors in 41 files (checked 44 source files)")
+    use = {"type": "tool_use", "id": "toolu_m", "name": "Bash", "input": {"command": "mypy --strict shop"}}
+    messages: list[dict] = [
+        {"role": "user", "content": "What does mypy say about tax_for?"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_m", "content": "\n".join(report)}]},
+    ]
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        await client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=messages)
+        shrunk = gw.up.model_requests[-1].json["messages"][2]["content"][0]["content"]
+        assert shrunk.startswith("[ctx_lsp shortened this test log output")
+        kept = shrunk.splitlines()
+        assert "shop/billing/invoice.py:78: error: Returning Any from function declared to return Decimal" in kept
+        assert len(kept) < len(report) / 3  # without the index that line is cut (test_shrink.py)
+
+
 def test_an_upstream_named_only_by_the_workspace_must_be_a_known_provider(ws: Path) -> None:
     from ctx_lsp.config import load_workspace_config
 

@@ -23,7 +23,7 @@ import msgspec
 
 from ctx_lsp.core.shrink import jsondump, lines, search, testlog, vcs
 from ctx_lsp.core.shrink.command import program, reads_file
-from ctx_lsp.core.shrink.request import Request
+from ctx_lsp.core.shrink.request import Place, Request
 
 MIN_SAVING = 0.3  # a shrink that saves less than this share is not worth the marker and the doubt
 # What is kept: about this share of the output's characters, within a floor and a ceiling.
@@ -95,9 +95,11 @@ def shrink(
     threshold: int,
     expand_id: str,
     command: str = "",
+    places: Callable[[Request], tuple[Place, ...]] | None = None,
 ) -> Shrunk | None:
     """The shrunk form of a tool's output, or None when it stays as it is. ``command``: the command
-    line of the tool call that printed it, when it has one."""
+    line of the tool call that printed it, when it has one; ``places``: where the names the
+    request gives are defined (the workspace index), asked only when the output is shrunk."""
     name = tool.lower().removeprefix("mcp__").split("__")[-1]
     if name in READ_TOOLS or reads_file(command):
         return None
@@ -108,7 +110,10 @@ def shrink(
     if found is None:
         return None
     kind, shrinker = found
-    kept, what = shrinker(text, Request(query), budget_chars(text))
+    request = Request(query)
+    if places is not None:
+        request.places = places(request)
+    kept, what = shrinker(text, request, budget_chars(text))
     kept_tokens = count(kept)
     marker = (
         f"[ctx_lsp shortened this {kind.replace('_', ' ')} output: {tokens:,} tokens → about {kept_tokens:,}; "

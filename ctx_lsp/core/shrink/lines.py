@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from ctx_lsp.core.shrink.request import Request, Term, line_scores, line_starts, lines_holding
+from ctx_lsp.core.shrink.request import Place, Request, Term, line_scores, line_starts, lines_holding
 
 # What a line signals, strongest first; one pass of each pattern over the whole text.
 FAILURE = re.compile(
@@ -78,7 +78,7 @@ def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
     return {bisect_right(starts, m.start()) - 1 for m in pattern.finditer(text)}
 
 
-def scores(lines: list[str], terms: tuple[Term, ...]) -> tuple[list[int], set[int]]:
+def scores(lines: list[str], terms: tuple[Term, ...], places: tuple[Place, ...] = ()) -> tuple[list[int], set[int]]:
     """What each line signals and holds of the request, and the lines never worth keeping for
     the block they are in: a test's pass (✓, PASSED, ok), a library's or the runtime's frame.
     Each sign is looked for over the whole text (a pattern anchored at line starts, or plain
@@ -99,7 +99,7 @@ def scores(lines: list[str], terms: tuple[Term, ...]) -> tuple[list[int], set[in
     passing = confirmed(text, PASSING_CUES, PASSING)
     warning = confirmed(low, ("warn",), WARNING)
     frames = hits(FRAME, text, starts) | {n for n in confirmed(text, (")",), FRAME_END)}
-    out = [2 * w for w in line_scores(lines, terms)]
+    out = [2 * w for w in line_scores(lines, terms, places)]
     for n in failure - (passing - detail):
         out[n] += S_FAILURE
     for n in detail - failure:
@@ -199,7 +199,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     """The kept lines in their order, folds with counts between them."""
     lines = text.splitlines()
     terms = request.pointing(lines)
-    line_scores, filler = scores(lines, terms)
+    line_scores, filler = scores(lines, terms, request.places)
     places = _places(lines)
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)

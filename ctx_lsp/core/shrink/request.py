@@ -18,6 +18,8 @@ QUOTED, PATH, NAME, NUMBER, PART, WORD = 5, 4, 4, 2, 1, 1
 RARE_SHARE = 0.1  # a term on more than this share of the lines points nowhere
 SPECIFIC_SHARE = 3  # a number, path, quote or whole name the user gave may be on three times as many
 RARE, UNCOMMON = 3, 2  # a term on at most two lines, or on at most 1% of them, weighs this many times more
+MAX_NAMES = 8  # names of a request looked up in the index
+PLACED = 2 * NAME  # a line pointing into a named symbol's lines
 SAMPLE_LINES = 2000
 
 _QUOTED = re.compile(r"\"([^\"\n]{3,120})\"|(?<!\w)'([^'\n]{3,120})'(?!\w)|`([^`\n]{2,120})`")
@@ -124,12 +126,29 @@ def read(query: str) -> tuple[Term, ...]:
     return tuple(Term(t, w) for t, w in sorted(found.items()))
 
 
-class Request:
-    """A request's terms, narrowed to those that point somewhere in one output."""
+class Place(msgspec.Struct, frozen=True):
+    """Where a name the request gives is defined in the workspace (the index knows): a line of
+    an output that points into it (``holonomic.py:2018`` inside ``change_ics``) is about it."""
 
-    def __init__(self, query: str) -> None:
+    path: str  # relative to the workspace, "/"-separated
+    start: int  # first and last line, 1-based
+    end: int
+
+
+class Request:
+    """A request's terms, narrowed to those that point somewhere in one output, and the places
+    of the names it gives."""
+
+    def __init__(self, query: str, places: tuple[Place, ...] = ()) -> None:
         self.query = query
         self.terms = read(query)
+        self.places = places
+
+    def names(self) -> list[str]:
+        """The names the request gives (``HolonomicFunction.change_ics``, ``parse_version``), for the
+        index to place: whole names first, at most MAX_NAMES."""
+        whole = [t.text for t in self.terms if t.weight >= NAME and re.fullmatch(r"[\w.:$]+", t.text)]
+        return sorted(whole, key=lambda t: (-len(re.findall(r"[.:]+", t)), t))[:MAX_NAMES]
 
     def pointing(self, lines: list[str]) -> tuple[Term, ...]:
         """The terms on few lines of ``lines``, each weighed up by how rare it is there: a term
@@ -174,16 +193,21 @@ def lines_holding(low: str, starts: list[int], term: Term) -> set[int]:
     return out
 
 
-def line_scores(lines: list[str], terms: tuple[Term, ...]) -> list[int]:
-    """``score`` of every line, found term by term over the whole text."""
+def line_scores(lines: list[str], terms: tuple[Term, ...], places: tuple[Place, ...] = ()) -> list[int]:
+    """``score`` of every line, found term by term over the whole text, and PLACED for a line
+    that names a file and line inside one of ``places``."""
     out = [0] * len(lines)
-    if not terms:
+    if not terms and not places:
         return out
     low = "\n".join(lines).lower()
     starts = line_starts(lines)
     for t in terms:
         for n in lines_holding(low, starts, t):
             out[n] += t.weight
+    if places:
+        for n, located in _locations(low, starts):
+            if any(inside_place(p, located) for p in places):
+                out[n] += PLACED
     numbers = [t for t in terms if t.text[:1].isdigit() and not t.text.endswith(".")]
     if numbers:
         for n in {bisect_right(starts, m.start()) - 1 for m in _CONSTRAINT.finditer(low)}:
@@ -203,6 +227,25 @@ def score(line_lower: str, terms: tuple[Term, ...]) -> int:
         elif constrained and t.text[:1].isdigit() and not t.text.endswith(".") and rules_out(line_lower, t.text):
             total += t.weight * 2
     return total
+
+
+# A file and a line as tools print them: ``a/b.py:12``, ``a/b.ts(12,5)``, ``File "a/b.py", line 12``.
+_LOCATION = re.compile(r'([\w@.+/\\-]*\w\.\w{1,5})(?::|\(|", line )(\d+)')
+
+
+def _locations(low: str, starts: list[int]) -> list[tuple[int, tuple[str, int]]]:
+    return [(bisect_right(starts, m.start()) - 1, (m.group(1), int(m.group(2)))) for m in _LOCATION.finditer(low)]
+
+
+def inside_place(place: Place, located: tuple[str, int]) -> bool:
+    """An output's ``path:line`` is in the place: the same file (the output's path may be
+    absolute, relative to another folder, or a bare file name as in a Java frame) and a line
+    within its range."""
+    path, line = located
+    path = path.replace("\\", "/").lstrip("./")
+    own = place.path.lower()
+    same = own == path or own.endswith("/" + path) or path.endswith("/" + own)
+    return same and place.start <= line <= place.end
 
 
 _CONSTRAINT = re.compile(r"(>=|<=|>|<|==|~=|\^|~)\s*v?(\d+(?:\.\d+)*)")

@@ -9,11 +9,11 @@ from collections import OrderedDict
 
 import msgspec
 
-from ctx_lsp.core.shrink.request import NAME, Request, Term, score
+from ctx_lsp.core.shrink.request import NAME, PLACED, Request, Term, inside_place, score
 
 HIT = re.compile(r"^(?P<path>[^\s:][^:]*?\.[A-Za-z0-9_]+|[^\s:]+/[^\s:]+)(?::(?P<line>\d+))?[:-](?P<text>.*)$")
 PATH_ONLY = re.compile(r"^\.?/?[\w@.+-]+(/[\w@.+-]+)+/?$")
-GROUPED_HIT = re.compile(r"^\d+[:-](?!\d)")  # not a date or a time
+GROUPED_HIT = re.compile(r"^(\d+)[:-](?!\d)")  # not a date or a time
 # A line that defines a name, in the languages we read (the name is checked after the keyword).
 DEFINES = re.compile(
     r"^\s*(?:export\s+|pub(?:\([^)]*\))?\s+|public\s+|private\s+|protected\s+|static\s+|async\s+|default\s+"
@@ -32,6 +32,7 @@ class Hit(msgspec.Struct):
     path: str
     text: str  # the matched line's text
     raw: str  # the output's line as printed
+    line: int = 0  # its line number in the file, when the output says (grep -n, rg)
 
 
 def looks_like(text: str) -> bool:
@@ -56,10 +57,11 @@ def parse(text: str) -> list[Hit]:
             heading = ""
             continue
         m = HIT.match(line) if ":" in line or "-" in line else None
-        if heading and GROUPED_HIT.match(line):  # rg's grouped layout: the path, then its hits
-            out.append(Hit(heading, line.split(":", 1)[-1] if ":" in line else line, line))
+        grouped = GROUPED_HIT.match(line) if heading else None
+        if grouped:  # rg's grouped layout: the path, then its hits
+            out.append(Hit(heading, line.split(":", 1)[-1] if ":" in line else line, line, int(grouped.group(1))))
         elif m:
-            out.append(Hit(m.group("path"), m.group("text"), line))
+            out.append(Hit(m.group("path"), m.group("text"), line, int(m.group("line") or 0)))
         else:
             path = line.strip()
             heading = path if PATH_ONLY.match(path) or "." in path.rsplit("/", 1)[-1] else ""
@@ -73,9 +75,10 @@ def _json_hit(line: str) -> Hit:
         data = record.get("data", {})
         path = (data.get("path") or {}).get("text", "")
         text = (data.get("lines") or {}).get("text", "")
+        number = data.get("line_number") or 0
     except (msgspec.DecodeError, AttributeError):
-        path, text = "", ""
-    return Hit(path, text, line)
+        path, text, number = "", "", 0
+    return Hit(path, text, line, number if isinstance(number, int) else 0)
 
 
 def defines(text: str, terms: tuple[Term, ...]) -> int:
@@ -108,7 +111,8 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     named = tuple(t for t in request.terms if t.weight >= NAME or re.fullmatch(r"[\w$]+", t.text))
 
     def rank(hit: Hit) -> int:
-        return defines(hit.text, named) + score(hit.text.lower(), terms)
+        inside = hit.line and any(inside_place(p, (hit.path.lower(), hit.line)) for p in request.places)
+        return defines(hit.text, named) + score(hit.text.lower(), terms) + (PLACED if inside else 0)
 
     asks_tests = any(t.text.startswith("test") or t.text == "spec" for t in request.terms)
     file_rank = {
