@@ -65,6 +65,7 @@ S_FAILURE, S_DETAIL, S_FRAME, S_WARNING = 10, 4, 5, 1
 HEAD, TAIL = 8, 12
 SECTION = re.compile(r"^(?:_{3,} .+ _{3,}|-{3,} .+ -{3,}|={3,} .+ ={3,})$")
 SECTION_LINES = 80  # a section is read up to the next one, or this many lines
+SCAN_LINES = 200
 SAME_PLACE = 6  # at most this many other lines about the same file and line
 # A compiler's diagnostic goes on below its first line with these (rustc, gcc, clang, tsc).
 CONTINUES = re.compile(r"(?:note:|help:|= |\||\d+\s*\|)")
@@ -130,11 +131,15 @@ def _trace_head(lines: list[str], n: int) -> int | None:
     return None
 
 
+BLANK = 1 << 30  # a blank line's indent: deeper than any, so it never ends a block by itself
+
+
 def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip()) if line.strip() else 1 << 30
+    stripped = line.lstrip()
+    return len(line) - len(stripped) if stripped else BLANK
 
 
-def _block(lines: list[str], n: int, line_scores: list[int]) -> list[int]:
+def _block(lines: list[str], n: int, line_scores: list[int], indents: list[int]) -> list[int]:
     """Line ``n`` and what belongs to it: the lines after it that are indented deeper (blank
     lines inside) or continue a compiler's diagnostic (``note:``, ``help:``, ``= note``), or,
     for a line that signals a failure, the lines up to the next blank line; a long block keeps
@@ -144,10 +149,11 @@ def _block(lines: list[str], n: int, line_scores: list[int]) -> list[int]:
         while end < len(lines) and end - n < SECTION_LINES and not SECTION.match(lines[end]):
             end += 1
         return _trim(list(range(n, end)), line_scores)
-    base = _indent(lines[n])
+    base = indents[n]
     end = n + 1
-    while end < len(lines) and (_indent(lines[end]) > base or not lines[end].strip() or _continues(lines[end])):
-        if not lines[end].strip() and (end + 1 >= len(lines) or _indent(lines[end + 1]) <= base):
+    last = min(len(lines), n + SCAN_LINES)  # a block is read this far at most (a whole log can be indented)
+    while end < last and (indents[end] > base or _continues(lines[end])):
+        if indents[end] == BLANK and (end + 1 >= len(lines) or indents[end + 1] <= base):
             break
         end += 1
     if end == n + 1 and line_scores[n] >= S_FAILURE:
@@ -200,6 +206,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     lines = text.splitlines()
     terms = request.pointing(lines)
     line_scores, filler = scores(lines, terms, request.places)
+    indents = [_indent(line) for line in lines]
     places = _places(lines)
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
@@ -215,7 +222,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
                 keep.add(n)
                 used += min(len(lines[n]), LINE_CHARS) + 1
             continue
-        block = _block(lines, n, line_scores)
+        block = _block(lines, n, line_scores, indents)
         if n > 0 and lines[n - 1].strip():
             block.append(n - 1)  # the line before says what it is about (a Go frame's function)
         head = _trace_head(lines, n) if is_frame(lines[n]) else heads[n]
