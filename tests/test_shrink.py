@@ -123,10 +123,11 @@ def test_what_the_model_reads_is_never_shrunk() -> None:
     from ctx_lsp.core.shrink.command import command_of, reads_file
 
     source = "\n".join(f"def helper_{n}(x):\n    return x * {n}\n" for n in range(600))
-    for command in ("cat src/app.py", "head -n 400 src/app.py", "sed -n '1,400p' src/app.py", "nl -ba a.py"):
+    reads = ("cat src/app.py", "head -n 400 src/app.py", "sed -n '1,400p' src/app.py", "nl -ba a.py", "cat a.py | head")
+    for command in reads:
         assert reads_file(command), command
         assert shrink(source, tool="Bash", query="", count=COUNT, threshold=500, expand_id="m", command=command) is None
-    for command in ("cat a.py | grep def", "pytest -q", "git log -p", "grep -rn helper ."):
+    for command in ("cat a.py | grep def", "pytest -q", "git log -p", "grep -rn helper .", "grep -rn x . | head -50"):
         assert not reads_file(command), command
     assert command_of('{"command": ["bash", "-lc", "cat a.py"], "workdir": "/w"}') == "cat a.py"
     assert command_of('{"cmd": "cargo test"}') == "cargo test" and command_of("not json") == ""

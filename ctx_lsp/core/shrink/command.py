@@ -51,20 +51,20 @@ def programs(command: str) -> list[list[str]]:
 
 
 def reads_file(command: str) -> bool:
-    """The output is a file's text: the last program of the pipeline prints files (``cat a.py``,
-    ``head -n 200 a.py``, ``sed -n '1,80p' a.py``, ``nl -ba a.py``)."""
+    """The output is a file's text: every program of the pipeline prints files or a part of
+    what it is given (``cat a.py``, ``head -n 200 a.py``, ``sed -n '1,80p' a.py``, ``nl -ba a.py``,
+    ``cat a.py | head -100``); ``grep -rn x . | head`` is a search's output, not a file."""
     segments = programs(command)
-    if not segments:
-        return False
-    last = segments[-1]
-    name = last[0]
+    return bool(segments) and all(_prints_file(words) for words in segments)
+
+
+def _prints_file(words: list[str]) -> bool:
+    name, args = words[0], words[1:]
     if name in READERS:
-        return len(segments) == 1 or any(not a.startswith("-") for a in last[1:])
+        return True
     if name == "sed":
-        return "-n" in last[1:] and any(re.fullmatch(r"['\"]?\d+(,\d+)?p['\"]?", a) for a in last[1:])
-    if name == "awk":
-        return any("NR" in a for a in last[1:]) and len(segments) == 1
-    return False
+        return "-n" in args and any(re.fullmatch(r"['\"]?\d+(,\d+)?p['\"]?", a) for a in args)
+    return name == "awk" and any("NR" in a for a in args)
 
 
 def program(command: str) -> str:
