@@ -44,7 +44,9 @@ PASSING_CUES = ("PASS", "ok", "✓", "✔", "SUCCESS", "skipped", "SKIP")
 PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\bSKIP\b")
 # Patterns run over the whole text with MULTILINE: [ \t], never \s, which would cross a line's end.
 FRAME = re.compile(
-    r"^(?:[ \t]*(?:at |File \"|\d+: |#\d+ )|[ \t]+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+)", re.MULTILINE
+    r"^(?:[ \t]*(?:at |File \"|\d+: |#\d+ +(?:0x[0-9a-f]+ in |\S+ \(.*\) at ))"  # gdb's: "#3  0x… in f (…) at x.c:9"
+    r"|[ \t]+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+)",
+    re.MULTILINE,
 )
 FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)\s*$")
 THIRD_PARTY = re.compile(
@@ -66,6 +68,7 @@ HEAD, TAIL = 8, 12
 SECTION = re.compile(r"^(?:_{3,} .+ _{3,}|-{3,} .+ -{3,}|={3,} .+ ={3,})$")
 SECTION_LINES = 80  # a section is read up to the next one, or this many lines
 SCAN_LINES = 200
+TRACE_LINES = 80  # a frame further than this below its trace's first line is shown without it
 SAME_PLACE = 6  # at most this many other lines about the same file and line
 # A compiler's diagnostic goes on below its first line with these (rustc, gcc, clang, tsc).
 CONTINUES = re.compile(r"(?:note:|help:|= |\||\d+\s*\|)")
@@ -120,15 +123,19 @@ def is_frame(line: str) -> bool:
     return FRAME.match(line) is not None or (line.endswith(")") and FRAME_END.search(line) is not None)
 
 
-def _trace_head(lines: list[str], n: int) -> int | None:
-    """The line that opens the trace a frame is in (its goroutine, exception or panic), or the
-    first line after the blank line above it; None when that is far."""
-    for k in range(n - 1, max(-1, n - 80), -1):
-        if TRACE_HEAD.match(lines[k]):
-            return k
-        if not lines[k].strip():
-            return k + 1 if k + 1 < n else None
-    return None
+def _trace_heads(lines: list[str]) -> list[int | None]:
+    """For each line, the line that opens the trace it would be a frame of (its goroutine,
+    exception or panic), or the first line after the blank line above it; None when that is
+    more than TRACE_LINES up. One pass."""
+    out: list[int | None] = []
+    head: int | None = None
+    for n, line in enumerate(lines):
+        out.append(head if head is not None and n - head <= TRACE_LINES and head != n else None)
+        if TRACE_HEAD.match(line):
+            head = n
+        elif not line.strip():
+            head = n + 1
+    return out
 
 
 BLANK = 1 << 30  # a blank line's indent: deeper than any, so it never ends a block by itself
@@ -211,7 +218,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     keep: set[int] = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     used = sum(min(len(lines[n]), LINE_CHARS) for n in keep)
     # A line under a heading (a linter's ``-->`` under its message) ranks with half its heading's score.
-    heads = _heads(lines)
+    heads, trace_heads = _heads(lines), _trace_heads(lines)
     rank = {
         n: s + (line_scores[h] // 2 if (h := heads[n]) is not None else 0) for n, s in enumerate(line_scores) if s > 0
     }
@@ -225,7 +232,7 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
         block = _block(lines, n, line_scores, indents)
         if n > 0 and lines[n - 1].strip():
             block.append(n - 1)  # the line before says what it is about (a Go frame's function)
-        head = _trace_head(lines, n) if is_frame(lines[n]) else heads[n]
+        head = trace_heads[n] if is_frame(lines[n]) else heads[n]
         if head is not None:
             block.append(head)
         m = PLACE.match(lines[n])
