@@ -188,6 +188,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sl.add_argument("--workspace", type=Path, help="the workspace (default: the cwd Claude Code passes)")
 
+    e = sub.add_parser(
+        "expand",
+        help="a tool output the gateway shortened, whole or the lines you need",
+        description="Print a tool output that the gateway shortened in a conversation (its marker names the id: "
+        "[ctx_lsp shortened this … ctx-lsp expand g-…]): whole, or with --match only the lines that match, "
+        "numbered, with --context lines around each, as grep -n -C prints them. For agents without the MCP tools: "
+        "any shell tool can run it.",
+    )
+    e.add_argument("id", help="the id in the marker (g-…)")
+    e.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
+    e.add_argument("--match", metavar="REGEX", help="only the lines matching this (case-insensitive)")
+    e.add_argument("--context", type=int, default=3, metavar="N", help="lines around each match (default 3)")
+    e.add_argument("--start-line", type=int, metavar="N", help="first line (1-based)")
+    e.add_argument("--max-lines", type=int, metavar="N", help="at most this many lines")
+
     m = sub.add_parser(
         "mcp",
         help="an MCP server (stdio) giving agents the workspace's symbols, search, plans and pins as tools",
@@ -464,6 +479,24 @@ def _cmd_statusline(args: argparse.Namespace) -> int:
     return statusline(args.workspace)
 
 
+def _cmd_expand(args: argparse.Namespace) -> int:
+    from ctx_lsp.sessions import SessionEngine
+
+    for flag in ("context", "start_line", "max_lines"):
+        value = getattr(args, flag)
+        if value is not None and value < (0 if flag == "context" else 1):
+            raise UserError(f"--{flag.replace('_', '-')} must be {'0 or more' if flag == 'context' else '1 or more'}")
+    sessions = SessionEngine(Engine(args.workspace))
+    try:
+        _, part, _ = sessions.expand(
+            args.id, start_line=args.start_line, max_lines=args.max_lines, match=args.match, context=args.context
+        )
+    finally:
+        sessions.close()
+    print(part.text)
+    return 0
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from ctx_lsp.mcp.run import serve_mcp
     from ctx_lsp.sessions import DEFAULT_SESSION
@@ -500,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         "wrap": _cmd_wrap,
         "stats": _cmd_stats,
         "mcp": _cmd_mcp,
+        "expand": _cmd_expand,
         "statusline": _cmd_statusline,
     }[args.command]
     try:

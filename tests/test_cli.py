@@ -197,3 +197,23 @@ def test_every_command_is_in_the_help_and_the_module_docstring():
 def test_mcp_refuses_an_empty_session_name(ws):
     out = ctx("mcp", str(ws), "--session", " ")
     assert out.returncode == 2 and out.stderr.strip() == "ctx-lsp: --session needs a name"
+
+
+def test_expand_prints_a_shortened_output_or_the_lines_asked_for(ws):
+    """`ctx-lsp expand`: what an agent with only a shell runs to read back what the gateway cut."""
+    from ctx_lsp.engine import Engine
+    from ctx_lsp.sessions import SessionEngine
+
+    log = "\n".join(f"test_{n} PASSED" for n in range(300)) + "\nE   AssertionError: 95 != 90\n" + "tail"
+    engine = SessionEngine(Engine(ws))
+    engine.store.ensure_session("codex-1")
+    engine.store.put_original("codex-1", "g-00c0ffee", "test_log", 2500, 200, log)
+    engine.close()
+    whole = ctx("expand", "g-00c0ffee", str(ws))
+    assert whole.returncode == 0 and whole.stdout == log + "\n", whole.stderr
+    part = ctx("expand", "g-00c0ffee", "--match", "assertionerror", "--context", "1", cwd=ws)
+    assert part.returncode == 0 and part.stdout == "300-test_299 PASSED\n301:E   AssertionError: 95 != 90\n302-tail\n"
+    missing = ctx("expand", "g-nope", str(ws))
+    assert missing.returncode == 2 and "no shortened output with id 'g-nope'" in missing.stderr
+    bad = ctx("expand", "g-00c0ffee", str(ws), "--start-line", "0")
+    assert bad.returncode == 2 and "--start-line must be 1 or more" in bad.stderr
