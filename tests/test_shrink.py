@@ -196,3 +196,19 @@ def test_lines_inside_a_named_symbol_are_kept_when_the_index_places_it() -> None
     assert plain is not None and needle not in plain.text
     assert placed is not None and needle in placed.text
     assert asked == [["billing.tax_for", "tax_for"]]
+
+
+def test_nothing_is_cut_that_the_model_cannot_bring_back() -> None:
+    log = pytest_log(800, "assert 95 == 90")
+    assert shrink(log, tool="web_fetch", query="", count=COUNT, threshold=500, expand_id="m", expand_tool=False) is None
+    by_shell = shrink(log, tool="Bash", query="", count=COUNT, threshold=500, expand_id="g-1", expand_tool=False)
+    assert by_shell is not None and "`ctx-lsp expand g-1 --match REGEX` in a shell" in by_shell.text
+    assert "with the ctx tools" not in by_shell.text
+    both = shrink(log, tool="Bash", query="", count=COUNT, threshold=500, expand_id="g-1")
+    assert (
+        both is not None and "expand('g-1', match=…) with the ctx tools" in both.text and "ctx-lsp expand" in both.text
+    )
+    again = shrink(
+        log, tool="Bash", query="", count=COUNT, threshold=500, expand_id="g-2", command="ctx-lsp expand g-1"
+    )
+    assert again is None  # what the model asked back comes whole

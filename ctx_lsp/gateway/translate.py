@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Mode
 from ctx_lsp.gateway import body as b
@@ -41,7 +43,25 @@ def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Excha
         messages=[m for ms in parsed.messages for m in ms],
         max_output=parsed.max_output,
         mode=mode,
+        tools=tool_names(parsed.tools),
     )
+
+
+def tool_names(tools: str) -> tuple[str, ...]:
+    """The names in a request's tool definitions, in any API's shape (``{"name"}``, Chat's
+    ``{"function": {"name"}}``, a Responses built-in's ``{"type"}``); none when they do not parse."""
+    try:
+        found = msgspec.json.decode(tools) if tools else []
+    except msgspec.DecodeError:
+        return ()
+    names = []
+    for t in found if isinstance(found, list) else []:
+        if isinstance(t, dict):
+            function = t.get("function")
+            name = t.get("name") or (function.get("name") if isinstance(function, dict) else None) or t.get("type")
+            if isinstance(name, str):
+                names.append(name)
+    return tuple(names)
 
 
 def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:

@@ -52,6 +52,7 @@ class Exchange:
     messages: list[Message]  # the conversation as the client sent it; ids are given here
     max_output: int | None = None
     mode: Mode | None = None
+    tools: tuple[str, ...] = ()  # the names of the client's tools (whether it can call ctx_lsp's expand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +244,7 @@ class Exchanges:
         if not config.shrink_tokens or not any(m.role == "tool" for m in new):
             return new
         calls = {t.id: t for m in ex.messages for t in m.tool_calls}
+        expand_tool = any(t.lower().removeprefix("mcp__").split("__")[-1] == "expand" for t in ex.tools)
         query = exchange_query(ex.messages)
         counter = self.shared.engine.resolve_model(ex.model).counter
         out = []
@@ -255,6 +257,7 @@ class Exchanges:
                     tool=tool,
                     command=command_of(call.arguments) if call else "",
                     places=self._places,
+                    expand_tool=expand_tool,
                     query=query,
                     count=counter.count,
                     threshold=config.shrink_tokens,

@@ -548,7 +548,8 @@ async def test_a_big_test_log_goes_shrunk_once_with_its_failure_and_the_original
     async with running_gateway(ws) as gw, _ant(gw.url) as client:
         await client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=messages)
         first = gw.up.model_requests[-1].json["messages"][2]["content"][0]["content"]
-        assert first.startswith("[ctx_lsp shortened this test log output") and "expand(" in first
+        assert first.startswith("[ctx_lsp shortened this test log output")
+        assert "`ctx-lsp expand g-" in first and "with the ctx tools" not in first  # it has a shell, not our tools
         assert "oversold widget" in first and "test_reserve_stock" in first
         assert len(first) < len(log) / 4
         messages += [{"role": "assistant", "content": "It oversells."}, {"role": "user", "content": "Fix it."}]
@@ -650,6 +651,34 @@ async def test_a_linters_lines_inside_the_function_asked_about_are_kept_by_the_i
         kept = shrunk.splitlines()
         assert "shop/billing/invoice.py:78: error: Returning Any from function declared to return Decimal" in kept
         assert len(kept) < len(report) / 3  # without the index that line is cut (test_shrink.py)
+
+
+async def test_nothing_is_shrunk_that_the_model_could_not_bring_back(ws: Path) -> None:
+    """A big JSON answer from a tool that runs no commands: kept whole for a client without
+    ctx_lsp's expand tool; shortened, with the way back named, for one that has it."""
+    packages = [{"name": f"pkg-{n}", "version": f"1.{n}.0", "license": "MIT"} for n in range(900)]
+    packages[612] = {"name": "leftpad", "version": "0.0.1", "license": "WTFPL", "deprecated": "use String.padStart"}
+    dump = json.dumps({"packages": packages}, indent=2)
+    use = {"type": "tool_use", "id": "toolu_j", "name": "registry_lookup", "input": {"scope": "all"}}
+    messages: list[dict] = [
+        {"role": "user", "content": "Which of our packages is deprecated?"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_j", "content": dump}]},
+    ]
+    lookup = {"name": "registry_lookup", "description": "packages", "input_schema": {"type": "object"}}
+    expand = {"name": "mcp__ctx__expand", "description": "expand", "input_schema": {"type": "object"}}
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        await client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=messages, tools=[lookup])
+        assert gw.up.model_requests[-1].json["messages"][2]["content"][0]["content"] == dump
+        other = [
+            {**m, "content": m["content"].replace("Which", "Tell me which")} if n == 0 else m
+            for n, m in enumerate(messages)
+        ]  # another conversation
+        await client.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=other, tools=[lookup, expand])
+        shrunk = gw.up.model_requests[-1].json["messages"][2]["content"][0]["content"]
+        assert shrunk.startswith("[ctx_lsp shortened this json output") and "with the ctx tools" in shrunk
+        assert "ctx-lsp expand" not in shrunk  # this tool runs no commands: no shell to name
+        assert '"deprecated": "use String.padStart"' in shrunk and len(shrunk) < len(dump) / 5
 
 
 def test_an_upstream_named_only_by_the_workspace_must_be_a_known_provider(ws: Path) -> None:

@@ -82,6 +82,16 @@ def recognise(text: str, prog: str, runs_commands: bool) -> tuple[str, Shrinker]
     return None
 
 
+def _how_to_expand(expand_id: str, tool: bool, shell: bool) -> str:
+    """The ways back to what was cut that this client has: the MCP tool, a shell, or both."""
+    ways = []
+    if tool:
+        ways.append(f"expand({expand_id!r}, match=…) with the ctx tools (the whole: expand({expand_id!r}))")
+    if shell:
+        ways.append(f"`ctx-lsp expand {expand_id} --match REGEX` in a shell (the whole: without --match)")
+    return f"Any part: {'; or '.join(ways)}."
+
+
 def budget_chars(text: str) -> int:
     return int(min(KEEP_CEILING, max(KEEP_FLOOR, len(text) * KEEP_SHARE)))
 
@@ -96,17 +106,24 @@ def shrink(
     expand_id: str,
     command: str = "",
     places: Callable[[Request], tuple[Place, ...]] | None = None,
+    expand_tool: bool = True,
 ) -> Shrunk | None:
     """The shrunk form of a tool's output, or None when it stays as it is. ``command``: the command
     line of the tool call that printed it, when it has one; ``places``: where the names the
-    request gives are defined (the workspace index), asked only when the output is shrunk."""
+    request gives are defined (the workspace index), asked only when the output is shrunk;
+    ``expand_tool``: the client has ctx_lsp's ``expand`` tool. What the model cannot bring back
+    is never cut: without the tool, only the output of a tool that runs commands is shrunk (the
+    model can run ``ctx-lsp expand`` with it)."""
     name = tool.lower().removeprefix("mcp__").split("__")[-1]
-    if name in READ_TOOLS or reads_file(command):
+    runs_commands = bool(command) or name in COMMAND_TOOLS
+    if name in READ_TOOLS or reads_file(command) or program(command) == "ctx-lsp expand":
+        return None
+    if not expand_tool and not runs_commands:
         return None
     tokens = count(text)
     if tokens <= threshold:
         return None
-    found = recognise(text, program(command), bool(command) or name in COMMAND_TOOLS)
+    found = recognise(text, program(command), runs_commands)
     if found is None:
         return None
     kind, shrinker = found
@@ -117,8 +134,7 @@ def shrink(
     kept_tokens = count(kept)
     marker = (
         f"[ctx_lsp shortened this {kind.replace('_', ' ')} output: {tokens:,} tokens → about {kept_tokens:,}; "
-        f"kept {what}; each '…' line counts what was left out. Any part: expand({expand_id!r}, match=…) "
-        f"with the ctx tools; the whole: expand({expand_id!r}).]"
+        f"kept {what}; each '…' line counts what was left out. {_how_to_expand(expand_id, expand_tool, runs_commands)}]"
     )
     out = marker + "\n" + kept
     shrunk_tokens = count(marker) + 1 + kept_tokens  # the newline between: one token more at most

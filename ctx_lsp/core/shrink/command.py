@@ -14,7 +14,7 @@ _COMMAND_KEYS = ("command", "cmd", "script", "commandLine", "command_line", "inp
 READERS = frozenset(
     {"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "tac", "type", "get-content", "view"}
 )
-SUBCOMMANDS = frozenset({"git", "hg", "cargo", "npm", "go", "kubectl", "gh", "docker"})
+SUBCOMMANDS = frozenset({"git", "hg", "cargo", "npm", "go", "kubectl", "gh", "docker", "ctx-lsp"})
 _SEGMENTS = re.compile(r"\|\||&&|;|\||\n")
 
 
