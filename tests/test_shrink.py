@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctx_lsp.core.shrink import shrink
-from ctx_lsp.core.shrink.fold import fold
 from ctx_lsp.core.tokens import counter_for
 
 COUNT = counter_for("cl100k_base").count
@@ -96,11 +95,6 @@ def test_json_keeps_the_entry_the_request_names_deep_in_a_tree() -> None:
     assert out is not None and out.kind == "json" and len(out.text) < len(json.dumps(tree)) / 4
     assert '"vscode-languageclient": {\n              "version": "9.0.1"' in out.text  # as printed
     assert out.text.count('"version"') < 15  # "version", in every package, points at none
-
-
-def test_folding_keeps_first_last_and_a_count() -> None:
-    lines = [f"Downloading part {n} of 50" for n in range(50)]
-    assert fold(lines) == ["Downloading part 0 of 50", "… 48 similar lines …", "Downloading part 49 of 50"]
 
 
 @settings(max_examples=40, deadline=None)
