@@ -3,8 +3,10 @@ against the same sessions sent direct, with the providers' prompt caches simulat
 
     python benchmarks/gateway_cost.py [WORKSPACE] [--turns 50 200 500] [--modes off light]
 
-Sessions are shaped like Claude Code's (Anthropic Messages: a system prompt of three blocks and 24
-tools of their real sizes, cache_control on the system and on the newest block, moved each turn)
+Sessions are shaped like Claude Code's under `ctx-lsp wrap claude` (Anthropic Messages: a system
+prompt of three blocks and 24 tools of their real sizes plus the 7 read-only MCP tools wrap
+registers, so it can expand what is shortened; cache_control on the system and on the newest
+block, moved each turn)
 and Codex's (OpenAI Responses: developer instructions and 9 tools of their sizes): the assistant
 reads files of WORKSPACE (default: sympy's size, generated), greps it, runs a test suite with a
 planted failure, and a new user message comes every 15 turns. Each request is sent through an
@@ -57,6 +59,7 @@ from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
 from ctx_lsp.workspace.files import WorkspaceWalker  # noqa: E402
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES  # noqa: E402
+from ctx_lsp.wrap import READ_ONLY_TOOLS  # noqa: E402
 from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
 
 SHAPES = {"claude": ("claude-sonnet-4-5", 200_000, 3.00), "codex": ("gpt-5", 400_000, 1.25)}
@@ -149,6 +152,9 @@ def claude_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
     tools = [
         {"name": f"Tool{n}", "description": "Does a thing. " * 190, "input_schema": {"type": "object"}}
         for n in range(24)
+    ] + [  # what `ctx-lsp wrap claude` registers: the workspace's read-only MCP tools
+        {"name": f"mcp__ctx__{name}", "description": "Reads the workspace. " * 30, "input_schema": {"type": "object"}}
+        for name in READ_ONLY_TOOLS
     ]
     system = [
         {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197"},
