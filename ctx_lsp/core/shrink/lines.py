@@ -13,12 +13,11 @@ from bisect import bisect_right
 from ctx_lsp.core.shrink.request import Place, Request, Term, line_scores, line_starts, lines_holding
 
 # What a line signals, strongest first; one pass of each pattern over the whole text.
-FAILURE = re.compile(
-    r"^(?:=+ (?:FAILURES|ERRORS) =+|_{3,} .+ _{3,}|(?:FAIL|ERROR): \S|FAILED |--- FAIL|FAIL\b"
+_FAILURE = (
+    r"=+ (?:FAILURES|ERRORS) =+|_{3,} .+ _{3,}|(?:FAIL|ERROR): \S|FAILED |--- FAIL|FAIL\b"
     r"|[ \t]*● |[ \t]*[✕×✗] |[ \t]+\d+\) \S|thread '.*' panicked|Traceback \(most recent|Caused by:"
     r"|Exception in thread|\S+(?:Error|Exception)\b[: \t]|error(?:\[E\d+\])?: |fatal(?: error)?:|\[ERROR\]"
-    r"|npm ERR!|Error: |ERROR\b|FATAL\b|CRITICAL\b|panic: )",
-    re.MULTILINE,
+    r"|npm ERR!|Error: |ERROR\b|FATAL\b|CRITICAL\b|panic: "
 )
 # The same signs in the middle of a line (a compiler's "file:1:2: error", a log's level, a
 # linter's undefined name): plain substrings first, a word check only where one is found.
@@ -31,10 +30,9 @@ FAILURE_WORD = re.compile(
     r"|panicked at|<<< |: error|error TS\d|\serror\s"
 )
 ERROR_NAME = re.compile(r"\w(?:Error|Exception)\b")
-DETAIL = re.compile(
-    r"^[ \t]*(?:E[ \t]|>[ \t]|assert|left:|right:|expected|Expected|received|Received|actual|Actual"
-    r"|got:?[ \t]|want:?[ \t]|-->|\^+|-[ \t]+Expected|\+[ \t]+Received)",
-    re.MULTILINE,
+_DETAIL = (
+    r"[ \t]*(?:E[ \t]|>[ \t]|assert|left:|right:|expected|Expected|received|Received|actual|Actual"
+    r"|got:?[ \t]|want:?[ \t]|-->|\^+|-[ \t]+Expected|\+[ \t]+Received)"
 )
 DETAIL_INSIDE = re.compile(r"but was|expected:? ?<|AssertionError|assertion|\bwant\b.*\bgot\b|\bgot\b.*\bwant\b")
 # Cheap tests first: the unanchored patterns run only on lines that hold one of these.
@@ -42,12 +40,14 @@ DETAIL_WORDS = ("but was", "expected", "assert", "want")
 WARNING = re.compile(r"warning\b|\bwarn\b")
 PASSING_CUES = ("PASS", "ok", "✓", "✔", "SUCCESS", "skipped", "SKIP")
 PASSING = re.compile(r"\bPASS(?:ED)?\b|\bok\b|✓|✔|\bSUCCESS\b|\bskipped\b|\bSKIP\b")
-# Patterns run over the whole text with MULTILINE: [ \t], never \s, which would cross a line's end.
-FRAME = re.compile(
-    r"^(?:[ \t]*(?:at |File \"|\d+: |#\d+ +(?:0x[0-9a-f]+ in |\S+ \(.*\) at ))"  # gdb's: "#3  0x… in f (…) at x.c:9"
-    r"|[ \t]+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+)",
-    re.MULTILINE,
+_FRAME = (
+    r"[ \t]*(?:at |File \"|\d+: |#\d+ +(?:0x[0-9a-f]+ in |\S+ \(.*\) at ))"  # gdb's: "#3  0x… in f (…) at x.c:9"
+    r"|[ \t]+\S+\.(?:go|rs|py|ts|js|java|c|cc|cpp|h):\d+"
 )
+FRAME = re.compile(f"(?:{_FRAME})")
+# What a line signals by how it starts, in one pass over the text (the first that matches names
+# it): a failure, an assertion's detail, a frame. [ \t], never \s, which would cross a line's end.
+STARTS = re.compile(f"^(?:(?P<failure>{_FAILURE})|(?P<detail>{_DETAIL})|(?P<frame>{_FRAME}))", re.MULTILINE)
 FRAME_END = re.compile(r"\(\S+\.\w+:\d+(?::\d+)?\)\s*$")
 THIRD_PARTY = re.compile(
     r"site-packages|dist-packages|/lib/python3|<frozen |node_modules|node:internal|\(node:|/rustc/|cargo/registry"
@@ -77,11 +77,6 @@ BLOCK_LINES = 40  # at most this many lines of one block are kept whole
 LINE_CHARS = 800  # a longer line is cut (minified code, a dumped blob)
 
 
-def hits(pattern: re.Pattern[str], text: str, starts: list[int]) -> set[int]:
-    """The numbers of the lines a pattern matches, in one pass over the text."""
-    return {bisect_right(starts, m.start()) - 1 for m in pattern.finditer(text)}
-
-
 def scores(lines: list[str], terms: tuple[Term, ...], places: tuple[Place, ...] = ()) -> tuple[list[int], set[int]]:
     """What each line signals and holds of the request, and the lines never worth keeping for
     the block they are in: a test's pass (✓, PASSED, ok), a library's or the runtime's frame.
@@ -97,12 +92,15 @@ def scores(lines: list[str], terms: tuple[Term, ...], places: tuple[Place, ...] 
             found |= lines_holding(source, starts, Term(cue, 1))
         return {n for n in found if pattern.search(lines[n])}
 
-    failure = hits(FAILURE, text, starts) | confirmed(text, FAILURE_CUES, FAILURE_WORD)
+    at_start: dict[str, set[int]] = {"failure": set(), "detail": set(), "frame": set()}
+    for m in STARTS.finditer(text):
+        at_start[m.lastgroup or ""].add(bisect_right(starts, m.start()) - 1)
+    failure = at_start["failure"] | confirmed(text, FAILURE_CUES, FAILURE_WORD)
     failure |= confirmed(text, ("Error", "Exception"), ERROR_NAME)
-    detail = hits(DETAIL, text, starts) | confirmed(low, DETAIL_WORDS, DETAIL_INSIDE)
+    detail = at_start["detail"] | confirmed(low, DETAIL_WORDS, DETAIL_INSIDE)
     passing = confirmed(text, PASSING_CUES, PASSING)
     warning = confirmed(low, ("warn",), WARNING)
-    frames = hits(FRAME, text, starts) | {n for n in confirmed(text, (")",), FRAME_END)}
+    frames = at_start["frame"] | confirmed(text, (")",), FRAME_END)
     out = [2 * w for w in line_scores(lines, terms, places)]
     for n in failure - (passing - detail):
         out[n] += S_FAILURE
