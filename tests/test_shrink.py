@@ -206,3 +206,58 @@ def test_nothing_is_cut_that_the_model_cannot_bring_back() -> None:
         log, tool="Bash", query="", count=COUNT, threshold=500, expand_id="g-2", command="ctx-lsp expand g-1"
     )
     assert again is None  # what the model asked back comes whole
+
+
+LINE_PIECES = st.sampled_from(
+    [
+        "FAILED tests/a.py::t - AssertionError: x",
+        "  at com.x.Y.z(Y.java:12)",
+        '  File "a/b.py", line 3, in f',
+        "error[E0308]: mismatched types",
+        "   --> src/a.rs:1:2",
+        "commit 0123456789abcdef0123456789abcdef01234567",
+        "diff --git a/x b/x",
+        "@@ -1 +1 @@",
+        "src/x.ts(3,4): error TS2322: no",
+        "a/b.py:12:def f():",
+        "____ test_x ____",
+        "  ● suite › test",
+        "#3  0x0000 in f (x=1) at a.c:9",
+        "goroutine 7 [running]:",
+        "{",
+        '  "key": [',
+        "}",
+        "",
+        "\t",
+        "ok",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.one_of(LINE_PIECES, st.text(max_size=80)), min_size=1, max_size=400),
+    query=st.text(max_size=120),
+    command=st.sampled_from(["", "cat a.py", "git log -p", "rg x", "pytest", "kubectl get pods -o json"]),
+)
+def test_any_output_and_request_shrink_without_error_and_never_grow(pieces, query, command) -> None:
+    text = "\n".join(pieces) * 3
+    out = shrink(text, tool="Bash", query=query, count=COUNT, threshold=50, expand_id="m", command=command)
+    if out is not None:
+        assert out.tokens <= COUNT(text) and out.text.startswith("[ctx_lsp shortened this")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.text(max_size=8), inner, max_size=8),
+    max_leaves=300,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=JSON_VALUES, query=st.text(max_size=60), indent=st.sampled_from([None, 2, 4]))
+def test_any_json_shrinks_without_error(value, query: str, indent: int | None) -> None:
+    text = json.dumps({"items": [value] * 30}, indent=indent)
+    out = shrink(text, tool="Bash", query=query, count=COUNT, threshold=50, expand_id="m", command="curl x")
+    if out is not None:
+        assert out.tokens <= COUNT(text)
