@@ -482,10 +482,11 @@ def _cmd_statusline(args: argparse.Namespace) -> int:
 def _cmd_expand(args: argparse.Namespace) -> int:
     from ctx_lsp.sessions import SessionEngine
 
-    for flag in ("context", "start_line", "max_lines"):
-        value = getattr(args, flag)
-        if value is not None and value < (0 if flag == "context" else 1):
-            raise UserError(f"--{flag.replace('_', '-')} must be {'0 or more' if flag == 'context' else '1 or more'}")
+    if args.context < 0:
+        raise UserError("--context must be 0 or more")
+    for flag, value in (("--start-line", args.start_line), ("--max-lines", args.max_lines)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} must be 1 or more")
     sessions = SessionEngine(Engine(args.workspace))
     try:
         _, part, _ = sessions.expand(

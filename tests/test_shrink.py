@@ -125,6 +125,7 @@ def test_what_the_model_reads_is_never_shrunk() -> None:
         assert not reads_file(command), command
     assert command_of('{"command": ["bash", "-lc", "cat a.py"], "workdir": "/w"}') == "cat a.py"
     assert command_of('{"cmd": "cargo test"}') == "cargo test" and command_of("not json") == ""
+    assert command_of('{"input": "a question for a sub-agent"}') == ""  # not a command: no shell to expand with
 
 
 def test_the_request_is_read_as_terms_with_aliases_and_version_ranges() -> None:

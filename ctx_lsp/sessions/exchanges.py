@@ -21,7 +21,7 @@ from ctx_lsp.core.models import Prices
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.savings import saved_tokens
-from ctx_lsp.core.shrink import shrink
+from ctx_lsp.core.shrink import can_expand, shrink
 from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.shrink.request import Place, Request
 from ctx_lsp.core.tokens import scaled
@@ -244,7 +244,7 @@ class Exchanges:
         if not config.shrink_tokens or not any(m.role == "tool" for m in new):
             return new
         calls = {t.id: t for m in ex.messages for t in m.tool_calls}
-        expand_tool = any(t.lower().removeprefix("mcp__").split("__")[-1] == "expand" for t in ex.tools)
+        expand_tool = can_expand(ex.tools)
         query = exchange_query(ex.messages)
         counter = self.shared.engine.resolve_model(ex.model).counter
         out = []

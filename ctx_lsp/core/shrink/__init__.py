@@ -17,7 +17,7 @@ anything we do not recognise from a tool that does not run commands.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -92,6 +92,16 @@ def _how_to_expand(expand_id: str, tool: bool, shell: bool) -> str:
     return f"Any part: {'; or '.join(ways)}."
 
 
+def _base_name(tool: str) -> str:
+    """A tool's own name, lower case: ``mcp__ctx__expand`` is ``expand``."""
+    return tool.lower().removeprefix("mcp__").split("__")[-1]
+
+
+def can_expand(tools: Sequence[str]) -> bool:
+    """The client was given ctx_lsp's ``expand`` tool (by its MCP server, or any other way)."""
+    return any(_base_name(t) == "expand" for t in tools)
+
+
 def budget_chars(text: str) -> int:
     return int(min(KEEP_CEILING, max(KEEP_FLOOR, len(text) * KEEP_SHARE)))
 
@@ -114,7 +124,7 @@ def shrink(
     ``expand_tool``: the client has ctx_lsp's ``expand`` tool. What the model cannot bring back
     is never cut: without the tool, only the output of a tool that runs commands is shrunk (the
     model can run ``ctx-lsp expand`` with it)."""
-    name = tool.lower().removeprefix("mcp__").split("__")[-1]
+    name = _base_name(tool)
     runs_commands = bool(command) or name in COMMAND_TOOLS
     if name in READ_TOOLS or reads_file(command) or program(command) == "ctx-lsp expand":
         return None

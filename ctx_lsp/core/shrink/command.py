@@ -9,7 +9,7 @@ import shlex
 
 import msgspec
 
-_COMMAND_KEYS = ("command", "cmd", "script", "commandLine", "command_line", "input")
+_COMMAND_KEYS = ("command", "cmd", "script", "commandLine", "command_line")
 # The programs whose output is the file itself: what the model reads must reach it whole.
 READERS = frozenset(
     {"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "tac", "type", "get-content", "view"}

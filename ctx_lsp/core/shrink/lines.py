@@ -75,6 +75,7 @@ CONTINUES = re.compile(r"(?:note:|help:|= |\||\d+\s*\|)")
 PLACE = re.compile(r"^\.?/?([^\s:()]+[:(]\d+)[:,)]")
 BLOCK_LINES = 40  # at most this many lines of one block are kept whole
 LINE_CHARS = 800  # a longer line is cut (minified code, a dumped blob)
+FAILURES_OVERRUN = 2  # failures' own lines may take the kept text to this many times the budget
 
 
 def scores(lines: list[str], terms: tuple[Term, ...], places: tuple[Place, ...] = ()) -> tuple[list[int], set[int]]:
@@ -206,8 +207,8 @@ def _places(lines: list[str]) -> dict[str, list[int]]:
     return out
 
 
-def select(text: str, request: Request, budget_chars: int, heading: str = "") -> str:
-    """The kept lines in their order, folds with counts between them."""
+def select(text: str, request: Request, budget_chars: int) -> str:
+    """The kept lines in their order, a count for each gap."""
     lines = text.splitlines()
     terms = request.pointing(lines)
     line_scores, filler = scores(lines, terms, request.places)
@@ -220,36 +221,28 @@ def select(text: str, request: Request, budget_chars: int, heading: str = "") ->
     rank = {
         n: s + (line_scores[h] // 2 if (h := heads[n]) is not None else 0) for n, s in enumerate(line_scores) if s > 0
     }
-    ranked = sorted(rank, key=lambda n: (-rank[n], n))
-    for n in ranked:  # a line already kept (before another line's block) still brings its own
-        if used > budget_chars:  # the budget is spent: only failures not yet shown, their own line
-            if n not in keep and line_scores[n] >= S_FAILURE and used <= budget_chars * 2:
-                keep.add(n)
-                used += min(len(lines[n]), LINE_CHARS) + 1
-            continue
-        block = _block(lines, n, line_scores, indents)
-        if n > 0 and lines[n - 1].strip():
-            block.append(n - 1)  # the line before says what it is about (a Go frame's function)
-        head = trace_heads[n] if is_frame(lines[n]) else heads[n]
-        if head is not None:
-            block.append(head)
-        m = PLACE.match(lines[n])
-        if m and line_scores[n] >= S_DETAIL:  # what else was said about the same line
-            block += places[m.group(1)][:SAME_PLACE]
-        block = [k for k in dict.fromkeys(block) if k not in keep and (k not in filler or line_scores[k] > 0)]
-        if not block:
-            continue
-        cost = sum(min(len(lines[k]), LINE_CHARS) + 1 for k in block)
-        if used + cost > budget_chars and used > 0:
-            if line_scores[n] < S_FAILURE or used + min(len(lines[n]), LINE_CHARS) > budget_chars * 1.5:
+    for n in sorted(rank, key=lambda n: (-rank[n], n)):  # a line already kept still brings its block
+        if used <= budget_chars:
+            block = _block(lines, n, line_scores, indents)
+            if n > 0 and lines[n - 1].strip():
+                block.append(n - 1)  # the line before says what it is about (a Go frame's function)
+            head = trace_heads[n] if is_frame(lines[n]) else heads[n]
+            if head is not None:
+                block.append(head)
+            m = PLACE.match(lines[n])
+            if m and line_scores[n] >= S_DETAIL:  # what else was said about the same line
+                block += places[m.group(1)][:SAME_PLACE]
+            block = [k for k in dict.fromkeys(block) if k not in keep and (k not in filler or line_scores[k] > 0)]
+            cost = sum(min(len(lines[k]), LINE_CHARS) + 1 for k in block)
+            if used + cost <= budget_chars:
+                keep.update(block)
+                used += cost
                 continue
-            if n in keep:
-                continue
-            block = [n]  # over budget: a failure keeps at least its own line
-            cost = min(len(lines[n]), LINE_CHARS)
-        keep.update(block)
-        used += cost
-    return render(lines, sorted(keep), heading)
+        own = min(len(lines[n]), LINE_CHARS) + 1
+        if n not in keep and line_scores[n] >= S_FAILURE and used + own <= budget_chars * FAILURES_OVERRUN:
+            keep.add(n)  # no room for its block: a failure still shows its own line
+            used += own
+    return render(lines, sorted(keep))
 
 
 def render(lines: list[str], kept: list[int], heading: str = "") -> str:

@@ -53,12 +53,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "restarting": ("restartcount", "crashloopbackoff", "backoff"),
     "crash": ("crashloopbackoff", "panic", "fatal", "oomkilled"),
     "crashing": ("crashloopbackoff", "panic", "fatal", "oomkilled"),
-    "memory": ("oomkilled", "memory"),
+    "memory": ("oomkilled",),
     "licence": ("license",),
-    "license": ("license",),
     "deps": ("dependencies",),
     "dependency": ("dependencies",),
-    "author": ("author",),
     "slow": ("timeout", "timed out", "duration", "elapsed"),
     "timeout": ("timeout", "timed out", "deadline"),
     "panic": ("panicked",),
@@ -140,7 +138,6 @@ class Request:
     of the names it gives."""
 
     def __init__(self, query: str, places: tuple[Place, ...] = ()) -> None:
-        self.query = query
         self.terms = read(query)
         self.places = places
 

@@ -114,9 +114,10 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
         inside = hit.line and any(inside_place(p, (hit.path.lower(), hit.line)) for p in request.places)
         return defines(hit.text, named) + score(hit.text.lower(), terms) + (PLACED if inside else 0)
 
+    ranks = {path: [rank(h) for h in fh] for path, fh in files.items()}
     asks_tests = any(t.text.startswith("test") or t.text == "spec" for t in request.terms)
     file_rank = {
-        path: max(rank(h) for h in fh)
+        path: max(ranks[path])
         + 2 * score(path.lower(), terms)
         + min(3, len(fh) // 10)
         - (DEFINITION // 2 if is_test(path) and not asks_tests else 0)
@@ -134,7 +135,7 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
         if shown >= TOP_FILES or (used > budget_chars and file_rank[path] < DEFINITION // 2):
             break
         fh = files[path]
-        best = sorted(range(len(fh)), key=lambda n: (-rank(fh[n]), n))[:HITS_PER_FILE]
+        best = sorted(range(len(fh)), key=lambda n: (-ranks[path][n], n))[:HITS_PER_FILE]
         grouped = not fh[0].raw.startswith(path) and not fh[0].raw.startswith('{"')
         block = [path] if grouped else []
         block += [fh[n].raw for n in sorted(best)]
