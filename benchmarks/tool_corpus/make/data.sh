@@ -19,6 +19,7 @@
 #
 # usage: bash make/data.sh [STEP...]     (default: all steps, then the gzip step)
 set -euo pipefail
+. "$(dirname "$0")/common.sh"  # cargo_offline
 W=/tmp/corpus-data
 OUT=$W/out
 CASES="$(cd "$(dirname "$0")/.." && pwd)/cases"
@@ -813,16 +814,7 @@ EOF_LOAD_PY
 step9() {
   apt-get install -y librust-tokio-dev librust-serde-json-dev >/dev/null
   mkdir -p $W/rust/ledger-replay && cd $W/rust/ledger-replay
-mkdir -p "$(dirname .cargo/config.toml)"
-cat > .cargo/config.toml <<'EOF_CONFIG_TOML'
-# Debian's packaged crates (librust-*-dev) as the only registry
-[source.crates-io]
-replace-with = "debian"
-[source.debian]
-directory = "/usr/share/cargo/registry"
-[net]
-offline = true
-EOF_CONFIG_TOML
+cargo_offline .
 mkdir -p "$(dirname Cargo.toml)"
 cat > Cargo.toml <<'EOF_CARGO_TOML'
 [package]

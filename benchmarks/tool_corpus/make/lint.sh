@@ -10,6 +10,7 @@
 # Outputs hold absolute paths under /tmp/corpus-lint; rerunning elsewhere changes those paths, and
 # tool versions change warning texts, so regenerated outputs will differ in detail (needles may move).
 set -euo pipefail
+. "$(dirname "$0")/common.sh"  # cargo_offline
 W=${W:-/tmp/corpus-lint}
 DATA=${DATA:-/work/main/benchmarks/.data}       # sympy, cpp-tree, downloads/*.tgz
 mkdir -p "$W/outs" "$W/dl"
@@ -60,14 +61,7 @@ GOPATH=$W/gopath GO111MODULE=off go vet golang.org/x/... github.com/prometheus/c
     github.com/golang/protobuf/... > "$OUTS/lint-go-vet-client-golang.txt" 2>&1 || true
 
 # --- offline cargo against Debian's crate sources ------------------------------------------------
-mkdir -p "$W/rust/.cargo" && cat > "$W/rust/.cargo/config.toml" <<'EOF'
-[source.crates-io]
-replace-with = "debian"
-[source.debian]
-directory = "/usr/share/cargo/registry"
-[net]
-offline = true
-EOF
+cargo_offline "$W/rust"
 
 # --- step 5: cargo clippy, pedantic, on tracing-core 0.1.30 (MIT), unmodified ------------------
 cd "$W/rust" && cp -r /usr/share/cargo/registry/tracing-core-0.1.30 . && cd tracing-core-0.1.30

@@ -11,6 +11,7 @@
 # Needs: PyPI, npm and Debian reachable; root for apt-get.
 # Scratch work lives in /tmp/corpus-test (never in the repository).
 set -euo pipefail
+. "$(dirname "$0")/common.sh"  # cargo_offline
 
 W=/tmp/corpus-test
 mkdir -p "$W/out"
@@ -195,16 +196,7 @@ GO111MODULE=off GOPATH="$W/go/gp" go test -v ./... > "$W/out/test-go-prometheus-
 # those two dev-dependencies are dropped (test_serde.rs needs feature "serde"
 # anyway, loom only applies with --cfg loom).
 # Planted: Bytes::split_to(0) hands back the whole buffer.
-mkdir -p "$W/rust/.cargo"
-cat > "$W/rust/.cargo/config.toml" <<'EOF'
-# Resolve every crates.io dependency from Debian's packaged crates, offline.
-[source.crates-io]
-replace-with = "debian"
-[source.debian]
-directory = "/usr/share/cargo/registry"
-[net]
-offline = true
-EOF
+cargo_offline "$W/rust"
 rm -rf "$W/rust/bytes-1.2.1"
 cp -r /usr/share/cargo/registry/bytes-1.2.1 "$W/rust/"
 cd "$W/rust/bytes-1.2.1"
