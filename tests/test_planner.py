@@ -350,3 +350,21 @@ def test_retrieval_alone_under_a_budget_keeps_whole_items_best_first_one_form_ea
     # the body that does not fit is out as a duplicate: its card holds the symbol (one form each)
     assert dict((i.id, r) for i, r in excluded) == {body.id: "duplicate", tail.id: "budget", twice.id: "duplicate"}
     assert select_retrieved((body,), 0) == ([], [(body, "budget")])
+
+
+def test_breadth_shows_the_code_of_a_short_symbol_whose_card_is_nearly_its_body():
+    def forms(name: str, card_tokens: int, body_tokens: int, score: float, line: int) -> tuple[Item, Item]:
+        card = sym(name, card_tokens, score=score, line=line)
+        body = msgspec.structs.replace(sym(name, body_tokens, score=score, line=line), id=f"body:{name}")
+        return card, msgspec.structs.replace(body, kind="symbol_body")
+
+    lead_card, lead_body = forms("lead", 200, 2_000, 9.0, 0)  # its body does not fit: in as its card
+    short_card, short_body = forms("short", 100, 135, 5.0, 40)  # body 1.35× the card, 35 more
+    long_card, long_body = forms("long", 100, 400, 4.0, 80)  # a card that saves 300 tokens
+    tail = sym("tail", 35, score=1.0, line=120)  # the last card: the short body's few tokens more
+    pool = (lead_card, lead_body, short_card, short_body, long_card, long_body, tail)
+    included, _ = select_retrieved(pool, 435, mode="light")  # no room for depth: all is breadth
+    ids = [i.id for i in included]
+    assert short_body.id in ids and short_card.id not in ids and tail.id not in ids
+    assert long_card.id in ids and long_body.id not in ids
+    assert lead_card.id in ids and lead_body.id not in ids

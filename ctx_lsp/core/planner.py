@@ -430,6 +430,11 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
 DEPTH_SHARE = {"light": 0.7, "heavy": 0.7}
 BREADTH_RESERVE = {"light": 1000, "heavy": 1000}
 DEPTH_ITEM_SHARE = {"light": 0.5, "heavy": 1.0}
+# A card of a short symbol is nearly its whole code (a 13-line method's card is 100 tokens, its
+# body 140): where the body costs at most NEAR_BODY_RATIO times the card and NEAR_BODY_EXTRA
+# tokens more, breadth offers the body instead — the code, for a few tokens more.
+NEAR_BODY_RATIO = 1.5
+NEAR_BODY_EXTRA = 40
 # Items that show code: a range of a file (bodies, excerpts) that another item need not repeat.
 CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 
@@ -438,7 +443,8 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
     """Pack retrieved items, best first, in three passes:
 
     1. depth: the bodies of the best hits (see DEPTH_SHARE);
-    2. breadth: every other form (cards, touchpoints, history), while it fits;
+    2. breadth: every other form (cards, touchpoints, history), while it fits — a card that is
+       nearly its body as that body (see NEAR_BODY_RATIO);
     3. upgrades: bodies of what is in as a card, then any body that still fits, best first.
 
     A symbol is packed in one form only, and no item is packed inside another: an item whose
@@ -452,16 +458,23 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
         if depth_left <= 0:
             break
         depth_left -= pack.add(item, min(depth_left, pack.room, largest)) or 0
+    body_of = {i.symbol: i for i in bodies if i.symbol}
     for item in eligible:  # 2. breadth
         if pack.room <= 0:
             break
         if item.kind != SYMBOL_BODY:
-            pack.add(item, pack.room)
+            body = body_of.get(item.symbol) if item.symbol else None
+            if body is None or not _near(item, body) or not pack.add(body, pack.room):
+                pack.add(item, pack.room)
     for item in bodies:  # 3. upgrades, then leftover room
         if pack.room <= 0:
             break
         pack.add(item, pack.room)
     return pack.result(eligible)
+
+
+def _near(card: Item, body: Item) -> bool:
+    return body.tokens <= card.tokens * NEAR_BODY_RATIO and body.tokens - card.tokens <= NEAR_BODY_EXTRA
 
 
 def select_retrieved(
