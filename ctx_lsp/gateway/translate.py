@@ -49,18 +49,25 @@ def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Excha
 
 def tool_names(tools: str) -> tuple[str, ...]:
     """The names in a request's tool definitions, in any API's shape (``{"name"}``, Chat's
-    ``{"function": {"name"}}``, a Responses built-in's ``{"type"}``); none when they do not parse."""
+    ``{"function": {"name"}}``, a Responses built-in's ``{"type"}``, the tools inside a Responses
+    ``{"type": "namespace"}``); none when they do not parse."""
     try:
         found = msgspec.json.decode(tools) if tools else []
     except msgspec.DecodeError:
         return ()
-    names = []
-    for t in found if isinstance(found, list) else []:
-        if isinstance(t, dict):
-            function = t.get("function")
-            name = t.get("name") or (function.get("name") if isinstance(function, dict) else None) or t.get("type")
-            if isinstance(name, str):
-                names.append(name)
+    names: list[str] = []
+    todo = list(found) if isinstance(found, list) else []
+    while todo:
+        t = todo.pop(0)
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "namespace" and isinstance(t.get("tools"), list):
+            todo[:0] = t["tools"]
+            continue
+        function = t.get("function")
+        name = t.get("name") or (function.get("name") if isinstance(function, dict) else None) or t.get("type")
+        if isinstance(name, str):
+            names.append(name)
     return tuple(names)
 
 

@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.gateway.netns import Urls
 
@@ -100,13 +101,13 @@ def claude(workspace: Path, prompt: str, urls: Urls, home: Path) -> Invocation:
     return Invocation("claude", [str(NODE_BIN / "claude"), "-p", prompt], env, workspace)
 
 
-def codex(workspace: Path, prompt: str, urls: Urls, home: Path) -> Invocation:
+def codex(workspace: Path, prompt: str, urls: Urls, home: Path, model: str | None = MODEL) -> Invocation:
+    """``model=None``: Codex's own default model, with the request shape it sends for it."""
     env = _base_env(home)
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(
-        f'model = "{MODEL}"\n'
-        'model_provider = "fake"\n'
+        (f'model = "{model}"\n' if model else "") + 'model_provider = "fake"\n'
         "check_for_update_on_startup = false\n"
         "\n"
         "[model_providers.fake]\n"
@@ -129,6 +130,6 @@ def codex(workspace: Path, prompt: str, urls: Urls, home: Path) -> Invocation:
 RECIPES = {"aider": aider, "claude": claude, "codex": codex}
 
 
-def invocation(name: str, workspace: Path, prompt: str, urls: Urls, home: Path) -> Invocation:
+def invocation(name: str, workspace: Path, prompt: str, urls: Urls, home: Path, **kw: Any) -> Invocation:
     """The command, environment and working directory that run assistant ``name`` once."""
-    return RECIPES[name](workspace, prompt, urls, home)
+    return RECIPES[name](workspace, prompt, urls, home, **kw)

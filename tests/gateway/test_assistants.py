@@ -158,6 +158,33 @@ def test_assistant_through_gateway_in_a_rust_and_typescript_repository(netns: No
     assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
 
 
+def test_codex_default_model_keeps_its_own_instructions_first(netns: None, tmp_path: Path) -> None:
+    """Codex's default model sends its system prompt as developer items (no ``instructions``):
+    our block goes after them, and what the model reads answers the question."""
+    _require("codex")
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    inv = assistants.invocation("codex", ws, PROMPT, target_urls(True), tmp_path / "home", model=None)
+    r = run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        reply=_reply("codex"),
+        gateway=True,
+        gateway_workspace=ws,
+    )
+    assert r.rc == 0 and _reply("codex") in r.stdout, r.summary()
+    (body,) = [json.loads(q["body"]) for q in r.requests if q["path"].split("?")[0] == "/v1/responses"]
+    roles = [i.get("role") for i in body["input"]]
+    ours = next(n for n, i in enumerate(body["input"]) if STABLE_HEADER in json.dumps(i))
+    assert "instructions" not in body and roles[0] == "developer", roles  # the newer shape, as sent
+    assert all(role == "developer" for role in roles[:ours]) and roles[ours + 1] != "developer", roles
+    assert any("Codex" in json.dumps(i) for i in body["input"][:ours]), roles  # its own prompt is first
+    assert CONTEXT_HEADER in json.dumps(body["input"][ours + 1 :]), r.summary()
+
+
 def test_a_gateway_that_does_not_start_is_reported(netns: None, tmp_path: Path) -> None:
     # an argument no gateway accepts: it exits at once, whether or not it has landed
     r = run_offline(["true"], tmp_path, gateway=True, gateway_args=["--no-such-flag"], timeout=30)

@@ -21,7 +21,10 @@ from ctx_lsp.config import GatewayConfig
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import UserError
+from ctx_lsp.gateway import body as b
+from ctx_lsp.gateway.apis.responses import Responses
 from ctx_lsp.gateway.options import resolve
+from ctx_lsp.gateway.translate import tool_names
 from ctx_lsp.sessions import NotFound
 from tests.gateway.fake_upstream import Reply
 from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
@@ -214,6 +217,66 @@ async def test_responses_stream_through_the_gateway(ws: Path) -> None:
         assert sent["input"][3]["content"] == [{"type": "input_text", "text": "How is stock reserved?"}]
         assert gw.gateway.status.last.session.startswith("codex-")
         assert gw.gateway.status.last.input_tokens
+
+
+async def test_responses_newer_codex_shape_keeps_its_instructions_first(ws: Path) -> None:
+    """Codex's newer models send no ``instructions``: an ``additional_tools`` item and developer
+    messages open ``input``. They are the client's system prompt: our block goes after them, the
+    unknown item passes byte for byte, and the namespaced tools count as the request's tools."""
+    tools_item = {
+        "type": "additional_tools",
+        "id": "at_1",
+        "role": "developer",
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "functions",
+                "description": "",
+                "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}],
+            }
+        ],
+    }
+    head = [
+        tools_item,
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions>"}]},
+    ]
+    question = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "How is stock reserved?"}],
+    }
+    async with running_gateway(ws) as gw, _oai(gw.openai_url) as client:
+        await client.responses.create(model="gpt-6.1-sol", input=[*head, question], prompt_cache_key="codex-2")
+        sent = gw.up.model_requests[-1].json
+        assert sent["input"][:3] == head
+        assert sent["input"][3]["role"] == "developer"
+        assert sent["input"][3]["content"][0]["text"].startswith(STABLE_HEADER)
+        assert sent["input"][4]["content"][0]["text"].startswith(CONTEXT_HEADER)
+        assert sent["input"][5] == question
+        assert "instructions" not in sent
+        assert gw.gateway.status.last.input_tokens
+
+
+def test_tool_names_read_responses_namespaces_and_additional_tools() -> None:
+    body = {
+        "model": "gpt-6.1-sol",
+        "tools": [{"type": "web_search"}],
+        "input": [
+            {
+                "type": "additional_tools",
+                "role": "developer",
+                "tools": [
+                    {"type": "namespace", "name": "functions", "tools": [{"type": "function", "name": "exec_command"}]},
+                    {"type": "function", "name": "mcp__ctx__expand"},
+                ],
+            },
+            {"type": "message", "role": "user", "content": "hi"},
+        ],
+    }
+    parsed = Responses().parse(b.obj(json.dumps(body).encode()))
+    assert tool_names(parsed.tools) == ("web_search", "exec_command", "mcp__ctx__expand")
+    assert [bytes(r) for r in parsed.head] and len(parsed.items) == 1
 
 
 def _agent_conversation(turns: int, result_tokens: int) -> list[dict]:

@@ -1,5 +1,8 @@
 """OpenAI Responses (``POST /v1/responses``; Codex CLI). ``instructions`` and the leading
-developer / system items are the client's system prompt. Messages, function calls and their
+developer / system items are the client's system prompt (Codex's newer models send no
+``instructions``: their system prompt and an ``additional_tools`` item, both of role
+``developer``, open ``input``). Tools are ``tools`` and those of ``additional_tools`` items.
+Messages, function calls and their
 outputs are engine messages; items we do not read (reasoning, shell calls…) have none and go
 wherever the next item goes. A request continuing ``previous_response_id`` has its history on the
 provider's side: it is forwarded as sent."""
@@ -46,7 +49,20 @@ def _messages(item: Any) -> list[Message]:
 
 
 def _is_system(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in SYSTEM_ROLES
+    """An item the client's system or developer role speaks, of any type."""
+    return isinstance(item, dict) and item.get("role") in SYSTEM_ROLES
+
+
+def _tools(fields: dict[str, b.Raw], decoded: list[Any]) -> str:
+    """The request's tool definitions as one JSON array: ``tools`` and every ``additional_tools``
+    item's (as sent: only their names and size are read)."""
+    listed = [bytes(fields["tools"]).decode()] if "tools" in fields else []
+    more = [d["tools"] for d in decoded if isinstance(d, dict) and d.get("type") == "additional_tools"]
+    more = [t for t in more if isinstance(t, list) and t]
+    if not more:
+        return listed[0] if listed else ""
+    first = b.value(fields["tools"]) if listed else []
+    return json.dumps([*(first if isinstance(first, list) else []), *(t for group in more for t in group)])
 
 
 class Responses:
@@ -65,7 +81,7 @@ class Responses:
             lead += 1
         instructions = b.value(fields.get("instructions"))
         system = [instructions if isinstance(instructions, str) else ""]
-        system += [_text(d.get("content")) for d in decoded[:lead]]
+        system += [_text(d.get("content")) for d in decoded[:lead] if d.get("type", "message") == "message"]
         limit = b.value(fields.get("max_output_tokens"))
         key = b.value(fields.get("prompt_cache_key"))
         return Parsed(
@@ -74,7 +90,7 @@ class Responses:
             stream=b.value(fields.get("stream"), False) is True,
             max_output=limit if isinstance(limit, int) and limit > 0 else None,
             system="\n".join(p for p in system if p),
-            tools=bytes(fields["tools"]).decode() if "tools" in fields else "",
+            tools=_tools(fields, decoded),
             head=raws[:lead],
             items=raws[lead:],
             messages=[_messages(d) for d in decoded[lead:]],
