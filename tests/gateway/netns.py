@@ -16,7 +16,9 @@ Outside, :func:`run_offline` writes a spec, runs ``python -m tests.gateway.netns
 the namespace and reads back a :class:`RunResult`. Inside, :func:`_inner` starts the fake
 upstream and waits for its ``listening`` line, starts the gateway (if asked) and waits for
 ``listening`` on its stderr, runs the command with a timeout, stops them and writes the result.
-Needs root (or CAP_SYS_ADMIN) for ``unshare``; :func:`netns_unavailable` says why not.
+As root it uses ``unshare`` directly; as any other user it maps itself to root in a new user
+namespace first (``unshare -r``), which needs no privilege where the kernel allows user
+namespaces; :func:`netns_unavailable` says why not when it does not.
 """
 
 from __future__ import annotations
@@ -42,7 +44,16 @@ UPSTREAM_PORT = 18080
 GATEWAY_PORT = 18081
 LOOPBACK = "127.0.0.1"
 
-_UNSHARE = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+# Not root: a user namespace first (-r), in which the same namespaces need no privilege.
+_UNSHARE = [
+    "unshare",
+    *(["-r"] if os.geteuid() != 0 else []),
+    "--net",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount-proc",
+]
 _LO_UP = 'ip link set lo up && exec "$@"'
 
 
@@ -64,7 +75,7 @@ def netns_unavailable() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"unshare failed: {e}"
     if p.returncode != 0:
-        return f"unshare --net failed (needs root or CAP_SYS_ADMIN): {p.stderr.strip()}"
+        return f"unshare {' '.join(_UNSHARE[1:])} failed (are user namespaces allowed?): {p.stderr.strip()}"
     return None
 
 
@@ -170,6 +181,7 @@ def run_offline(
         "trace_connects": trace_connects and shutil.which("strace") is not None,
         "out_dir": str(out_dir),
         "python": python,
+        "user": [os.geteuid(), os.getegid()] if os.geteuid() != 0 else None,
     }
     spec_file = out_dir / "spec.json"
     spec_file.write_text(json.dumps(spec, indent=2))
@@ -342,6 +354,9 @@ def _inner(spec_file: Path) -> int:
         if spec["trace_connects"]:
             trace = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-e", "signal=none"]
             command = [*trace, "-o", str(strace_out), *command]
+        if spec["user"]:  # not root: the command runs as its user again (Claude Code quits as a mapped root)
+            uid, gid = spec["user"]
+            command = ["unshare", f"--map-user={uid}", f"--map-group={gid}", *command]
         start = time.monotonic()
         proc = subprocess.Popen(
             command,
