@@ -156,13 +156,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser(
         "stats",
-        help="what the gateway sent, saved and cost, per session and in total",
-        description="Requests through the gateway: input the client sent vs forwarded, what each mechanism saved "
-        "(history shed, old tool results masked, tool outputs shrunk) and what ctx_lsp's own context cost, the "
-        "provider's cache share, and the cost through ctx_lsp vs the same requests sent direct (cache-weighted).",
+        help="what the gateway sent, saved and cost, per run and in total",
+        description="Requests through the gateway, under a one-line verdict: each run (an assistant's conversation "
+        "with its side requests, such as Claude Code's title request) labelled with its start, assistant, model and "
+        "the user's first line, and what ctx_lsp added to it or why nothing; then input the client sent vs "
+        "forwarded, what each mechanism saved (history shed, old tool results masked, tool outputs shrunk) and what "
+        "ctx_lsp's own context cost, the provider's cache share, and the cost through ctx_lsp vs the same requests "
+        "sent direct (cache-weighted).",
     )
     st.add_argument("workspace", type=Path, nargs="?", default=Path("."))
-    st.add_argument("--session", help="only this session")
+    st.add_argument("--session", help="only this session (its requests listed)")
+    st.add_argument(
+        "--requests", action="store_true", help="list each request: what ctx_lsp added (plan, items) or why not"
+    )
     st.add_argument("--json", action="store_true", help="as JSON")
 
     w = sub.add_parser(
@@ -459,7 +465,7 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
 def _cmd_stats(args: argparse.Namespace) -> int:
     from ctx_lsp.cli_stats import stats
 
-    return stats(args.workspace, args.session, args.json)
+    return stats(args.workspace, args.session, args.json, requests=args.requests)
 
 
 def _cmd_wrap(args: argparse.Namespace) -> int:

@@ -1,8 +1,11 @@
 """The gateway report as one self-contained HTML page (``ctx-lsp report --html`` and the gateway's
-``GET /ctx/report``): per session, input tokens per request (direct vs forwarded vs the provider's
-count) and the cache share per request, each chart with its numbers in a table; a totals table per
-session and overall. Nothing loads from anywhere (a Content-Security-Policy says so to the
-browser); every string from the store is escaped."""
+``GET /ctx/report``): the one-line verdict; per run (an assistant's conversation with its side
+requests folded in), its label (assistant, model, start, the user's first line), what ctx_lsp
+added or why nothing, and — where there is a series, two requests or more — input tokens per
+request (direct vs forwarded vs the provider's count) and the cache share per request; every
+request in a table with what ctx_lsp added to it; a totals table per run and overall. Nothing
+loads from anywhere (a Content-Security-Policy says so to the browser); every string from the
+store is escaped."""
 
 from __future__ import annotations
 
@@ -12,8 +15,9 @@ from html import escape
 from pathlib import PurePath
 
 from ctx_lsp.core.meter import format_tokens
-from ctx_lsp.core.report import GatewayReport, SessionReport
+from ctx_lsp.core.report import GatewayReport, RunReport
 from ctx_lsp.core.savings import Totals
+from ctx_lsp.core.verdict import context_clause, request_context, run_label
 from ctx_lsp.report_svg import MAX_POINTS, Chart, Series, line_chart
 
 # No script may run and nothing may load: a stored session id that escaped its escaping still
@@ -39,6 +43,10 @@ th, td { padding: 0.25rem 0.6rem; border-bottom: 1px solid var(--rule); text-ali
 th:first-child, td:first-child { text-align: left; }
 tr.total th, tr.total td { font-weight: 600; border-top: 2px solid var(--fg); }
 figure { margin: 1.2rem 0; } svg.chart { width: 100%; height: auto; display: block; }
+.verdict { font-size: 1.1rem; font-weight: 600; margin: 0.6rem 0; }
+.asked { font-size: 1.05rem; margin: 0.2rem 0; } .muted, .context { color: var(--muted); }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(26rem, 1fr)); gap: 0 1.5rem; }
+.charts figure { margin: 0.6rem 0; }
 svg .grid { stroke: var(--grid); stroke-width: 1; } svg .axis { stroke: var(--muted); stroke-width: 1; }
 svg text { fill: var(--fg); font-size: 12px; } svg .tick { fill: var(--muted); font-size: 11px; }
 svg .line { fill: none; stroke-width: 1.8; stroke-linejoin: round; }
@@ -47,11 +55,12 @@ svg .s-direct { stroke: var(--direct); } svg .dot.s-direct { fill: var(--direct)
 svg .s-forwarded { stroke: var(--forwarded); } svg .dot.s-forwarded { fill: var(--forwarded); }
 svg .s-billed { stroke: var(--billed); } svg .dot.s-billed { fill: var(--billed); }
 details { margin-top: 0.4rem; } details table, table.totals { font-size: 13px; }
-table.totals th:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 9rem; max-width: 18rem; }
+table.totals th:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 20rem; }
 table.totals thead th { white-space: normal; vertical-align: bottom; min-width: 3.5rem; }
 table.totals th, table.totals td { padding: 0.25rem 0.45rem; }
 td.note { white-space: normal; min-width: 6rem; text-align: left; color: var(--muted); }
-figure svg.chart, figure figcaption { max-width: 64rem; }
+table.requests td.note { min-width: 14rem; }
+figure svg.chart, figure figcaption { max-width: 48rem; }
 """
 
 # (Totals field, column heading, its title: what the number is)
@@ -70,7 +79,7 @@ TOKEN_COLUMNS = (
 
 def render(report: GatewayReport, workspace: str) -> str:
     """The page. With no requests recorded, a page that says how to start the gateway."""
-    if not report.sessions:
+    if not report.runs:
         body = [
             "<h1>Gateway report</h1>",
             f'<p class="sub">workspace <code>{escape(workspace)}</code></p>',
@@ -82,17 +91,16 @@ def render(report: GatewayReport, workspace: str) -> str:
             "point your assistant at the address it prints (docs/gateway.md in ctx_lsp).</p>",
         ]
         return _page(_title(workspace), body)
-    t = report.total
     body = [
         "<h1>Gateway report</h1>",
-        f'<p class="sub">workspace <code>{escape(workspace)}</code> · {t.requests:,} requests in '
-        f"{len(report.sessions):,} session{'s' if len(report.sessions) != 1 else ''} · {_span(report)}</p>",
+        f'<p class="verdict">{escape(report.verdict)}</p>',
+        f'<p class="sub">workspace <code>{escape(workspace)}</code> · {_span(report)}</p>',
         "<h2>Totals</h2>",
         _totals_table(report),
         *_notes(report),
     ]
-    for n, s in enumerate(report.sessions, 1):
-        body.extend(_session(n, s))
+    for n, s in enumerate(report.runs, 1):
+        body.extend(_run(n, s))
     body.append(_how_counted())
     return _page(_title(workspace), body)
 
@@ -134,7 +142,7 @@ def _totals_table(report: GatewayReport) -> str:
     rows = [
         '<div class="wide"><table class="totals">',
         "<thead><tr>"
-        f'<th scope="col">session</th>{head}'
+        f'<th scope="col">run</th>{head}'
         '<th scope="col" title="cache read / provider input">cache share</th>'
         '<th scope="col" title="the share of the client\'s input the provider would have cached sent direct">'
         "direct cache share</th>"
@@ -144,8 +152,11 @@ def _totals_table(report: GatewayReport) -> str:
         '<th scope="col" title="cost through ctx_lsp / cost direct: below 1 is cheaper">ratio</th>'
         "</tr></thead><tbody>",
     ]
-    for n, s in enumerate(report.sessions, 1):
-        name = f'<a href="#s{n}"><code>{escape(s.session)}</code></a>'
+    for n, s in enumerate(report.runs, 1):
+        what = " · ".join(x for x in (s.assistant, ", ".join(s.models)) if x)
+        name = f'<a href="#s{n}">Run {n}</a> <small>{escape(what)}</small>'
+        if s.title:
+            name += f'<br><small class="muted">“{escape(s.title)}”</small>'
         rows.append(_totals_row(s.totals, name, s.session, s.unpriced))
     rows.append(_totals_row(report.total, "total", None, report.unpriced))
     rows.append("</tbody></table></div>")
@@ -218,24 +229,70 @@ def _money(key: str, v: float | None) -> str:
     return f'<td data-k="{key}" data-v="{v:.6f}" title="${v:,.6f}">{shown}</td>'
 
 
-# ---- one session -------------------------------------------------------------------------------
+# ---- one run ------------------------------------------------------------------------------------
 
 
-def _session(n: int, s: SessionReport) -> list[str]:
+def _run(n: int, s: RunReport) -> list[str]:
     reqs = s.requests
-    models = ", ".join(s.models) or "unknown"
     t = s.totals
+    side = (
+        f" · {len(s.side_sessions)} side session{'s' if len(s.side_sessions) != 1 else ''} folded in"
+        if s.side_sessions
+        else ""
+    )
+    out = [
+        f'<section class="run" id="s{n}">',
+        f'<h2 data-session="{escape(s.session)}">{escape(_heading(n, s))}</h2>',
+        f'<p class="asked">{_asked(s.title)}</p>',
+    ]
+    if len(reqs) == 1:  # nothing to chart or list: the request's numbers on one line
+        (r,) = reqs
+        out.append(
+            f'<p class="sub">session <code>{escape(s.session)}</code> · {_when(r.created)} · client sent '
+            f"{r.direct:,}, forwarded {r.forwarded:,}, provider input {r.billed:,}, cache share {_pct(r.cache_share)}"
+            "</p>"
+        )
+        out.append(f'<p class="context" data-ctx="{escape(r.context)}">{escape(request_context(r))}</p>')
+        out.append("</section>")
+        return out
     summary = (
-        f"{t.requests:,} requests · model {escape(models)} · {_when(reqs[0].created)} to {_when(reqs[-1].created)}"
+        f"session <code>{escape(s.session)}</code>{side} · {_when(s.started)} to {_when(reqs[-1].created)}"
         f" · client sent {format_tokens(t.client_tokens)}, forwarded {format_tokens(t.forwarded_tokens)}"
     )
+    out.append(f'<p class="sub">{summary}</p>')
+    out.append(f'<p class="context">{escape(context_clause(t))}</p>')
+    charts = _charts(n, s)
+    if charts:
+        out.append(f'<div class="charts">{"".join(charts)}</div>')
+    out.append(_requests_table(s, open_=not charts))
+    out.append("</section>")
+    return out
+
+
+def _heading(n: int, s: RunReport) -> str:
+    return f"Run {n} · {run_label(s)}"
+
+
+def _asked(title: str) -> str:
+    if not title:
+        return '<span class="muted">(no words of the user recorded)</span>'
+    return f"“{escape(title)}”"
+
+
+def _charts(n: int, s: RunReport) -> list[str]:
+    """The run's charts, where there is a series to draw: two requests or more; the cache chart
+    only when the provider reported usage for two of them."""
+    reqs = s.requests
+    if len(reqs) < 2:
+        return []
+    label = s.title or s.session
     tokens = line_chart(
         chart_id=f"s{n}-tokens",
         kind="tokens",
-        title=f"Input tokens per request, session {s.session}",
+        title=f"Input tokens per request, run {n}: {label}",
         desc=f"{len(reqs)} requests in order. For each: the input tokens the client sent (what going direct "
         "sends), what ctx_lsp forwarded, and the provider's own count of the input.",
-        x_label="request in the session (1 = first)",
+        x_label="request in the run (1 = first)",
         y_label="input tokens per request",
         series=[
             Series("direct", "direct: what the client sent", [r.direct for r in reqs], "dashed"),
@@ -244,13 +301,25 @@ def _session(n: int, s: SessionReport) -> list[str]:
         ],
         y_format=lambda v: format_tokens(round(v)),
     )
+    out = [
+        _figure(
+            tokens,
+            len(reqs),
+            "largest",
+            "Input tokens per request: what the client sent (dashed), what ctx_lsp forwarded (solid) and what the "
+            "provider counted (dotted).",
+        )
+    ]
+    reported = sum(1 for r in reqs if r.cache_share is not None)
+    if reported < 2:
+        return out
     cache = line_chart(
         chart_id=f"s{n}-cache",
         kind="cache",
-        title=f"Cache share per request, session {s.session}",
+        title=f"Cache share per request, run {n}: {label}",
         desc=f"{len(reqs)} requests in order. For each: the share of its input the provider read from its prompt "
         "cache through ctx_lsp, and the share it would have read had the client's request gone direct.",
-        x_label="request in the session (1 = first)",
+        x_label="request in the run (1 = first)",
         y_label="input read from cache (%)",
         series=[
             Series("direct", "direct (would have been cached)", [r.direct_cache_share for r in reqs], "dashed"),
@@ -260,27 +329,8 @@ def _session(n: int, s: SessionReport) -> list[str]:
         y_max=1.0,
         combine=lambda vs: sum(vs) / len(vs),
     )
-    unreported = sum(1 for r in reqs if r.cache_share is None)
-    token_rows = [
-        [str(r.n), _when(r.created), escape(r.model), f"{r.direct:,}", f"{r.forwarded:,}", f"{r.billed:,}"]
-        for r in reqs
-    ]
-    cache_rows = [
-        [str(r.n), _pct(r.direct_cache_share), _pct(r.cache_share), f"{r.billed:,}", f"{r.direct:,}"] for r in reqs
-    ]
-    return [
-        f'<section class="session" id="s{n}">',
-        f"<h2>Session <code>{escape(s.session)}</code></h2>",
-        f'<p class="sub">{summary}</p>',
-        _figure(
-            tokens,
-            len(reqs),
-            "largest",
-            "Input tokens per request: what the client sent (dashed), what ctx_lsp forwarded (solid) and what the "
-            "provider counted (dotted).",
-            ["request", "time (UTC)", "model", "client sent", "forwarded", "provider input"],
-            token_rows,
-        ),
+    unreported = len(reqs) - reported
+    out.append(
         _figure(
             cache,
             len(reqs),
@@ -288,14 +338,12 @@ def _session(n: int, s: SessionReport) -> list[str]:
             "Share of each request's input read from the provider's prompt cache: through ctx_lsp (solid) against "
             "sending the client's request direct (dashed)."
             + (f" {unreported} request(s) without a usage report are not drawn." if unreported else ""),
-            ["request", "direct cache share", "cache share through ctx_lsp", "provider input", "client sent"],
-            cache_rows,
-        ),
-        "</section>",
-    ]
+        )
+    )
+    return out
 
 
-def _figure(chart: Chart, requests: int, how: str, caption: str, head: list[str], rows: list[list[str]]) -> str:
+def _figure(chart: Chart, requests: int, how: str, caption: str) -> str:
     if chart.bucket > 1:
         caption += (
             f" {requests:,} requests drawn as {chart.points:,} points (above {MAX_POINTS:,} a chart is thinned): each "
@@ -303,13 +351,52 @@ def _figure(chart: Chart, requests: int, how: str, caption: str, head: list[str]
         )
     else:
         caption += f" Every one of the {requests:,} requests is drawn."
-    th = "".join(f'<th scope="col">{h}</th>' for h in head)
-    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<figure>{chart.svg}\n<figcaption>{caption}</figcaption></figure>"
+
+
+REQUEST_HEAD = (
+    "request",
+    "time (UTC)",
+    "model",
+    "client sent",
+    "forwarded",
+    "provider input",
+    "cache share",
+    "direct cache share",
+    "what ctx_lsp added",
+    "the user's line",
+)
+
+
+def _requests_table(s: RunReport, open_: bool) -> str:
+    """Every request of the run: its numbers, what ctx_lsp added to it (plan, items) or why
+    nothing, and the user's line in it; side requests marked."""
+    th = "".join(f'<th scope="col">{h}</th>' for h in REQUEST_HEAD)
+    rows = []
+    for r in s.requests:
+        side = ' <small class="muted">side</small>' if r.side else ""
+        asked = escape(r.title) if r.title else "—"
+        cells = [
+            f"{r.n}{side}",
+            escape(_when(r.created)),
+            escape(r.model),
+            f"{r.direct:,}",
+            f"{r.forwarded:,}",
+            f"{r.billed:,}",
+            _pct(r.cache_share),
+            _pct(r.direct_cache_share),
+        ]
+        row = "".join(f"<td>{c}</td>" for c in cells)
+        row += f'<td class="note" data-ctx="{escape(r.context)}">{escape(request_context(r))}</td>'
+        row += f'<td class="note">{asked}</td>'
+        rows.append(f'<tr class="request{" side" if r.side else ""}">{row}</tr>')
+    n = len(s.requests)
     return (
-        f"<figure>{chart.svg}\n<figcaption>{caption}</figcaption>\n"
-        f"<details><summary>The numbers ({requests:,} requests)</summary>\n"
-        f'<div class="wide"><table><thead><tr>{th}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
-        "</details></figure>"
+        f"<details{' open' if open_ else ''}><summary>The requests ({n:,}): numbers, and what ctx_lsp added to each"
+        "</summary>\n"
+        f'<div class="wide"><table class="requests"><thead><tr>{th}</tr></thead><tbody>\n'
+        + "\n".join(rows)
+        + "\n</tbody></table></div></details>"
     )
 
 
@@ -323,7 +410,7 @@ def _how_counted() -> str:
 
 
 def _span(report: GatewayReport) -> str:
-    times = [r.created for s in report.sessions for r in s.requests]
+    times = [r.created for s in report.runs for r in s.requests]
     return f"{_when(min(times))} to {_when(max(times))}"
 
 

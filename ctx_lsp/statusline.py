@@ -1,6 +1,7 @@
 """``ctx-lsp statusline``: one line for Claude Code's status line command — the active
 conversation's budget, whether the provider's prompt cache is still warm (and for how long),
-and what ctx_lsp saved so far, counted the way you pay.
+what ctx_lsp saved so far, counted the way you pay, and what it added to the latest request (or,
+in a word, why nothing).
 
 Claude Code runs the command with a JSON object on stdin (its ``session_id``, ``cwd``…) and
 shows what it prints. ``ctx-lsp wrap claude`` sets it up for the run."""
@@ -16,7 +17,9 @@ from typing import Any
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.prompt_cache import cache_label, savings_label
+from ctx_lsp.core.runs import run_key
 from ctx_lsp.core.savings import totals
+from ctx_lsp.core.verdict import context_label
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions.engine import SessionEngine
 
@@ -29,11 +32,14 @@ def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> s
         if not rows:
             return "ctx · no requests through the gateway yet"
         sid = claude.get("session_id")
-        prefix = f"claude-{content_id(sid)[:12]}" if isinstance(sid, str) else None
-        mine = [r for r in rows if prefix and r["session"].startswith(prefix)] or [
+        key = run_key(None, sid) if isinstance(sid, str) else None
+        prefix = f"claude-{content_id(sid)[:12]}" if isinstance(sid, str) else None  # rows of earlier versions
+        mine = [r for r in rows if key and (r.get("run") == key or r["session"].startswith(prefix or "\0"))] or [
             r for r in rows if r["session"] == rows[-1]["session"]
         ]
-        last = mine[-1]
+        # the run's own conversation, not its title or quota request, says where the budget stands
+        conversation = [r for r in mine if not r.get("one_shot")] or mine
+        last = conversation[-1]
         budget = None
         if last["plan_id"]:
             try:
@@ -51,6 +57,7 @@ def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> s
     parts.append(f"cache {cache_label(last['created'], now or time.time())}")
     if saved := savings_label(t, with_share=True):
         parts.append(saved)
+    parts.append(context_label(last))
     return " · ".join(parts)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from ctx_lsp.cli_stats import gateway_totals
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.savings import Totals
+from ctx_lsp.core.verdict import context_clause
 from ctx_lsp.engine import Engine, UserError
 from ctx_lsp.gateway.options import GatewayOptions, resolve
 from ctx_lsp.gateway.status import Status
@@ -131,7 +132,8 @@ def _warn_direct(program: str, err: BaseException) -> None:
 
 def summary(status: Status, cost: Totals | None = None) -> str:
     """One line at exit: requests, input the client sent vs what was forwarded, cache share, and
-    (``cost``: what was recorded for this run) the input cost through ctx_lsp vs sent direct."""
+    (``cost``: what was recorded for this run) the input cost through ctx_lsp vs sent direct, and
+    what context was added — or, when none was, why (as the engine decided for those requests)."""
     c = status.counts
     sent, forwarded = c["client_tokens"], c["forwarded_tokens"]
     line = f"ctx-lsp: {c['requests']} requests through the gateway"
@@ -141,6 +143,8 @@ def summary(status: Status, cost: Totals | None = None) -> str:
         line += f" · provider cache {round(100 * c['cached_tokens'] / c['input_tokens'])}%"
     if cost is not None and cost.cost is not None and cost.direct_cost:
         line += f" · cost ${cost.cost:,.4f} through ctx_lsp vs ${cost.direct_cost:,.4f} direct ({cost.ratio:.2f}×)"
+    if cost is not None and cost.requests:
+        line += f" · {context_clause(cost)}"
     if c["fail_open"]:
         line += f" · {c['fail_open']} forwarded unchanged (see the log)"
     return line

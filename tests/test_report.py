@@ -1,6 +1,7 @@
 """The gateway report: its numbers (core.report), the page (report_html, report_svg) and
 `ctx-lsp report --html` over a real store — hostile names escaped, hundreds of requests drawn
-point for point, thousands thinned and said so, an empty store and an unknown session."""
+point for point, thousands thinned and said so, an empty store and an unknown session — and the
+runs it is made of (core.runs): the assistant's name, the user's line, side requests folded."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from ctx_lsp.core.items import Message
 from ctx_lsp.core.models import Prices
 from ctx_lsp.core.report import build_report
+from ctx_lsp.core.runs import RUN_GAP, TITLE_CHARS, assistant_of, runs, trimmed, user_line
 from ctx_lsp.core.savings import totals
 from ctx_lsp.engine import Engine
 from ctx_lsp.report_html import render
@@ -51,8 +54,8 @@ def test_build_report_groups_by_session_in_order_with_the_savings_totals() -> No
     rows = [_row("a", 0), _row("b", 0, model="unpriced"), _row("a", 1), _row("a", 2, usage=False)]
     prices = {"priced": PRICES, "unpriced": None}
     report = build_report(rows, prices)
-    assert [s.session for s in report.sessions] == ["a", "b"]
-    a = report.sessions[0]
+    assert [s.session for s in report.runs] == ["a", "b"]
+    a = report.runs[0]
     assert [p.n for p in a.requests] == [1, 2, 3]
     assert [p.direct for p in a.requests] == [1000, 1500, 2000]
     assert a.requests[1].cache_share == pytest.approx((1500 - 600) / 1510)
@@ -61,7 +64,7 @@ def test_build_report_groups_by_session_in_order_with_the_savings_totals() -> No
     assert a.requests[0].direct_cache_share == 0.0
     assert a.totals == totals([rows[0], rows[2], rows[3]], prices)
     assert report.total == totals(rows, prices)
-    assert report.sessions[1].unpriced == ["unpriced"] and report.sessions[1].totals.cost is None
+    assert report.runs[1].unpriced == ["unpriced"] and report.runs[1].totals.cost is None
     assert report.unpriced == ["unpriced"] and report.total.cost is not None
 
 
@@ -73,21 +76,20 @@ def test_the_page_escapes_store_strings_and_loads_nothing() -> None:
     page = read_page(html)  # well-formed, no resource, no script, no handler
     assert page.sessions == [HOSTILE, "plain"]  # read back as text, exactly the stored id
     assert set(page.totals) == {HOSTILE, "plain", None}
-    assert page.by_kind("tokens")[0].title == f"Input tokens per request, session {HOSTILE}"
+    assert page.by_kind("tokens")[0].title == f"Input tokens per request, run 1: {HOSTILE}"
     assert f"no prices for model m{HOSTILE}" in page.text
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
 
 
-def test_a_chart_per_session_a_point_per_request_and_a_table_under_each() -> None:
+def test_charts_where_there_is_a_series_a_point_per_request_and_every_request_in_a_table() -> None:
     rows = [_row("long", n) for n in range(520)] + [_row("one", 0)]
     rows[7]["input_tokens"] = 0  # a request without a usage report: a gap in its cache share, not a 0
     page = read_page(render(build_report(rows, {"priced": PRICES}), "/ws"))
     tokens, cache = page.by_kind("tokens"), page.by_kind("cache")
-    assert len(tokens) == len(cache) == 2
+    assert len(tokens) == len(cache) == 1  # a run of one request has no series to draw: its table only
     assert tokens[0].points == {"direct": 520, "forwarded": 520, "billed": 519}
     assert cache[0].points == {"direct": 520, "forwarded": 519}
-    assert tokens[1].points == {"direct": 1, "forwarded": 1, "billed": 1}
-    assert page.details_tables == 4
+    assert page.details_tables == 1 and [len(c) for c in page.contexts] == [520, 1]  # one request: one line
     assert all("Every one of the" in c for c in page.captions)
     assert "1 request(s) without a usage report are not drawn" in page.captions[1]
     assert page.totals["long"]["requests"] == "520" and page.totals[None]["requests"] == "521"
@@ -162,3 +164,57 @@ def test_the_command_writes_the_page_or_prints_it_and_refuses_an_unknown_session
     assert stray.returncode == 2 and "--html" in stray.stderr
     unwritable = _cli("report", "--html", str(ws), "-o", str(tmp_path / "no" / "such" / "dir.html"))
     assert unwritable.returncode == 2 and "cannot write" in unwritable.stderr
+
+
+# ---- runs: labels and the side-request rule (core.runs) ---------------------------------------------
+
+
+def test_the_assistant_is_named_from_its_user_agent() -> None:
+    # the User-Agents the real clients sent the fake upstream (tests/gateway/test_assistants.py)
+    assert assistant_of("claude-cli/2.1.197 (external, sdk-cli)") == "Claude Code 2.1.197"
+    assert assistant_of("codex_exec/0.169.0 (Debian 12.0.0; x86_64) dumb", "codex_exec") == "Codex 0.169.0"
+    assert assistant_of("OpenAI/Python 2.20.0") == "OpenAI SDK (Python 2.20.0)"  # aider, through litellm
+    assert assistant_of("AsyncAnthropic/Python 2.14.0") == "Anthropic SDK (Python 2.14.0)"
+    assert assistant_of("curl/8.1.2") == "curl 8.1.2" and assistant_of("") == ""
+
+
+def test_the_users_line_leaves_harness_text_out() -> None:
+    said = [
+        Message(id="1", role="user", content="<environment_context>\n<cwd>/ws</cwd>\n</environment_context>"),
+        Message(id="2", role="assistant", content="ok"),
+        Message(
+            id="3", role="user", content="<system-reminder>\ndate\n</system-reminder>\n\n  Why does it fail?\nDetail"
+        ),
+        Message(id="4", role="user", content="<system-reminder>only a reminder</system-reminder>"),
+    ]
+    assert user_line(said) == "Why does it fail?"
+    assert trimmed("x" * 200) == "x" * 79 + "…" and len(trimmed("x" * 200)) == TITLE_CHARS
+
+
+def _at(session: str, t: float, *, run: str | None = None, one_shot: bool = False, client: str = "c") -> dict:
+    return {"session": session, "created": t, "run": run, "one_shot": int(one_shot), "client": client}
+
+
+def test_side_requests_fold_into_their_run() -> None:
+    rows = [
+        _at("title", 0, run="client:abc", one_shot=True),  # Claude Code's title request comes first
+        _at("main", 1, run="client:abc"),
+        _at("main", 2, run="client:abc"),
+        _at("sub-agent", 3, run="client:abc"),
+        _at("weak", 4, one_shot=True),  # no id: joins the open run of its assistant
+        _at("other-client", 5, one_shot=True, client="d"),  # another assistant: a run of its own
+        _at("named", 6, run="named:x"),
+        _at("after-named", 7, one_shot=True),  # a named run is never joined…
+        _at("late", 1000, one_shot=True),  # …nor a run closed RUN_GAP ago
+    ]
+    found = runs(rows)
+    assert [(r.conversation, r.side) for r in found] == [
+        ("main", ["title", "sub-agent", "weak", "after-named"]),
+        ("other-client", []),
+        ("named", []),
+        ("late", []),
+    ]
+    assert [r["session"] for r in found[0].rows] == ["title", "main", "main", "sub-agent", "weak", "after-named"]
+    report = build_report([{**r, "model": "m"} for r in rows], {})
+    assert report.runs[0].side_requests == 4 and [p.side for p in report.runs[0].requests][:2] == [True, False]
+    assert report.verdict.startswith("4 runs, 9 requests") and RUN_GAP < 1000 - 7

@@ -26,6 +26,10 @@ class Totals(msgspec.Struct, kw_only=True):
     masked: int = 0
     shrunk: int = 0
     injected: int = 0
+    context_added: int = 0  # requests ctx_lsp added context to
+    unchanged: int = 0  # requests forwarded as the client sent them
+    # of the requests without added context, how many for each reason (``core.verdict``)
+    no_context: dict[str, int] = msgspec.field(default_factory=dict)
     cost: float | None = None  # through ctx_lsp, US dollars (None: a model without prices)
     direct_cost: float | None = None  # the same requests sent direct
 
@@ -66,6 +70,12 @@ def totals(rows: Iterable[Mapping[str, Any]], prices: Mapping[str, Prices | None
             "injected",
         ):
             setattr(t, field, getattr(t, field) + (r.get(field) or 0))
+        t.unchanged += 1 if r.get("as_sent") else 0
+        if r.get("context_items") or (r.get("context") is None and r.get("injected")):  # or an earlier version's
+            t.context_added += 1
+        else:
+            why = r.get("context") or "unrecorded"
+            t.no_context[why] = t.no_context.get(why, 0) + 1
         p = prices.get(r.get("model") or "")
         if p is None or not r.get("input_tokens"):
             continue

@@ -22,7 +22,9 @@ from aiohttp import web
 
 from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.runs import assistant_of, one_shot, run_key, trimmed, user_line
 from ctx_lsp.core.savings import Totals, totals
+from ctx_lsp.core.verdict import context_note
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Api
 from ctx_lsp.gateway.apis.anthropic import Anthropic
@@ -33,10 +35,11 @@ from ctx_lsp.gateway.options import GatewayOptions
 from ctx_lsp.gateway.planned import Planned, Reviewer, Sent
 from ctx_lsp.gateway.replies import SseSplitter
 from ctx_lsp.gateway.status import GatewayRecord, Status
-from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of
+from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of, tool_names
 from ctx_lsp.sessions.engine import SessionEngine
 from ctx_lsp.sessions.exchanges import ExchangePlan
 from ctx_lsp.sessions.shared import NotFound
+from ctx_lsp.workspace.secrets import DEFAULT_MASKER
 
 log = logging.getLogger("ctx_lsp.gateway")
 T = TypeVar("T")
@@ -303,7 +306,7 @@ class Gateway:
                         return resp
                 # queued on the worker before the client can see the end: its next request finds it
                 upstream_s = (first_byte or time.perf_counter()) - sent_at
-                recorded = self._record(planned, reader.finish(), added_ms, upstream_s)
+                recorded = self._record(planned, reader.finish(), added_ms, upstream_s, _client(request))
                 try:
                     if splitter is not None and (rest := splitter.rest()):
                         await resp.write(rest)
@@ -325,14 +328,16 @@ class Gateway:
                 log.exception("gateway: the reply could not be recorded")
         return resp
 
-    def _record(self, planned: Planned, reply: Any, added_ms: float, upstream_s: float) -> Awaitable[Any] | None:
+    def _record(
+        self, planned: Planned, reply: Any, added_ms: float, upstream_s: float, client: tuple[str, str | None]
+    ) -> Awaitable[Any] | None:
         """The reply into the session (appended, its usage reported: queued on the worker, returned
         to be awaited), the request into the status, the log and the editor."""
         plan = planned.plan
         stored = None
         record = self.status.record(planned, reply.usage, added_ms, upstream_s * 1000)
         if plan is not None:
-            stored = self.run(self._store, planned, reply, record)
+            stored = self.run(self._store, planned, reply, record, client)
         self._log(record)
         if self.on_record is not None:
             try:
@@ -341,15 +346,17 @@ class Gateway:
                 log.exception("gateway: notifying the editor failed")
         return stored
 
-    def _store(self, planned: Planned, reply: Any, record: GatewayRecord) -> None:
+    def _store(self, planned: Planned, reply: Any, record: GatewayRecord, client: tuple[str, str | None]) -> None:
         """On the worker: the reply into the session, then what the request sent, saved and cost
         (with what sending it direct would have repeated of the client's previous request)."""
         plan = planned.plan
         assert plan is not None
         with self.sessions.batch():  # a dozen writes, one commit
-            self._store_reply(planned, reply, record, plan)
+            self._store_reply(planned, reply, record, plan, client)
 
-    def _store_reply(self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan) -> None:
+    def _store_reply(
+        self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan, client: tuple[str, str | None]
+    ) -> None:
         self.sessions.record_reply(
             plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )
@@ -362,6 +369,10 @@ class Gateway:
         usage = reply.usage
         s = plan.savings
         as_sent = not (s.shed or s.masked or s.shrunk or s.injected)
+        context, items = context_note(plan.outcome.result, plan.outcome.inputs)
+        assistant, named = client
+        parsed = planned.parsed
+        messages = [m for ms in parsed.messages for m in ms] if parsed else []
         if as_sent and usage and usage.input_tokens:  # the client's own prompt: cached as the provider said
             shared = usage.cached_input_tokens / usage.input_tokens
         self.sessions.record_gateway_request(
@@ -381,8 +392,18 @@ class Gateway:
                 "shrunk": s.shrunk,
                 "injected": s.injected,
                 "as_sent": int(as_sent),
+                "client": assistant,
+                "run": run_key(named, parsed.client_session if parsed else None),
+                "title": self._masked(user_line(messages)),
+                "one_shot": int(one_shot(messages, tool_names(parsed.tools) if parsed else ())),
+                "context": context,
+                "context_items": items,
             }
         )
+
+    def _masked(self, line: str) -> str:
+        """The user's line as the store may keep it: secrets masked, whatever the settings say."""
+        return trimmed((self.sessions.engine.masker or DEFAULT_MASKER).mask(line).text) if line else ""
 
     def totals(self, session: str | None = None) -> Totals:
         """On the worker: the requests' savings and cost, through vs direct (``core.savings``)."""
@@ -469,6 +490,12 @@ def _html(status: int, page: str) -> web.Response:
 
 def _origin(url: str) -> str:
     return url.split("/", 3)[2] if "://" in url else url
+
+
+def _client(request: web.Request) -> tuple[str, str | None]:
+    """(the assistant as its User-Agent names it, the session the client named in the header)."""
+    headers = request.headers
+    return assistant_of(headers.get("User-Agent", ""), headers.get("originator", "")), headers.get(SESSION_HEADER)
 
 
 def _forward_headers(request: web.Request) -> dict[str, str]:

@@ -282,6 +282,13 @@ GATEWAY_REQUESTS = Table(
         "shrunk INTEGER NOT NULL DEFAULT 0",
         "injected INTEGER NOT NULL DEFAULT 0",  # what ctx_lsp's own blocks cost
         "as_sent INTEGER NOT NULL DEFAULT 0",  # 1: the prompt went as the client sent it (direct cost = cost)
+        # who sent it and what about (``core.runs``), and why ctx_lsp added what it did (``core.verdict``)
+        "client TEXT",  # the assistant, from the User-Agent: "Claude Code 2.1.197"
+        "run TEXT",  # what ties it to its run: the client's conversation id (hashed) or its named session
+        "title TEXT",  # the first line the user wrote in it, secrets masked, at most 80 characters
+        "one_shot INTEGER NOT NULL DEFAULT 0",  # 1: no tools, one user message (a side request's shape)
+        "context TEXT",  # why ctx_lsp added what it added (``core.verdict``)
+        "context_items INTEGER NOT NULL DEFAULT 0",  # how many items ctx_lsp's blocks held
     ),
 )
 
