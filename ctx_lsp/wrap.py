@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -36,15 +35,15 @@ from ctx_lsp.gateway.options import DEFAULT_LISTEN, GatewayOptions, is_loopback,
 from ctx_lsp.gateway.status import Status
 from ctx_lsp.gateway.thread import GatewayThread
 from ctx_lsp.wrap_upstream import (
-    FACES,
+    DEFAULT_SOURCE,
+    FACE_NAMES,
     FLAGS,
-    MAIN_FACE,
-    Face,
-    UserProvider,
-    is_http_url,
-    probe,
+    Probes,
+    probed_faces,
     same_address,
     toml_inline,
+    unreachable_line,
+    upstream_options,
     user_provider,
 )
 
@@ -55,9 +54,6 @@ INSTALL = {
     "aider": "python -m pip install aider-install && aider-install",
 }
 CODEX_PROVIDER = "ctx_lsp"
-DEFAULT_SOURCE = "the default"
-PROBE_SECONDS = 1.0  # a connect to the upstream, before the assistant starts
-FACE_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic"}
 
 
 @dataclass(slots=True)
@@ -204,82 +200,6 @@ def _cost(root: Path, since: float) -> Totals | None:
     except Exception as err:  # the summary is a courtesy: never the assistant's exit status
         print(f"ctx-lsp: what this run cost could not be read: {err}", file=sys.stderr)
         return None
-
-
-def upstream_options(
-    engine: Engine,
-    user: UserProvider,
-    listen: str,
-    openai_upstream: str | None = None,
-    anthropic_upstream: str | None = None,
-) -> tuple[GatewayOptions, dict[Face, str]]:
-    """The gateway's options for the run: a flag's upstream, else the user's own provider, else
-    the configuration's; and for each face, where its upstream came from (for messages)."""
-    given: dict[Face, str | None] = {"openai": openai_upstream, "anthropic": anthropic_upstream}
-    chosen: dict[Face, str | None] = {}
-    sources: dict[Face, str] = {}
-    default = type(engine.config.gateway)()
-    for face in FACES:
-        found = user.get(face)
-        flag = given[face]
-        if flag:
-            chosen[face], sources[face] = flag, FLAGS[face]
-        elif found is not None:
-            if not is_http_url(found.url):
-                raise UserError(
-                    f"{found.source} {found.url!r} (your {FACE_NAMES[face]} provider): expected an http:// or "
-                    f"https:// URL; or give {FLAGS[face]} URL"
-                )
-            chosen[face], sources[face] = found.url, found.source
-        else:
-            configured = getattr(engine.config.gateway, f"{face}_upstream") != getattr(default, f"{face}_upstream")
-            chosen[face], sources[face] = None, "ctx.toml [gateway]" if configured else DEFAULT_SOURCE
-    options = resolve(
-        engine.config.gateway,
-        listen=listen,
-        openai_upstream=chosen["openai"],
-        anthropic_upstream=chosen["anthropic"],
-        workspace=engine.file_config.gateway,
-    )
-    return options, sources
-
-
-def probed_faces(assistant: str, sources: Mapping[Face, str]) -> tuple[Face, ...]:
-    """The faces whose upstream is worth a connect before the run: the one the assistant calls,
-    and any whose upstream someone named (a flag, the user's settings, the configuration)."""
-    main = MAIN_FACE.get(assistant)
-    return tuple(f for f in FACES if f == main or sources[f] != DEFAULT_SOURCE)
-
-
-class Probes:
-    """Connects to the upstreams on threads of their own, while the gateway starts."""
-
-    def __init__(self, urls: Mapping[Face, str], timeout: float = PROBE_SECONDS) -> None:
-        self.results: dict[Face, str | None] = {}
-        self.deadline = time.monotonic() + timeout + 0.2
-        self.threads = [
-            threading.Thread(target=self._one, args=(face, url, timeout), daemon=True, name="ctx-probe")
-            for face, url in urls.items()
-        ]
-        for t in self.threads:
-            t.start()
-
-    def _one(self, face: Face, url: str, timeout: float) -> None:
-        self.results[face] = probe(url, timeout)
-
-    def failures(self) -> dict[Face, str]:
-        """Why each upstream could not be reached (one not answered by the deadline is not said)."""
-        for t in self.threads:
-            t.join(max(0.0, self.deadline - time.monotonic()))
-        return {face: why for face, why in dict(self.results).items() if why is not None}
-
-
-def unreachable_line(face: Face, url: str, source: str, why: str) -> str:
-    env = "OPENAI_BASE_URL" if face == "openai" else "ANTHROPIC_BASE_URL"
-    return (
-        f"ctx-lsp: the {FACE_NAMES[face]} upstream {url} (from {source}) cannot be reached: {why}; "
-        f"its requests will fail — give another with {FLAGS[face]} URL or {env}"
-    )
 
 
 def run(

@@ -1,6 +1,7 @@
 """Where the assistant ``ctx-lsp wrap`` runs would have sent its requests: the user's own provider,
 read from the user's environment and the assistant's own settings (never the workspace's files),
-so that the gateway forwards there instead of to the public API.
+so that the gateway forwards there instead of to the public API; the run's upstreams (a flag's,
+else the user's, else the configuration's) and a connect to each before the assistant starts.
 
 Read, per assistant:
 
@@ -20,6 +21,8 @@ Read, per assistant:
 from __future__ import annotations
 
 import socket
+import threading
+import time
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +30,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ctx_lsp.gateway.options import is_loopback
+from ctx_lsp.engine import Engine, UserError
+from ctx_lsp.gateway.options import GatewayOptions, is_loopback, resolve
 
 Face = Literal["openai", "anthropic"]
 FACES: tuple[Face, Face] = ("openai", "anthropic")
@@ -37,6 +41,9 @@ MAIN_FACE: dict[str, Face | None] = {"claude": "anthropic", "codex": "openai", "
 # Codex's built-in local providers (codex-rs model-provider-info: create_oss_provider, lmstudio)
 OSS_PORTS = {"ollama": 11434, "oss": 11434, "lmstudio": 1234}
 CODEX_OWN_KEYS = ("base_url", "name")  # what wrap sets itself on the provider it gives Codex
+FACE_NAMES: dict[Face, str] = {"openai": "OpenAI", "anthropic": "Anthropic"}
+DEFAULT_SOURCE = "the default"
+PROBE_SECONDS = 1.0  # a connect to the upstream, before the assistant starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,3 +278,82 @@ def probe(url: str, timeout: float = 1.0) -> str | None:
         return f"the name does not resolve ({err.strerror or err})"
     except (OSError, ValueError) as err:
         return (getattr(err, "strerror", None) or str(err)).lower()
+
+
+# --- the run's options -----------------------------------------------------------------------------
+
+
+def upstream_options(
+    engine: Engine,
+    user: UserProvider,
+    listen: str,
+    openai_upstream: str | None = None,
+    anthropic_upstream: str | None = None,
+) -> tuple[GatewayOptions, dict[Face, str]]:
+    """The gateway's options for the run: a flag's upstream, else the user's own provider, else
+    the configuration's; and for each face, where its upstream came from (for messages)."""
+    given: dict[Face, str | None] = {"openai": openai_upstream, "anthropic": anthropic_upstream}
+    chosen: dict[Face, str | None] = {}
+    sources: dict[Face, str] = {}
+    default = type(engine.config.gateway)()
+    for face in FACES:
+        found = user.get(face)
+        flag = given[face]
+        if flag:
+            chosen[face], sources[face] = flag, FLAGS[face]
+        elif found is not None:
+            if not is_http_url(found.url):
+                raise UserError(
+                    f"{found.source} {found.url!r} (your {FACE_NAMES[face]} provider): expected an http:// or "
+                    f"https:// URL; or give {FLAGS[face]} URL"
+                )
+            chosen[face], sources[face] = found.url, found.source
+        else:
+            configured = getattr(engine.config.gateway, f"{face}_upstream") != getattr(default, f"{face}_upstream")
+            chosen[face], sources[face] = None, "ctx.toml [gateway]" if configured else DEFAULT_SOURCE
+    options = resolve(
+        engine.config.gateway,
+        listen=listen,
+        openai_upstream=chosen["openai"],
+        anthropic_upstream=chosen["anthropic"],
+        workspace=engine.file_config.gateway,
+    )
+    return options, sources
+
+
+def probed_faces(assistant: str, sources: Mapping[Face, str]) -> tuple[Face, ...]:
+    """The faces whose upstream is worth a connect before the run: the one the assistant calls,
+    and any whose upstream someone named (a flag, the user's settings, the configuration)."""
+    main = MAIN_FACE.get(assistant)
+    return tuple(f for f in FACES if f == main or sources[f] != DEFAULT_SOURCE)
+
+
+class Probes:
+    """Connects to the upstreams on threads of their own, while the gateway starts."""
+
+    def __init__(self, urls: Mapping[Face, str], timeout: float = PROBE_SECONDS) -> None:
+        self.results: dict[Face, str | None] = {}
+        self.deadline = time.monotonic() + timeout + 0.2
+        self.threads = [
+            threading.Thread(target=self._one, args=(face, url, timeout), daemon=True, name="ctx-probe")
+            for face, url in urls.items()
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _one(self, face: Face, url: str, timeout: float) -> None:
+        self.results[face] = probe(url, timeout)
+
+    def failures(self) -> dict[Face, str]:
+        """Why each upstream could not be reached (one not answered by the deadline is not said)."""
+        for t in self.threads:
+            t.join(max(0.0, self.deadline - time.monotonic()))
+        return {face: why for face, why in dict(self.results).items() if why is not None}
+
+
+def unreachable_line(face: Face, url: str, source: str, why: str) -> str:
+    env = "OPENAI_BASE_URL" if face == "openai" else "ANTHROPIC_BASE_URL"
+    return (
+        f"ctx-lsp: the {FACE_NAMES[face]} upstream {url} (from {source}) cannot be reached: {why}; "
+        f"its requests will fail — give another with {FLAGS[face]} URL or {env}"
+    )
