@@ -176,12 +176,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an assistant through the gateway: ctx-lsp wrap claude | codex | aider | -- COMMAND",
         description="Run an assistant (claude, codex, aider, or -- any command on the openai / anthropic SDKs) "
         "through the gateway of the current workspace: started on a free loopback port, or joined when "
-        "`[gateway] listen` already serves it. Its arguments, input, terminal and exit status are its own; "
+        "`[gateway] listen` already serves it. The gateway forwards where the assistant would have sent its "
+        "requests: ANTHROPIC_BASE_URL, OPENAI_BASE_URL / OPENAI_API_BASE, aider's --openai-api-base, Codex's "
+        "model provider (-c overrides, ~/.codex/config.toml), else the [gateway] configuration or the public API; "
+        "an upstream it cannot reach is said at once. Codex and Claude Code get the workspace's MCP tools "
+        "(expand, get_symbol, search_code …). Its arguments, input, terminal and exit status are its own; "
         "nothing in its configuration files changes. One summary line at exit.",
     )
     w.add_argument("--workspace", type=Path, default=Path("."), help="the workspace (default: .)")
     w.add_argument("--listen", metavar="HOST:PORT", help="where the gateway listens (default: a free loopback port)")
     w.add_argument("--print-env", action="store_true", help="print the settings instead of running the assistant")
+    w.add_argument(
+        "--openai-upstream",
+        metavar="URL",
+        help="where OpenAI-API requests go, as OPENAI_BASE_URL takes it (default: the assistant's own, "
+        "else https://api.openai.com/v1)",
+    )
+    w.add_argument(
+        "--anthropic-upstream",
+        metavar="URL",
+        help="where Anthropic-API requests go, as ANTHROPIC_BASE_URL takes it (default: the assistant's own, "
+        "else https://api.anthropic.com)",
+    )
     w.add_argument("assistant", metavar="ASSISTANT", help="claude, codex, aider, or -- followed by a command")
     w.add_argument("args", nargs=argparse.REMAINDER, help="the assistant's own arguments")
 
@@ -476,7 +492,15 @@ def _cmd_wrap(args: argparse.Namespace) -> int:
     before = raw[: raw.index(assistant)] if assistant in raw else raw
     if "--" in before:  # argparse took the "--" that starts the command
         assistant, rest = "--", [assistant, *rest]
-    return run(assistant, rest, args.workspace, args.print_env, args.listen)
+    return run(
+        assistant,
+        rest,
+        args.workspace,
+        args.print_env,
+        args.listen,
+        openai_upstream=args.openai_upstream,
+        anthropic_upstream=args.anthropic_upstream,
+    )
 
 
 def _cmd_statusline(args: argparse.Namespace) -> int:

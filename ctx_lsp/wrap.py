@@ -2,8 +2,12 @@
 workspace — started on a free loopback port, or joined when one already serves it — with
 exactly the settings it needs for that run, and nothing changed in its configuration files.
 
+The gateway forwards where the assistant would have sent its requests (the user's own provider:
+``ctx_lsp.wrap_upstream``) unless ``--openai-upstream`` / ``--anthropic-upstream`` say otherwise.
+
 Fail open: when the gateway cannot start, the assistant runs straight to its provider, with a
-warning. Arguments, standard streams, the terminal and the exit status are the assistant's.
+warning; an upstream that cannot be reached is said in one line, and the assistant runs anyway.
+Arguments, standard streams, the terminal and the exit status are the assistant's.
 """
 
 from __future__ import annotations
@@ -18,17 +22,31 @@ import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ctx_lsp.cli_stats import gateway_totals
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.savings import Totals
 from ctx_lsp.core.verdict import context_clause
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.gateway.options import GatewayOptions, resolve
+from ctx_lsp.gateway.options import DEFAULT_LISTEN, GatewayOptions, is_loopback, parse_listen, resolve
 from ctx_lsp.gateway.status import Status
 from ctx_lsp.gateway.thread import GatewayThread
+from ctx_lsp.wrap_upstream import (
+    DEFAULT_SOURCE,
+    FACE_NAMES,
+    FLAGS,
+    Probes,
+    probed_faces,
+    same_address,
+    toml_inline,
+    unreachable_line,
+    upstream_options,
+    user_provider,
+)
 
 EXIT_NOT_INSTALLED = 2
 INSTALL = {
@@ -66,11 +84,35 @@ def mcp_config(root: Path, directory: Path) -> Path:
     return directory
 
 
-def launch(assistant: str, args: list[str], url: str, mcp: Path | None = None) -> Launch:
+def codex_mcp(root: Path) -> list[str]:
+    """Codex's ``-c`` overrides registering ``ctx-lsp mcp`` for the run: only the read-only tools
+    (their annotations let ``codex exec`` call them without asking), and ``required`` so that Codex
+    waits for them before its first request (the tool list, first in the provider's cache order,
+    then stays the same all session)."""
+    server = "mcp_servers.ctx"
+    return [
+        f"{server}.command={toml_inline(sys.executable)}",
+        f"{server}.args={toml_inline(['-m', 'ctx_lsp', 'mcp', str(root)])}",
+        f"{server}.enabled_tools={toml_inline(list(READ_ONLY_TOOLS))}",
+        f"{server}.required=true",
+    ]
+
+
+def launch(
+    assistant: str,
+    args: list[str],
+    url: str,
+    mcp: Path | None = None,
+    *,
+    root: Path | None = None,
+    codex: Mapping[str, Any] | None = None,
+) -> Launch:
     """The command line and environment that point ``assistant`` at the gateway (``--``: any
     program on the openai / anthropic SDKs). Claude Code also gets the workspace's MCP server
     (``mcp``), so the model can expand a shortened output or read a symbol: its read-only tools
-    are allowed unless the user gives ``--allowedTools`` themselves."""
+    are allowed unless the user gives ``--allowedTools`` themselves; Codex gets it with ``root``.
+    ``codex``: the settings of the user's Codex provider (key variable, headers, query) that the
+    provider wrap gives it keeps."""
     openai_base = url + "/v1"
     if assistant == "claude":
         extra: list[str] = []
@@ -85,12 +127,13 @@ def launch(assistant: str, args: list[str], url: str, mcp: Path | None = None) -
         return Launch(["claude", *extra, *args], env)
     if assistant == "codex":
         provider = f"model_providers.{CODEX_PROVIDER}"
+        settings = dict(codex) if codex is not None else {"env_key": "OPENAI_API_KEY", "wire_api": "responses"}
         overrides = [
             f'model_provider="{CODEX_PROVIDER}"',
             f'{provider}.name="ctx_lsp gateway"',
-            f'{provider}.base_url="{openai_base}"',
-            f'{provider}.env_key="OPENAI_API_KEY"',
-            f'{provider}.wire_api="responses"',
+            f"{provider}.base_url={toml_inline(openai_base)}",
+            *(f"{provider}.{key}={toml_inline(value)}" for key, value in settings.items()),
+            *(codex_mcp(root) if root is not None else []),
         ]
         return Launch(["codex", *(x for o in overrides for x in ("-c", o)), *args])
     if assistant == "aider":
@@ -115,13 +158,16 @@ def _quote(arg: str) -> str:
     return arg if arg and all(c.isalnum() or c in "-_./=:@" for c in arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
-def joinable(options: GatewayOptions, root: Path) -> str | None:
+def joinable(options: GatewayOptions, root: Path, upstreams: Mapping[str, str] | None = None) -> str | None:
     """The URL of a gateway already serving this workspace at the configured address (the
-    editor's), or None."""
+    editor's), or None; None too when it forwards elsewhere than ``upstreams`` (face → URL)."""
     try:
         with urllib.request.urlopen(options.url + "/ctx/status", timeout=1) as r:
             status = json.load(r)
     except (OSError, ValueError):
+        return None
+    theirs = status.get("upstreams") or {}
+    if any(theirs.get(face) != url for face, url in (upstreams or {}).items()):
         return None
     return options.url if status.get("workspace") == str(root.resolve()) else None
 
@@ -147,6 +193,8 @@ def summary(status: Status, cost: Totals | None = None) -> str:
         line += f" · {context_clause(cost)}"
     if c["fail_open"]:
         line += f" · {c['fail_open']} forwarded unchanged (see the log)"
+    if c["upstream_unreachable"]:
+        line += f" · {c['upstream_unreachable']} requests could not reach {status.options.upstreams()}"
     return line
 
 
@@ -158,20 +206,52 @@ def _cost(root: Path, since: float) -> Totals | None:
         return None
 
 
-def run(assistant: str, args: list[str], workspace: Path, print_env: bool, listen: str | None) -> int:
+def run(
+    assistant: str,
+    args: list[str],
+    workspace: Path,
+    print_env: bool,
+    listen: str | None,
+    openai_upstream: str | None = None,
+    anthropic_upstream: str | None = None,
+) -> int:
     launch(assistant, args, "")  # an unknown assistant is a user error before anything starts
+    if listen and not is_loopback(parse_listen(listen)[0]):
+        raise UserError(f"wrap's gateway serves this machine only: --listen 127.0.0.1:PORT, not {listen}")
     engine = Engine(workspace)
-    options = resolve(engine.config.gateway, listen=listen or "127.0.0.1:0", workspace=engine.file_config.gateway)
+    host, port = parse_listen(engine.config.gateway.listen or DEFAULT_LISTEN)
+    mine = [(host, port)] + ([parse_listen(listen)] if listen else [])
+
+    def ours(url: str) -> bool:  # the address wrap gives the assistant: never its upstream
+        return any(p and same_address(url, h, p) for h, p in mine)
+
+    user = user_provider(assistant, args, os.environ, ours)
+    own, args = list(args), user.args  # the user's own for a run straight to the provider
+    options, sources = upstream_options(engine, user, listen or "127.0.0.1:0", openai_upstream, anthropic_upstream)
+    faces = probed_faces(assistant, sources)
+    options = replace(options, faces=faces or ("openai", "anthropic"))
     if print_env:
         configured = resolve(engine.config.gateway)
-        print(launch(assistant, args, configured.url).describe())
+        for face in faces:
+            if sources[face] != DEFAULT_SOURCE:
+                where = f"{FLAGS[face]} {options.upstream(face)}"
+                print(f"# the gateway's {FACE_NAMES[face]} upstream ({sources[face]}): {where}")
+        print(launch(assistant, args, configured.url, root=engine.root, codex=user.codex_provider).describe())
         return 0
-    program = direct(assistant, args)[0] if (assistant != "--" or args) else launch(assistant, args, "").argv[0]
+    program = direct(assistant, own)[0] if (assistant != "--" or args) else launch(assistant, args, "").argv[0]
     if shutil.which(program) is None:
         how = INSTALL.get(assistant, "")
         print(f"ctx-lsp: {program} is not installed{f': {how}' if how else ''}", file=sys.stderr)
         return EXIT_NOT_INSTALLED
-    joined = joinable(resolve(engine.config.gateway), engine.root) if engine.config.gateway.listen else None
+    if user.unknown:
+        print(
+            f"ctx-lsp: Codex's provider {user.unknown!r} names no base_url wrap can read; the gateway forwards to "
+            f"{options.openai_upstream}: give yours with --openai-upstream URL",
+            file=sys.stderr,
+        )
+    probes = Probes({face: options.upstream(face) for face in faces})
+    wanted = {face: options.upstream(face) for face in faces}
+    joined = joinable(resolve(engine.config.gateway), engine.root, wanted) if engine.config.gateway.listen else None
     gateway = None
     url = joined
     if url is None:
@@ -185,9 +265,13 @@ def run(assistant: str, args: list[str], workspace: Path, print_env: bool, liste
             _warn_direct(program, err)
         except Exception as err:
             _warn_direct(program, err)
+    for face, why in probes.failures().items():
+        print(unreachable_line(face, options.upstream(face), sources[face], why), file=sys.stderr)
     scratch = Path(tempfile.mkdtemp(prefix="ctx-lsp-wrap-"))
     mcp = mcp_config(engine.root, scratch) if assistant == "claude" else None
-    how = launch(assistant, args, url, mcp) if url else Launch(direct(assistant, args))
+    root = engine.root if assistant == "codex" else None
+    how = launch(assistant, args, url, mcp, root=root, codex=user.codex_provider) if url else None
+    how = how or Launch(direct(assistant, own))
     env = {**os.environ, **how.env}
     try:
         proc = subprocess.Popen(how.argv, env=env)

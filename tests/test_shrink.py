@@ -209,6 +209,23 @@ def test_nothing_is_cut_that_the_model_cannot_bring_back() -> None:
     assert again is None  # what the model asked back comes whole
 
 
+def test_a_client_can_expand_when_its_tools_hold_ctx_lsps_expand() -> None:
+    from ctx_lsp.core.shrink import can_expand
+    from ctx_lsp.gateway.translate import tool_names
+
+    assert can_expand(["Bash", "mcp__ctx__expand"])  # Claude Code: one tool per MCP tool
+    assert can_expand(["expand"]) and can_expand(["ctx.expand"]) and can_expand(["ctx/expand"])
+    # Codex 0.169 sends an MCP server's tools as one namespace (seen from the real Codex, wrap codex)
+    codex = [
+        {"type": "function", "name": "exec_command", "parameters": {}},
+        {"type": "namespace", "name": "mcp__ctx", "tools": [{"type": "function", "name": "expand"}]},
+        {"type": "web_search"},
+    ]
+    assert can_expand(tool_names(json.dumps(codex)))
+    assert not can_expand(tool_names(json.dumps(codex[:1] + codex[2:])))
+    assert not can_expand(["Bash", "mcp__other__search", "mcp__ctxother", "expander", "mcp__ctx__get_symbol"])
+
+
 LINE_PIECES = st.sampled_from(
     [
         "FAILED tests/a.py::t - AssertionError: x",

@@ -23,10 +23,19 @@ class GatewayOptions:
     mode: Mode | None = None  # None: the session's, else the workspace's
     token: str | None = None
     json_log: bool = False
+    # the upstreams the gateway's client calls (wrap: its assistant's), for what is said about them
+    faces: tuple[str, ...] = ("openai", "anthropic")
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def upstream(self, face: str) -> str:
+        return self.openai_upstream if face == "openai" else self.anthropic_upstream
+
+    def upstreams(self) -> str:
+        """The upstreams of :attr:`faces`, for a message: ``URL`` or ``URL or URL``."""
+        return " or ".join(dict.fromkeys(self.upstream(f) for f in self.faces))
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions import SessionEngine
+from ctx_lsp.wrap import READ_ONLY_TOOLS
 from tests.gateway import assistants
 from tests.gateway.harness import PAID_CONTEXT
 from tests.gateway.netns import netns_unavailable, run_in_netns, run_offline, target_urls
@@ -224,3 +226,36 @@ def test_assistant_tool_round_trip_through_gateway_is_one_conversation(netns: No
         assert roles[-3:] == ["assistant", "tool", "assistant"], roles  # call, its result, the answer
     finally:
         store.close()
+
+
+def test_wrap_gives_codex_the_ctx_tools_and_the_gateway_knows_it_can_expand(netns: None, tmp_path: Path) -> None:
+    """`ctx-lsp wrap codex` registers the workspace's MCP server: Codex's first request already
+    carries its read-only tools (one namespace, ``mcp__ctx``), so a long test log its shell printed
+    is shortened with the ``expand`` tool named as the way back."""
+    _require("codex")
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    tests = [f"def test_ok_{n}():\n    assert {n} >= 0\n" for n in range(400)]
+    tests.append("def test_reserve():\n    assert 1 - 2 >= 0, 'oversold widget'\n")
+    (ws / "test_stock.py").write_text("\n".join(tests))
+    command = f"{sys.executable} -B -m pytest -v -p no:cacheprovider test_stock.py"
+    queue = [
+        {"kind": "tool_call", "tool_name": "exec_command", "tool_arguments": {"cmd": command}},
+        {"text": _reply("codex")},
+    ]
+    inv = assistants.invocation("codex", ws, "Run the tests and explain the failure.", target_urls(), tmp_path / "home")
+    env = {**inv.env, "PATH": f"{Path(sys.executable).parent}:{inv.env['PATH']}", "OPENAI_API_KEY": assistants.API_KEY}
+    # pytest needs a writable temporary directory: not in Codex's default read-only sandbox
+    argv = ["ctx-lsp", "wrap", "codex", "exec", "--sandbox", "workspace-write", *inv.argv[2:]]
+    r = run_offline(argv, tmp_path / "run", env=env, cwd=ws, timeout=TIMEOUT, queue=queue)
+    assert r.rc == 0 and _reply("codex") in r.stdout, r.summary()
+    posts = [json.loads(req["body"]) for req in r.requests if req["path"].startswith("/v1/responses")]
+    assert len(posts) == 2, r.summary()
+    for body in posts:
+        (ctx,) = [t for t in body["tools"] if t.get("name") == "mcp__ctx"]
+        assert ctx["type"] == "namespace"
+        assert {t["name"] for t in ctx["tools"]} == set(READ_ONLY_TOOLS)  # no tool that would need approval
+    (output,) = [i["output"] for i in posts[1]["input"] if i["type"] == "function_call_output"]
+    text = output if isinstance(output, str) else json.dumps(output)
+    assert "[ctx_lsp shortened this test log output" in text and "oversold widget" in text, text[:2000]
+    assert "with the ctx tools" in text, text[:2000]  # the gateway knows Codex can call expand

@@ -92,14 +92,22 @@ def _how_to_expand(expand_id: str, tool: bool, shell: bool) -> str:
     return f"Any part: {'; or '.join(ways)}."
 
 
+# Codex (Responses API) sends an MCP server's tools as one namespace entry, ``mcp__SERVER``, with
+# the tools inside it: the name a request's tool list gives is the server's. ``ctx`` is the name
+# ``ctx-lsp wrap codex`` and the README's recipe register ctx_lsp's server under.
+CTX_NAMESPACES = frozenset({"mcp__ctx"})
+
+
 def _base_name(tool: str) -> str:
-    """A tool's own name, lower case: ``mcp__ctx__expand`` is ``expand``."""
-    return tool.lower().removeprefix("mcp__").split("__")[-1]
+    """A tool's own name, lower case: ``mcp__ctx__expand``, ``ctx.expand`` and ``ctx/expand``
+    (how Codex logs a namespaced call) are ``expand``."""
+    return tool.lower().removeprefix("mcp__").split("__")[-1].rsplit(".", 1)[-1].rsplit("/", 1)[-1]
 
 
 def can_expand(tools: Sequence[str]) -> bool:
-    """The client was given ctx_lsp's ``expand`` tool (by its MCP server, or any other way)."""
-    return any(_base_name(t) == "expand" for t in tools)
+    """The client was given ctx_lsp's ``expand`` tool (by its MCP server, or any other way): a
+    tool of that name, or the namespace Codex gives ctx_lsp's MCP server's tools."""
+    return any(_base_name(t) == "expand" or t.lower() in CTX_NAMESPACES for t in tools)
 
 
 def budget_chars(text: str) -> int:
