@@ -149,6 +149,20 @@ def launch(
     raise UserError(f"wrap: unknown assistant {assistant!r}: use claude, codex, aider, or -- COMMAND")
 
 
+# Where `make assistants` installs them: this checkout's .tools/, or $CTX_LSP_TOOLS (its TOOLS=)
+TOOLS = Path(__file__).resolve().parents[1] / ".tools"
+
+
+def find_program(program: str) -> str | None:
+    """``program`` on PATH, else where `make assistants` installed it."""
+    found = shutil.which(program)
+    if found is not None or os.sep in program:
+        return found
+    tools = Path(os.environ.get("CTX_LSP_TOOLS") or TOOLS)
+    bins = (tools / "node" / "node_modules" / ".bin" / program, tools / "aider" / "bin" / program)
+    return next((str(b) for b in bins if os.access(b, os.X_OK)), None)
+
+
 def direct(assistant: str, args: list[str]) -> list[str]:
     """The assistant's own command line, unchanged (when the gateway cannot start)."""
     return list(args) if assistant == "--" else [assistant, *args]
@@ -239,7 +253,8 @@ def run(
         print(launch(assistant, args, configured.url, root=engine.root, codex=user.codex_provider).describe())
         return 0
     program = direct(assistant, own)[0] if (assistant != "--" or args) else launch(assistant, args, "").argv[0]
-    if shutil.which(program) is None:
+    found = find_program(program)
+    if found is None:
         how = INSTALL.get(assistant, "")
         print(f"ctx-lsp: {program} is not installed{f': {how}' if how else ''}", file=sys.stderr)
         return EXIT_NOT_INSTALLED
@@ -272,6 +287,8 @@ def run(
     root = engine.root if assistant == "codex" else None
     how = launch(assistant, args, url, mcp, root=root, codex=user.codex_provider) if url else None
     how = how or Launch(direct(assistant, own))
+    if how.argv and how.argv[0] == program:
+        how.argv[0] = found
     env = {**os.environ, **how.env}
     try:
         proc = subprocess.Popen(how.argv, env=env)

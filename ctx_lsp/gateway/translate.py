@@ -50,24 +50,27 @@ def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Excha
 def tool_names(tools: str) -> tuple[str, ...]:
     """The names in a request's tool definitions, in any API's shape (``{"name"}``, Chat's
     ``{"function": {"name"}}``, a Responses built-in's ``{"type"}``, the tools inside a Responses
-    ``{"type": "namespace"}``); none when they do not parse."""
+    ``{"type": "namespace"}``: ``mcp__ctx__expand`` for Codex's ``mcp__ctx`` namespace); none when
+    they do not parse."""
     try:
         found = msgspec.json.decode(tools) if tools else []
     except msgspec.DecodeError:
         return ()
     names: list[str] = []
-    todo = list(found) if isinstance(found, list) else []
+    todo = [("", t) for t in found] if isinstance(found, list) else []
     while todo:
-        t = todo.pop(0)
+        prefix, t = todo.pop(0)
         if not isinstance(t, dict):
             continue
         if t.get("type") == "namespace" and isinstance(t.get("tools"), list):
-            todo[:0] = t["tools"]
+            # an MCP server's namespace names its tools as Claude Code does (mcp__ctx__expand)
+            inner = f"{t.get('name')}__" if str(t.get("name", "")).startswith("mcp__") else ""
+            todo[:0] = [(inner, c) for c in t["tools"]]
             continue
         function = t.get("function")
         name = t.get("name") or (function.get("name") if isinstance(function, dict) else None) or t.get("type")
         if isinstance(name, str):
-            names.append(name)
+            names.append(prefix + name)
     return tuple(names)
 
 

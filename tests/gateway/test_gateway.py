@@ -268,7 +268,7 @@ def test_tool_names_read_responses_namespaces_and_additional_tools() -> None:
                 "role": "developer",
                 "tools": [
                     {"type": "namespace", "name": "functions", "tools": [{"type": "function", "name": "exec_command"}]},
-                    {"type": "function", "name": "mcp__ctx__expand"},
+                    {"type": "namespace", "name": "mcp__ctx", "tools": [{"type": "function", "name": "expand"}]},
                 ],
             },
             {"type": "message", "role": "user", "content": "hi"},

@@ -103,7 +103,7 @@ def test_wrap_says_what_is_missing(tmp_path: Path) -> None:
         [sys.executable, "-m", "ctx_lsp", "wrap", "--workspace", str(ws), "claude", "-p", "hi"],
         capture_output=True,
         text=True,
-        env={"PATH": "/nonexistent", "HOME": str(tmp_path)},
+        env={"PATH": "/nonexistent", "HOME": str(tmp_path), "CTX_LSP_TOOLS": str(tmp_path / "no-tools")},
         timeout=60,
     )
     assert done.returncode == 2 and "claude is not installed: npm install -g @anthropic-ai/claude-code" in done.stderr
@@ -114,6 +114,19 @@ def test_wrap_says_what_is_missing(tmp_path: Path) -> None:
         timeout=60,
     )
     assert printed.returncode == 0 and "export ANTHROPIC_BASE_URL=http://127.0.0.1:8787" in printed.stdout
+
+
+@slow
+@pytest.mark.parametrize("name", ["claude", "codex"])
+def test_wrap_finds_the_assistants_make_assistants_installed(netns: None, name: str, tmp_path: Path) -> None:
+    """Not on PATH: `make assistants` put them in .tools/, and wrap runs them from there."""
+    if not assistants.installed(name):
+        pytest.skip(f"{name} is not installed (make assistants)")
+    ws = _workspace(tmp_path)
+    env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
+    r = run_offline(["ctx-lsp", "wrap", name, "--version"], tmp_path / "run", env=env, cwd=ws, timeout=120)
+    assert r.rc == 0 and re.search(r"\d+\.\d+\.\d+", r.stdout), r.summary()
+    assert "not installed" not in r.stderr, r.summary()
 
 
 @slow
