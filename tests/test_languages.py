@@ -252,3 +252,21 @@ def test_secrets_are_masked_before_a_rust_file_is_parsed() -> None:
     fn = next(s for s in parsed.symbols if s.name == "client")
     assert "AKIAIOSFODNN7EXAMPLF" not in fn.body + fn.card and "secret masked" in fn.body
     assert fn.secrets == 1 and parsed.symbols[0].secrets == 1  # the module holds it too
+
+
+def test_a_javadoc_without_leading_stars_is_cut_to_its_first_paragraph_on_the_card() -> None:
+    """Many Javadoc comments carry no "*" on their inner lines: they are still the comment's, and
+    the card shows the first paragraph only, not a 60-line example."""
+    example = "\n".join(f"     session.step({n});" for n in range(60))
+    src = (
+        "package p;\n\npublic interface Connection {\n"
+        "    /**\n     Set the authenticator to use for this connection.\n\n     <p>For example:\n"
+        f"     <code><pre>\n{example}\n     </pre></code>\n"
+        "     * @param authenticator the authenticator\n     */\n"
+        "    default Connection auth(Object authenticator) {\n        throw new RuntimeException();\n    }\n}\n"
+    ).encode()
+    parsed = parse_module("src/p/Connection.java", src)
+    (auth,) = [s for s in parsed.symbols if s.name == "auth"]
+    assert "Set the authenticator" in auth.card and "default Connection auth" in auth.card
+    assert "session.step" not in auth.card and "@param" not in auth.card
+    assert "session.step(59)" in auth.body  # the body is the exact code, its comment included

@@ -362,10 +362,13 @@ def _doc_summary(lines: list[str]) -> list[str]:
     doc comment's first paragraph only (up to a blank comment line or a tag: ``@param``, Rust's
     ``# Examples``), at most _CARD_DOC_LINES of it, "…" where it was cut."""
     out: list[str] = []
-    in_doc = cut = False
+    in_doc = cut = in_block = False
     for line in lines:
         s = line.strip()
-        is_comment = s.startswith(("//", "/*", "*"))
+        # inside /* … */ every line is the comment's, with or without a leading "*"
+        is_comment = in_block or s.startswith(("//", "/*", "*"))
+        if s.startswith("/*") or in_block:
+            in_block = "*/" not in (s[2:] if s.startswith("/*") and not in_block else s)
         if not is_comment:
             out.append(line)
             in_doc = cut = False
