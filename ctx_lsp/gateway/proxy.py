@@ -243,6 +243,8 @@ class Gateway:
         plan = self.sessions.plan_exchange(exchange(api, parsed, session, self.options.mode))
         body = rewrite(api, parsed, plan) or raw
         planned = Planned(body=body, api=api.name, parsed=parsed, session=plan.session, plan=plan)
+        if plan.side:
+            planned.note = f"side request ({plan.side}): no context added"
         if api is CHAT and parsed.stream:
             options = b.value(fields.get("stream_options")) or {}
             if not (isinstance(options, dict) and options.get("include_usage")):

@@ -133,6 +133,46 @@ def test_assistant_through_gateway(netns: None, name: str, tmp_path: Path) -> No
     assert STABLE_HEADER in body and CONTEXT_HEADER in body, r.summary()
     assert "shop/inventory.py" in body, r.summary()
     assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
+    # retrieval searched for the user's words: no reminder, environment block or edit-format text
+    assert _queries(tmp_path / "ws") == [PROMPT], r.gateway_log
+
+
+def _queries(ws: Path) -> list[str]:
+    """The queries of the plans the gateway stored for the run's requests."""
+    store = SessionEngine(Engine(ws))
+    try:
+        sessions = [s for (s,) in store.store._read("SELECT DISTINCT session FROM plans", ())]
+        return [p["query"] for s in sessions for p in store.store.session_plans(s)]
+    finally:
+        store.close()
+
+
+def test_claude_codes_title_request_gets_no_context(netns: None, tmp_path: Path) -> None:
+    """With its non-essential traffic on, Claude Code also asks for a session title (no tools, a
+    short system prompt): that request goes upstream without context; the conversation's has it."""
+    _require("claude")
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    inv = assistants.invocation("claude", ws, PROMPT, target_urls(True), tmp_path / "home")
+    inv.env.pop("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
+    r = run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        reply=_reply("claude"),
+        gateway=True,
+        gateway_workspace=ws,
+    )
+    assert r.rc == 0, r.summary()
+    bodies = [req["body"] for req in r.requests if req["path"].split("?")[0] == "/v1/messages"]
+    titles = [body for body in bodies if "sentence-case title" in body]
+    assert len(titles) == 1 and len(bodies) == 2, r.summary()
+    assert CONTEXT_HEADER not in titles[0] and STABLE_HEADER not in titles[0]
+    (main,) = [body for body in bodies if body not in titles]
+    assert CONTEXT_HEADER in main, r.summary()
+    assert "side request (title): no context added" in r.gateway_log, r.gateway_log
 
 
 # a question about a mixed repository's Rust or TypeScript code, and a line of the code that answers it
