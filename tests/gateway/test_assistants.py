@@ -237,3 +237,32 @@ def test_assistant_tool_round_trip_through_gateway_is_one_conversation(netns: No
         assert roles[-3:] == ["assistant", "tool", "assistant"], roles  # call, its result, the answer
     finally:
         store.close()
+
+
+def test_a_file_aider_added_to_the_chat_is_not_injected_again(netns: None, tmp_path: Path) -> None:
+    """aider sends a file the user added in a user message of its own: the context block brings
+    none of that file's functions or classes again (before: 4 of its 15 blocks did)."""
+    _require("aider")
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    prompt = "How does reserving stock work? Do not edit any file."
+    inv = assistants.invocation("aider", ws, prompt, target_urls(True), tmp_path / "home")
+    inv.argv.append("shop/inventory.py")
+    r = run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        reply=_reply("aider"),
+        gateway=True,
+        gateway_workspace=ws,
+    )
+    assert r.rc == 0, r.summary()
+    (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES["aider"]]
+    messages = json.loads(body)["messages"]
+    assert any("def reserve(" in m["content"] for m in messages if m["role"] == "user"), r.summary()  # the file
+    (context,) = [m["content"] for m in messages if m["content"].startswith(CONTEXT_HEADER)]
+    headers = [line for line in context.splitlines() if line.startswith("# shop/inventory.py:")]
+    assert all("(module shop.inventory)" in h for h in headers), headers  # its two-line module card at most
+    assert "def reserve(" not in context
