@@ -66,6 +66,7 @@ def test_user_words_inside_a_harness_message_are_kept() -> None:
     assert user_words(text) == "Why does refund_total round twice?"
     assert user_words("[Request interrupted by user for tool use]\nno, look at invoice.py") == "no, look at invoice.py"
     assert is_harness("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")
+    assert is_harness("I spoke to you previously about a number of things.\nWe looked at refunds.")  # aider
     # a tag the user types without its closing tag is the user's text
     assert user_words("what does <system-reminder> mean here?") == "what does <system-reminder> mean here?"
     # aider's ask-mode reminder is only "Reply in LANGUAGE." at the very end

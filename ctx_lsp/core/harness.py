@@ -19,11 +19,12 @@ bodies those assistants sent (tests/fixtures/harness/, captured from Claude Code
   ``<subagent_notification>`` and ``<skill>`` blocks, each a user message of its own.
 - aider: whole user messages it writes (the files it *added to the chat* with their contents,
   the read-only files, the repo map's "summaries of some files", "I am not sharing any files…",
-  "Don't try and edit any existing code…", the worked example's "I switched to a new code
-  base…"), and the edit format's reminder it appends to the user's latest message after a
-  blank line (``To suggest changes to a file you MUST…``, ``# *SEARCH/REPLACE block* Rules:``,
-  ``# File editing rules:``, ``# V4A Diff Format Rules:``, ``NEVER RETURN CODE!``,
-  ``ONLY return code using…``, the lazy / overeager prompts, ``Reply in LANGUAGE.``).
+  "Don't try and edit any existing code…", its summary of the chat so far ("I spoke to you
+  previously…"), the worked example's "I switched to a new code base…"), and the edit format's
+  reminder it appends to the user's latest message after a blank line (``To suggest changes to
+  a file you MUST…``, ``# *SEARCH/REPLACE block* Rules:``, ``# File editing rules:``,
+  ``# V4A Diff Format Rules:``, ``NEVER RETURN CODE!``, ``ONLY return code using…``, the lazy /
+  overeager prompts, ``Reply in LANGUAGE.``).
 
 The user's own words in the same message are kept. A message that is nothing but harness text
 has no words of the user's.
@@ -74,6 +75,7 @@ AIDER_MESSAGES = (
     "Here are summaries of some files present in my git repository.",
     "I am not sharing any files that you can edit yet.",
     "Don't try and edit any existing code without asking me to add the files to the chat!",
+    "I spoke to you previously about a number of things.",  # its summary of the chat so far
     "I switched to a new code base. Please don't consider the above files",
 )
 # aider: the edit format's reminder, appended to the latest user message after a blank line
