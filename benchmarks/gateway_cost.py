@@ -26,6 +26,13 @@ priced (what the client would pay if the provider took it), and counted.
 A session that fits ("30 fits": every tool output under 1,500 characters, nothing to shrink or
 shed) shows what the gateway costs where it has nothing to save.
 
+The "sdk" shape is a short script on the openai SDK (Chat Completions, no tools): a question about
+a file, a follow-up, then a one-line summary of the chat (a side request). ``--context-cost
+always`` adds context whatever it costs (``[gateway] context_cost``), as in issue 31's runs.
+
+Direct is priced without ctx_lsp's own MCP tools (``mcp__ctx__*``): sent direct, the client
+would not have them.
+
 Targets (issue 20): through ≤ direct in every session and mode (the same where it fits); ≤ 50% of direct at 200 and 500
 turns; every forwarded request inside the window.
 """
@@ -44,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -62,7 +70,11 @@ from ctx_lsp.workspace.languages import SOURCE_SUFFIXES  # noqa: E402
 from ctx_lsp.wrap import READ_ONLY_TOOLS  # noqa: E402
 from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
 
-SHAPES = {"claude": ("claude-sonnet-4-5", 200_000, 3.00), "codex": ("gpt-5", 400_000, 1.25)}
+SHAPES = {
+    "claude": ("claude-sonnet-4-5", 200_000, 3.00),
+    "codex": ("gpt-5", 400_000, 1.25),
+    "sdk": ("gpt-5", 400_000, 1.25),
+}
 READ, WRITE = 0.1, 1.25
 RESULT_CHARS = 9_000
 TOOL_OUTPUT_CHARS = 30_000  # what Claude Code keeps of a command's output
@@ -74,8 +86,14 @@ def tokens(data: bytes) -> int:
 
 
 def provider_order(api: str, body: dict[str, Any]) -> list[Any]:
-    keys = ("tools", "system", "messages") if api == "claude" else ("tools", "instructions", "input")
-    return [body.get(k) for k in keys]
+    keys = {"claude": ("tools", "system", "messages"), "sdk": ("tools", "messages")}
+    return [body.get(k) for k in keys.get(api, ("tools", "instructions", "input"))]
+
+
+def without_ctx_tools(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as the client would send it direct: without the MCP tools ``wrap`` registers."""
+    tools = [t for t in body.get("tools") or [] if not str(t.get("name", "")).startswith("mcp__ctx__")]
+    return {**body, "tools": tools} if "tools" in body else body
 
 
 def serialise(api: str, body: dict[str, Any]) -> tuple[bytes, list[int]]:
@@ -266,7 +284,20 @@ def codex_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
     return bodies
 
 
-async def through(workspace: Path, shape: str, mode: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sdk_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
+    """A script's three requests (``turns`` is not used): a question, a follow-up, a summary."""
+    path = files[0][0]
+    system = {"role": "system", "content": "You are a helpful assistant for this repository."}
+    ask = {"role": "user", "content": f"What does {path} do, and where is it used?"}
+    follow = [ask, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "And how is it tested?"}]
+    summary = {"role": "system", "content": "Summarize this conversation in one short title."}
+    chats = [[system, ask], [system, *follow], [summary, {"role": "user", "content": ask["content"]}]]
+    return [{"model": SHAPES["sdk"][0], "messages": m} for m in chats]
+
+
+async def through(
+    workspace: Path, shape: str, mode: str, bodies: list[dict[str, Any]], context_cost: str | None = None
+) -> list[dict[str, Any]]:
     loop = asyncio.get_running_loop()
     worker = ThreadPoolExecutor(max_workers=1)
 
@@ -274,6 +305,10 @@ async def through(workspace: Path, shape: str, mode: str, bodies: list[dict[str,
         return loop.run_in_executor(worker, lambda: fn(*args))
 
     config, _ = load_workspace_config(workspace)
+    if context_cost:
+        config = msgspec.structs.replace(
+            config, gateway=msgspec.structs.replace(config.gateway, context_cost=context_cost)
+        )
     sessions = await run(lambda: SessionEngine(Engine(workspace, config)))
     await run(sessions.engine.refresh_index)
     sent = []
@@ -283,13 +318,14 @@ async def through(workspace: Path, shape: str, mode: str, bodies: list[dict[str,
         )  # type: ignore[arg-type]
         gateway = Gateway(sessions, options, run)
         url = await gateway.start()
-        path = "/v1/messages" if shape == "claude" else "/v1/responses"
+        path = {"claude": "/v1/messages", "sdk": "/v1/chat/completions"}.get(shape, "/v1/responses")
         headers = {
             "x-api-key": "k",
             "authorization": "Bearer k",
             "anthropic-version": "2023-06-01",
-            "X-Ctx-Session": f"bench-{shape}-{mode}-{time.time_ns()}",
         }
+        if shape != "sdk":  # a script sends no session header: the gateway tells its conversations apart
+            headers["X-Ctx-Session"] = f"bench-{shape}-{mode}-{time.time_ns()}"
         async with aiohttp.ClientSession() as http:
             for body in bodies:
                 async with http.post(url + path, json=body, headers=headers) as r:
@@ -322,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, nargs="+", default=[50, 200, 500])
     ap.add_argument("--modes", nargs="+", default=["off", "light"])
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES))
+    ap.add_argument("--context-cost", choices=["savings", "always"], help="override [gateway] context_cost")
     ap.add_argument(
         "--fits",
         type=int,
@@ -335,19 +372,23 @@ def main(argv: list[str] | None = None) -> int:
     head = f"{'session':<16} {'mode':<6} {'direct $':>9} {'through $':>10} {'ratio':>6} {'cache d/t':>11}"
     print(f"{head} {'tokens d → t':>20} {'over window d/t':>16}")
     for shape in args.shapes:
-        make = claude_session if shape == "claude" else codex_session
+        make = {"claude": claude_session, "sdk": sdk_session}.get(shape, codex_session)
         small = ([(p, t[:SMALL_CHARS]) for p, t in files], [g[:SMALL_CHARS] for g in greps], log[-SMALL_CHARS:])
         runs = [(f"{turns}", make(turns, files, greps, log)) for turns in args.turns]
         if args.fits:
             runs.insert(0, (f"{args.fits} fits", make(args.fits, *small)))
+        if shape == "sdk":
+            runs = [("3 requests", make(3, files, greps, log))]
         for label, bodies in runs:
-            d_cost, d_share, d_tokens, d_over = price(shape, bodies)
+            d_cost, d_share, d_tokens, d_over = price(shape, [without_ctx_tools(b) for b in bodies])
             for mode in args.modes:
-                sent = asyncio.run(through(workspace, shape, mode, bodies))
+                sent = asyncio.run(through(workspace, shape, mode, bodies, args.context_cost))
                 t_cost, t_share, t_tokens, t_over = price(shape, sent)
                 money = f"{d_cost:>9.2f} {t_cost:>10.2f} {t_cost / d_cost:>6.2f}"
                 cache = f"{d_share:>5.0%}/{t_share:<5.0%}"
                 moved = f"{d_tokens / 1e6:>8.2f}M → {t_tokens / 1e6:.2f}M"
+                if t_tokens < 100_000:  # a short script: its tokens, not millions
+                    moved = f"{d_tokens / 1e3:>8.1f}k → {t_tokens / 1e3:.1f}k"
                 print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d_over:>8}/{t_over:<7}")
     return 0
 

@@ -17,6 +17,7 @@ import msgspec
 
 from ctx_lsp.config import CtxConfig, ModelOverride, load_workspace_config
 from ctx_lsp.core.conversation import Sized, build_turns, mask_limit, with_query
+from ctx_lsp.core.harness import user_words
 from ctx_lsp.core.ids import content_digest, content_id
 from ctx_lsp.core.items import (
     COMPACTION_SUMMARY,
@@ -37,6 +38,7 @@ from ctx_lsp.core.items import (
 )
 from ctx_lsp.core.models import PRICES, ModelRegistry, ModelSpec, Prices
 from ctx_lsp.core.planner import PlanResult, plan, select_retrieved
+from ctx_lsp.core.present import present_ids
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
 from ctx_lsp.memory import reflection
@@ -128,6 +130,9 @@ class PlanRequest:
     # tokens the automatic context (scaffold, capsules, retrieved items) may take in all: the
     # gateway's savings pay for it (None: only the budget limits it)
     allowance: int | None = None
+    # the lines of code already in the conversation (``core.present``; the gateway): retrieved
+    # symbols found there whole are left out as ``in_conversation``
+    present: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +407,7 @@ class Engine:
         candidates: list[Item] = []
         scaffold: list[Item] = []
         retrieval_set_id = None
+        in_conversation: tuple[str, ...] = ()
         if mode != "off":
             if req.candidates is not None:
                 candidates = list(req.candidates)
@@ -410,6 +416,7 @@ class Engine:
                 candidates, retrieval_set_id = self._retrieve(
                     req, query, messages, required, pins, mode, counter, cal, timings
                 )
+                in_conversation = present_ids(candidates, req.present) if req.present else ()
             scaffold = req.scaffold if req.scaffold is not None else [self._scaffold(counter, cal), *req.capsules]
         t_retrieval = time.perf_counter()
 
@@ -427,6 +434,7 @@ class Engine:
             cluster_id=req.cluster_id,
             notes=tuple(notes),
             allowance=req.allowance,
+            in_conversation=in_conversation,
         )
         timings["inputs"] = (t_inputs - t0) * 1000
         timings["retrieval"] = (t_retrieval - t_inputs) * 1000
@@ -447,9 +455,13 @@ class Engine:
         """Retrieval's candidates and their retrieval set id; ``timings`` gets the split of a
         question not answered from memory: ``search``, ``rank`` and ``items`` (making the offered
         symbols' forms), in ms."""
-        # retrieval reads the head of each recent question: a pasted log is not a search query
-        recent = [query, *(m.content for m in messages[-3:] if m.role == "user")]
-        rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent)
+        # retrieval reads the head of each recent question (a pasted log is not a search query),
+        # only the user's words of it (``core.harness``); a request's own conversation (the
+        # gateway) asks what its query says, which the plan records
+        recent = [query]
+        if not req.query_in_conversation:
+            recent += [user_words(m.content) for m in messages[-3:] if m.role == "user"]
+        rag_query = "\n".join(text[:RAG_QUERY_CHARS] for text in recent if text)
         focus_path = req.focus.path if req.focus else None
         # graph seeds: the symbol at the cursor and the pinned symbols
         seeds = tuple(i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol)

@@ -10,16 +10,14 @@ from the first changed message on: that is where its branch forks.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
+from ctx_lsp.core.harness import user_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Message
 
 RECENT_CALLS = 6  # tool calls of an agent loop whose names and arguments join the query
 CALL_ARGUMENTS_CHARS = 400
-# Claude Code wraps reminders of its own into the user's message: not what the user asked
-REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 def canonical_arguments(arguments: str) -> str:
@@ -60,11 +58,15 @@ def chain_ids(
 
 
 def exchange_query(messages: Sequence[Message]) -> str:
-    """The question a request asks: the latest user text (without client reminders); in an
-    agent loop whose last message is a tool result, that text plus the names and arguments
-    (paths, symbols) of the recent tool calls, which say what the agent is working on now."""
+    """The question a request asks: the user's words in their latest message (the assistant's
+    harness text left out: ``core.harness``); in an agent loop whose last message is a tool
+    result, those words plus the names and arguments (paths, symbols) of the recent tool calls,
+    which say what the agent is working on now."""
     latest = next((n for n in range(len(messages) - 1, -1, -1) if messages[n].role == "user"), None)
-    text = REMINDER.sub("", messages[latest].content).strip() if latest is not None else ""
+    text = ""
+    for n in range(latest if latest is not None else -1, -1, -1):  # a message all harness says nothing
+        if messages[n].role == "user" and (text := user_words(messages[n].content)):
+            break
     if not messages or messages[-1].role != "tool" or latest is None:
         return text
     calls = [t for m in messages[latest + 1 :] for t in m.tool_calls][-RECENT_CALLS:]

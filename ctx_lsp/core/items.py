@@ -23,7 +23,9 @@ PinPolicy = Literal["automatic", "ask", "unlimited"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 IncludedReason = Literal["required", "latest_user", "pinned", "recent", "relevant", "scaffold", "summary"]
-ExcludedReason = Literal["budget", "ttl_expired", "policy", "duplicate", "stale", "mode_off", "archived", "cost"]
+ExcludedReason = Literal[
+    "budget", "ttl_expired", "policy", "duplicate", "stale", "mode_off", "archived", "cost", "in_conversation"
+]
 
 # Item kinds.
 SYSTEM_PROMPT = "system_prompt"
@@ -169,6 +171,9 @@ class PlanInput(msgspec.Struct, frozen=True, kw_only=True):
     # tokens the automatic context (scaffold, capsules, retrieved items) may take in all, beyond
     # the budget: the gateway's savings pay for it (None: no such limit)
     allowance: int | None = None
+    # ids of candidates whose code is in the conversation already (``core.present``): excluded
+    # as ``in_conversation``; kept last, and out of the plan id when empty (``plan_id_for``)
+    in_conversation: tuple[str, ...] = ()
 
 
 # ---- the plan, as clients see it (docs/protocol.md; camelCase on the wire) ---------------------

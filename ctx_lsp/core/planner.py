@@ -102,7 +102,13 @@ def plan_id_for(inp: PlanInput, version: str = PLANNER_VERSION) -> str:
         replace = msgspec.structs.replace
         named = tuple(replace(c, text="") if c.kind in _NAMED_BY_ID else c for c in inp.candidates)
         inp = replace(inp, candidates=named)
-    digest = hashlib.sha256(version.encode() + msgspec.msgpack.encode(inp)).hexdigest()
+    if inp.in_conversation:
+        encoded = msgspec.msgpack.encode(inp)
+    else:  # as before the field existed: plans kept then keep their ids
+        fields = msgspec.structs.asdict(inp)
+        del fields["in_conversation"]
+        encoded = msgspec.msgpack.encode(fields)
+    digest = hashlib.sha256(version.encode() + encoded).hexdigest()
     return f"plan-{digest[:20]}"
 
 
@@ -346,7 +352,7 @@ class _Coverage:
 
 def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) -> list[Item]:
     """Retrieval candidates that may compete for the rag budget, best first; the rest are
-    excluded here with their reason (mode_off, stale, duplicate)."""
+    excluded here with their reason (mode_off, stale, duplicate, in_conversation)."""
     ordered = _best_first(inp.candidates)
     if inp.mode == "off":
         for item in ordered:
@@ -354,6 +360,7 @@ def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) ->
         return []
     coverage = _Coverage(pinned)
     by_id = coverage.ids
+    present = frozenset(inp.in_conversation)
     deep = bool(coverage.symbols or coverage.whole_files or coverage.ranges)
     eligible: list[Item] = []
     seen_ids: set[str] = set()
@@ -364,6 +371,8 @@ def _screen_candidates(inp: PlanInput, pinned: list[Chosen], ledger: _Ledger) ->
             ledger.exclude(item, "stale", "the code changed since this summary was made")
         elif iid in seen_ids:
             ledger.exclude(item, "duplicate", "listed twice by retrieval")
+        elif iid in present:
+            ledger.exclude(item, "in_conversation", "its code is in the conversation already")
         else:
             pin_id = by_id.get(iid)
             if pin_id is None and deep:

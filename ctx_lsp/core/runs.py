@@ -33,16 +33,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctx_lsp.core.harness import user_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Message
 
 RUN_GAP = 300.0  # seconds after a run's last request in which a one-shot request still joins it
 TITLE_CHARS = 80
-# Text the assistant writes into the user's message, not the user's own words: Claude Code's
-# reminders, Codex's environment and AGENTS.md blocks
-HARNESS = re.compile(
-    r"<(system-reminder|environment_context|user_instructions|INSTRUCTIONS)>.*?</\1>", re.DOTALL | re.IGNORECASE
-)
 # the first product of a User-Agent: name/version
 PRODUCT = re.compile(r"^\s*([A-Za-z][\w.+-]*)(?:/([\w.+-]+))?")
 # User-Agent products → the assistant's name; SDKs keep their runtime ("OpenAI/Python 2.20.0")
@@ -83,11 +79,6 @@ def assistant_of(user_agent: str, originator: str = "") -> str:
     return f"{name} {version}".strip()[:40]
 
 
-def own_words(text: str) -> str:
-    """A user message's text without what the assistant wrote into it."""
-    return HARNESS.sub("", text).strip()
-
-
 def user_line(messages: Sequence[Message]) -> str:
     """What the user asked in a request: the first line of the latest user message that holds
     words of the user's own ("" when none does). Whole and not masked: the caller masks it, then
@@ -95,7 +86,7 @@ def user_line(messages: Sequence[Message]) -> str:
     for m in reversed(messages):
         if m.role != "user":
             continue
-        words = own_words(m.content)
+        words = user_words(m.content)
         if words:
             return next(s.strip() for s in words.splitlines() if s.strip())
     return ""

@@ -24,7 +24,7 @@ from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.runs import assistant_of, one_shot, run_key, trimmed, user_line
 from ctx_lsp.core.savings import Totals, totals
-from ctx_lsp.core.verdict import context_note
+from ctx_lsp.core.verdict import SIDE, context_note
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Api
 from ctx_lsp.gateway.apis.anthropic import Anthropic
@@ -246,6 +246,8 @@ class Gateway:
         plan = self.sessions.plan_exchange(exchange(api, parsed, session, self.options.mode))
         body = rewrite(api, parsed, plan) or raw
         planned = Planned(body=body, api=api.name, parsed=parsed, session=plan.session, plan=plan)
+        if plan.side:
+            planned.note = f"side request ({plan.side}): no context added"
         if api is CHAT and parsed.stream:
             options = b.value(fields.get("stream_options")) or {}
             if not (isinstance(options, dict) and options.get("include_usage")):
@@ -369,7 +371,7 @@ class Gateway:
         usage = reply.usage
         s = plan.savings
         as_sent = not (s.shed or s.masked or s.shrunk or s.injected)
-        context, items = context_note(plan.outcome.result, plan.outcome.inputs)
+        context, items = (SIDE, 0) if plan.side else context_note(plan.outcome.result, plan.outcome.inputs)
         assistant, named = client
         parsed = planned.parsed
         messages = [m for ms in parsed.messages for m in ms] if parsed else []

@@ -4,10 +4,12 @@ changes nothing."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import msgspec
 
+from ctx_lsp.core.harness import first_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Mode
 from ctx_lsp.gateway import body as b
@@ -17,13 +19,14 @@ from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan
 SESSION_HEADER = "X-Ctx-Session"
 SESSION_NAME = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 CLIENT_PREFIX = {"anthropic": "claude", "chat": "chat", "responses": "codex"}
+FIRST_USER_MESSAGES = 8  # user messages read for a conversation's first words
 
 
 def session_of(api: Api, parsed: Parsed, header: str | None) -> str:
     """The conversation a request belongs to: the client's header, else an id the client sends
-    (Claude Code's session id, Codex's prompt_cache_key), else the system prompt and first user
-    message. A sub-agent has its own system prompt, so it gets its own session; tools may change
-    within a conversation, so they do not count."""
+    (Claude Code's session id, Codex's prompt_cache_key), else the system prompt and the user's
+    first words (``core.harness.first_words``). A sub-agent has its own system prompt, so it gets
+    its own session; tools may change within a conversation, so they do not count."""
     if header:
         if not SESSION_NAME.match(header):
             raise b.BodyError(f"{SESSION_HEADER}: use letters, digits and . _ : @ - (at most 128)")
@@ -31,11 +34,14 @@ def session_of(api: Api, parsed: Parsed, header: str | None) -> str:
     system = content_id(parsed.system)[:8]
     if parsed.client_session:
         return f"{CLIENT_PREFIX[api.name]}-{content_id(parsed.client_session)[:12]}-{system}"
-    first = next((m.content for ms in parsed.messages for m in ms if m.role == "user"), "")
+    # the user's first words: aider's worked example, the same in every run, is not its question
+    users = (m.content for ms in parsed.messages for m in ms if m.role == "user")
+    first = first_words(itertools.islice(users, FIRST_USER_MESSAGES))
     return f"{CLIENT_PREFIX[api.name]}-{content_id(parsed.system, first)[:12]}"
 
 
 def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Exchange:
+    definitions = tool_definitions(parsed.tools)
     return Exchange(
         session=session,
         model=parsed.model,
@@ -43,20 +49,21 @@ def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Excha
         messages=[m for ms in parsed.messages for m in ms],
         max_output=parsed.max_output,
         mode=mode,
-        tools=tool_names(parsed.tools),
+        tools=tuple(name for name, _ in definitions),
+        tool_texts=tuple(text for _, text in definitions),
     )
 
 
-def tool_names(tools: str) -> tuple[str, ...]:
-    """The names in a request's tool definitions, in any API's shape (``{"name"}``, Chat's
-    ``{"function": {"name"}}``, a Responses built-in's ``{"type"}``, the tools inside a Responses
-    ``{"type": "namespace"}``: ``mcp__ctx__expand`` for Codex's ``mcp__ctx`` namespace); none when
-    they do not parse."""
+def tool_definitions(tools: str) -> tuple[tuple[str, str], ...]:
+    """Each of a request's tool definitions as (name, its JSON), in any API's shape (``{"name"}``,
+    Chat's ``{"function": {"name"}}``, a Responses built-in's ``{"type"}``, the tools inside a
+    Responses ``{"type": "namespace"}``: ``mcp__ctx__expand`` for Codex's ``mcp__ctx``
+    namespace); none when they do not parse."""
     try:
         found = msgspec.json.decode(tools) if tools else []
     except msgspec.DecodeError:
         return ()
-    names: list[str] = []
+    out: list[tuple[str, str]] = []
     todo = [("", t) for t in found] if isinstance(found, list) else []
     while todo:
         prefix, t = todo.pop(0)
@@ -70,8 +77,12 @@ def tool_names(tools: str) -> tuple[str, ...]:
         function = t.get("function")
         name = t.get("name") or (function.get("name") if isinstance(function, dict) else None) or t.get("type")
         if isinstance(name, str):
-            names.append(prefix + name)
-    return tuple(names)
+            out.append((prefix + name, msgspec.json.encode(t).decode()))
+    return tuple(out)
+
+
+def tool_names(tools: str) -> tuple[str, ...]:
+    return tuple(name for name, _ in tool_definitions(tools))
 
 
 def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:

@@ -47,7 +47,7 @@ Name = Annotated[
     str,
     Field(
         min_length=1,
-        description="a qualified name (shop.inventory.Inventory.reserve) or a short one (reserve, Inventory.reserve)",
+        description="a qualified name (shop.inventory.Inventory.reserve) or a short one (Inventory.reserve)",
     ),
 ]
 Budget = Annotated[int | None, Field(ge=1, description="at most this many tokens")]
@@ -106,10 +106,9 @@ class Tools:
         self.face = face
 
     async def get_symbol(self, name: Name) -> Annotated[CallToolResult, results.SymbolResult]:
-        """Read one function, class, method or module-level variable by name: its code, file, line
-        range and token count, and whether it is pinned. Cheaper than reading the whole file.
-        An ambiguous short name (two classes with an `apply` method) is an error that lists the
-        candidates' qualified names; an unknown name is an error that suggests close names."""
+        """Read one function, class, method or variable by name: its code, file, lines, tokens and
+        whether it is pinned; cheaper than the whole file. An ambiguous or unknown name is an
+        error that lists the candidates or close names."""
         session = self.face.session
 
         def work(engine: SessionEngine) -> tuple[Any, str | None]:
@@ -121,19 +120,15 @@ class Tools:
 
     async def expand(
         self,
-        id: Annotated[str, Field(min_length=1, description="the id in a shortened output's marker: expand('…')")],
-        match: Annotated[
-            str | None, Field(description="only the lines matching this (a regular expression, case-insensitive)")
-        ] = None,
-        context: Annotated[int, Field(ge=0, le=50, description="lines shown before and after each match")] = 3,
-        start_line: Annotated[int | None, Field(ge=1, description="first line to return (1-based)")] = None,
+        id: Annotated[str, Field(min_length=1, description="the id its marker names")],
+        match: Annotated[str | None, Field(description="only lines matching this regex (case-insensitive)")] = None,
+        context: Annotated[int, Field(ge=0, le=50, description="lines around each match")] = 3,
+        start_line: Annotated[int | None, Field(ge=1, description="first line (1-based)")] = None,
         max_lines: Annotated[int | None, Field(ge=1, description="at most this many lines")] = None,
     ) -> Annotated[CallToolResult, results.ExpandResult]:
-        """A tool output that ctx_lsp shortened in the conversation (a test log, search results, a
-        git log, a JSON dump, a long command output), whole or the part you need: the marker at
-        its top names the id. Give `match` (e.g. "engines|node" or "test_tax_rate") to get only the
-        matching lines, numbered, with `context` lines around each — much cheaper than the whole;
-        or start_line / max_lines for a range."""
+        """A tool output ctx_lsp shortened (its marker names the id), whole or in part: `match`
+        (e.g. "test_tax_rate") gives only the matching lines, numbered, with `context` lines
+        around each — much cheaper; start_line / max_lines a range."""
 
         def work(engine: SessionEngine) -> tuple[str, Any, int]:
             return engine.expand(id, start_line=start_line, max_lines=max_lines, match=match, context=context)
@@ -146,32 +141,27 @@ class Tools:
 
     async def search_code(
         self,
-        query: Annotated[str, Field(min_length=1, description="what to look for: a question, words or names")],
+        query: Annotated[str, Field(min_length=1, description="a question, words or names")],
         budget: Budget = None,
     ) -> Annotated[CallToolResult, results.SearchResult]:
-        """Search the workspace's code for a question: ranked items (BM25 over names, signatures,
-        docstrings and identifiers, boosted by names in the query and by the reference graph), best
-        first, whole — a symbol's body, or its card when the body does not fit —, within `budget`
-        tokens (default 4000). Each item says why it was chosen."""
+        """Search the workspace's code for a question: symbols ranked best first, each whole (its
+        body, else its card) and with why it was chosen, within `budget` tokens (default 4000)."""
         session = self.face.session
         found = await self.face.run(lambda engine: engine.search_code(session, query, budget))
         return reply(*results.search(found))
 
     async def plan_context(
         self,
-        query: Annotated[str, Field(min_length=1, description="the question or task the context is for")],
-        budget: Annotated[
-            int | None, Field(ge=0, description="tokens of retrieved code (default 6000); pins and layout come on top")
-        ] = None,
+        query: Annotated[str, Field(min_length=1, description="the question or task")],
+        budget: Annotated[int | None, Field(ge=0, description="tokens of retrieved code (default 6000)")] = None,
         mode: Annotated[
             Literal["off", "light", "heavy"] | None,
-            Field(description="off: no retrieval; light: symbol cards (default); heavy: whole bodies, more of them"),
+            Field(description="off: none; light: cards (default); heavy: bodies"),
         ] = None,
     ) -> Annotated[CallToolResult, results.ContextResult]:
-        """Plan the context for a question as ctx_lsp plans every prompt: pinned code, the
-        workspace's layout and module summaries, then retrieved code under the budget. Returns the
-        rendered context to read and a summary of the plan: each item included or excluded, with
-        its reason and tokens. The plan is kept in the session, so the user's editor shows it."""
+        """Plan the context for a question as ctx_lsp plans prompts (pins, layout, module
+        summaries, retrieved code): the context to read, and each item included or excluded with
+        its reason and tokens. The user's editor shows the plan."""
         session = self.face.session
         planned = await self.face.run(lambda engine: engine.agent_context(session, query, budget, mode))
         return reply(*results.context(planned))
@@ -182,22 +172,21 @@ class Tools:
             str,
             Field(
                 min_length=1,
-                description="a symbol's qualified or short name, or path:LINE (1-based) of a line inside a "
-                "function, class or method",
+                description="a symbol's name, or path:LINE (1-based) inside it",
             ),
         ],
         kind: Annotated[
             Literal["sticky", "leased", "ephemeral"],
-            Field(description="sticky: stays; leased: for ttl turns; ephemeral: a thin card"),
+            Field(description="sticky stays; leased lasts ttl turns; ephemeral: a thin card"),
         ] = "sticky",
-        ttl: Annotated[int | None, Field(ge=0, description="turns the pin lasts (default: no limit)")] = None,
+        ttl: Annotated[int | None, Field(ge=0, description="turns it lasts (default: no limit)")] = None,
         policy: Annotated[
             Literal["automatic", "ask", "unlimited"],
-            Field(description="when the ttl runs out: automatic drops it, ask keeps it a turn and asks the user"),
+            Field(description="at the ttl's end: automatic drops it; ask asks the user"),
         ] = "automatic",
     ) -> Annotated[CallToolResult, results.PinResult]:
-        """Pin a symbol: keep its code in every plan of the session (and in the user's editor,
-        which shows the pin in its gutter). Pinning an already pinned symbol renews the pin."""
+        """Pin a symbol: keep its code in every plan of the session (the user's editor shows the
+        pin). Pinning it again renews the pin."""
         session = self.face.session
 
         def work(engine: SessionEngine) -> PinState:
@@ -206,9 +195,9 @@ class Tools:
         return reply(*results.pinned(await self.face.run(work), "pinned"))
 
     async def unpin(
-        self, pin_id: Annotated[str, Field(min_length=1, description="the pin's id, as list_pins shows it")]
+        self, pin_id: Annotated[str, Field(min_length=1, description="as list_pins shows it")]
     ) -> Annotated[CallToolResult, results.PinResult]:
-        """Remove a pin of the session (one the agent or the user made)."""
+        """Remove a pin of the session (one the agent or the user made), by its id."""
         session = self.face.session
         try:
             state = await self.face.run(lambda engine: engine.unpin(session, pin_id))
@@ -223,24 +212,23 @@ class Tools:
         return reply(*results.pins(session, states))
 
     async def show_budget(self) -> Annotated[CallToolResult, results.BudgetResult]:
-        """The session's budget meter: model, prompt budget, tokens used by its latest plan per
-        section (system, conversation, rag), and how tokens are estimated."""
+        """The session's budget meter: model, prompt budget, its latest plan's tokens per section,
+        how tokens are estimated."""
         session = self.face.session
         meter = await self.face.run(lambda engine: engine.meter(session))
         return reply(*results.budget(meter))
 
     async def list_capsules(
-        self, stale_only: Annotated[bool, Field(description="only the capsules whose module changed since")] = False
+        self, stale_only: Annotated[bool, Field(description="only those whose module changed")] = False
     ) -> Annotated[CallToolResult, results.CapsulesResult]:
-        """Capsules: summaries of the workspace's most central modules (orientation aids, never
-        ground truth), each marked stale once its module's code changed."""
+        """Summaries of the workspace's most central modules (orientation, not ground truth), each
+        stale once its code changed."""
         found = await self.face.run(lambda engine: engine.capsules())
         return reply(*results.capsules([c for c in found if c.stale or not stale_only]))
 
     async def references(self, name: Name) -> Annotated[CallToolResult, results.ReferencesResult]:
-        """Callers and callees of a symbol from the workspace's reference graph: the definitions
-        whose code names it, and those its code names, heaviest first (by name: not proven calls).
-        Names resolve as in get_symbol."""
+        """Callers and callees of a symbol in the reference graph (by name, not proven calls),
+        heaviest first. Names resolve as in get_symbol."""
         refs = await self.face.run(lambda engine: engine.references(name))
         return reply(*results.references(refs))
 

@@ -14,16 +14,20 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.exchange import REMINDER, chain_id, chain_ids, exchange_query
+from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
+from ctx_lsp.core.harness import first_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
 from ctx_lsp.core.models import Prices
+from ctx_lsp.core.own_tools import is_ctx_tool
+from ctx_lsp.core.present import present_lines
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.savings import saved_tokens
 from ctx_lsp.core.shrink import can_expand, shrink
 from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.shrink.request import Place, Request
+from ctx_lsp.core.side_requests import side_request
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.memory.store import InsideCompaction
@@ -36,6 +40,7 @@ from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 
 TITLE_CHARS = 80
+TITLE_MESSAGES = 8  # user messages read for a conversation's title
 # savings below this buy no automatic context yet: too little for a useful block, and what the
 # estimate of "direct" is unsure of
 MIN_ALLOWANCE = 1_000
@@ -53,6 +58,7 @@ class Exchange:
     max_output: int | None = None
     mode: Mode | None = None
     tools: tuple[str, ...] = ()  # the names of the client's tools (whether it can call ctx_lsp's expand)
+    tool_texts: tuple[str, ...] = ()  # their definitions, in the same order (ctx_lsp's own are counted as ours)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +68,8 @@ class Savings:
     shed: int = 0  # history archived by compaction or outside the window
     masked: int = 0  # old tool results sent as one-line stubs
     shrunk: int = 0  # big tool outputs sent shortened
-    injected: int = 0  # pins, layout, retrieved code, the compaction summary
+    injected: int = 0  # pins, layout, retrieved code, the compaction summary, ctx_lsp's tools
+    tools: int = 0  # of ``injected``: the definitions of ctx_lsp's own MCP tools (``core.own_tools``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,7 @@ class ExchangePlan:
     query: str
     client_tokens: int  # what the client's request holds (its system prompt, tools, whole conversation)
     savings: Savings
+    side: str | None = None  # the kind of side request this is (``core.side_requests``): no context added
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +158,9 @@ class Exchanges:
         active = {m.id for m in path if m.archived_by is None}
         talk = sum(scaled(s.tokens, cal) for i, s in every.items() if i in active)
         sent = system + sum(scaled(s.tokens, cal) for s in every.values())  # what the client sent, whole
-        mode = ex.mode or store.session(ex.session).mode or shared.engine.config.mode
+        # a side request (a title, a summary, a check) gets no added context: it cannot use it
+        side = side_request(ex.system, ex.messages, ex.tools, ex.max_output)
+        mode: Mode = "off" if side else ex.mode or store.session(ex.session).mode or shared.engine.config.mode
         cap = min(int(prompt * budget.shares.rag), shared.engine.config.gateway.context_budget)
         rag = 0 if mode == "off" else max(0, min(cap, prompt - system - talk))
         system_share = min(1.0, system / prompt)
@@ -170,17 +180,22 @@ class Exchanges:
         kept_scaffold = kept[1] if kept is not None and kept[0] == key else None
         kept_context = context[1] if context is not None and context[0] == turn else None
         allowance = self._allowance(ex, model, mode, kept_scaffold, kept_context)
+        present = None
+        if kept_context is None and mode != "off":  # a new turn's search: what the model has read is not added
+            stored = {m.id: m for m in new}  # as stored: big outputs shortened
+            present = present_lines(stored.get(i, m) for m, i in zip(ex.messages, ids, strict=True) if i in active)
         request = PlanRequest(
             query=query,
             model=ex.model,
             budget=overrides,
-            mode=ex.mode,
+            mode="off" if side else ex.mode,
             system_prompt=ex.system,
             query_in_conversation=True,
             instructions=False,
             scaffold=kept_scaffold,
             candidates=kept_context,
             allowance=allowance,
+            present=present,
         )
         outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         after = (len(store.compactions(ex.session)), mode, versions)
@@ -188,18 +203,23 @@ class Exchanges:
             allowance = self._allowance(ex, model, mode, None, kept_context)
             request = replace(request, scaffold=None, allowance=allowance)
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
-        if request.scaffold is None:  # what was chosen is kept: what was not paid for stays out too
-            chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
-            self.scaffolds[ex.session] = (after, chosen_scaffold)
-        if request.candidates is None:
-            self.contexts[ex.session] = (turn, [c.item for c in outcome.result.chosen if c.item.section == "rag"])
+        if not side:  # (a side request chose nothing: what its session keeps stays as it was)
+            if request.scaffold is None:  # what was chosen is kept: what was not paid for stays out too
+                chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
+                self.scaffolds[ex.session] = (after, chosen_scaffold)
+            if request.candidates is None:
+                self.contexts[ex.session] = (turn, [c.item for c in outcome.result.chosen if c.item.section == "rag"])
         placement = place(outcome.result)
         chosen = outcome.result.chosen
+        # ctx_lsp's MCP tools ride in the client's tool list: ours, not the client's own
+        ours = [t for n, t in zip(ex.tools, ex.tool_texts, strict=False) if is_ctx_tool(n)]
+        tools = scaled(model.counter.count("\n".join(ours)), cal) if ours else 0
         savings = Savings(
             shed=sum(scaled(size.tokens, cal) for i, size in every.items() if i not in placement.shown),
             masked=sum(c.item.tokens - c.tokens for c in chosen if c.masked),
             shrunk=store.shrunk_saving(ex.session, ids) if self.shared.engine.config.gateway.shrink_tokens else 0,
-            injected=sum(c.tokens for c in chosen if not c.item.messages and c.item.kind != SYSTEM_PROMPT),
+            injected=tools + sum(c.tokens for c in chosen if not c.item.messages and c.item.kind != SYSTEM_PROMPT),
+            tools=tools,
         )
         return ExchangePlan(
             session=ex.session,
@@ -209,8 +229,10 @@ class Exchanges:
             outcome=outcome,
             placement=placement,
             query=query,
-            client_tokens=sent + savings.shrunk,  # the client sent the outputs whole
+            # direct, the client sends its outputs whole and no ctx_lsp tools
+            client_tokens=max(0, sent + savings.shrunk - tools),
             savings=savings,
+            side=side,
         )
 
     def _allowance(
@@ -316,9 +338,11 @@ class Exchanges:
         store = self.shared.store
         record = self.shared.open_session(session)
         meta = store.path_meta(session)
-        first = next((m for m in meta if m.role == "user"), None)
-        text = store.contents(session, [first.id], prefix=True).get(first.id, "") if first else ""
-        lines = [line.strip() for line in REMINDER.sub("", text).splitlines() if line.strip()]
+        # the first user messages: an assistant's own (aider's example, its file listings) come first
+        users = [m.id for m in meta if m.role == "user"][:TITLE_MESSAGES]
+        texts = store.contents(session, users, prefix=True) if users else {}
+        words = first_words(texts.get(i, "") for i in users)
+        lines = [line.strip() for line in words.splitlines() if line.strip()]
         title = lines[0][:TITLE_CHARS] if lines else "(no user message yet)"
         return ConversationSummary(session=session, title=title, model=record.model, messages=len(meta))
 

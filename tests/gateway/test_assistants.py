@@ -135,6 +135,46 @@ def test_assistant_through_gateway(netns: None, name: str, tmp_path: Path) -> No
     assert STABLE_HEADER in body and CONTEXT_HEADER in body, r.summary()
     assert "shop/inventory.py" in body, r.summary()
     assert "plan-" in r.gateway_log and "fail-open" not in r.gateway_log, r.gateway_log
+    # retrieval searched for the user's words: no reminder, environment block or edit-format text
+    assert _queries(tmp_path / "ws") == [PROMPT], r.gateway_log
+
+
+def _queries(ws: Path) -> list[str]:
+    """The queries of the plans the gateway stored for the run's requests."""
+    store = SessionEngine(Engine(ws))
+    try:
+        sessions = [s for (s,) in store.store._read("SELECT DISTINCT session FROM plans", ())]
+        return [p["query"] for s in sessions for p in store.store.session_plans(s)]
+    finally:
+        store.close()
+
+
+def test_claude_codes_title_request_gets_no_context(netns: None, tmp_path: Path) -> None:
+    """With its non-essential traffic on, Claude Code also asks for a session title (no tools, a
+    short system prompt): that request goes upstream without context; the conversation's has it."""
+    _require("claude")
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    inv = assistants.invocation("claude", ws, PROMPT, target_urls(True), tmp_path / "home")
+    inv.env.pop("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
+    r = run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        reply=_reply("claude"),
+        gateway=True,
+        gateway_workspace=ws,
+    )
+    assert r.rc == 0, r.summary()
+    bodies = [req["body"] for req in r.requests if req["path"].split("?")[0] == "/v1/messages"]
+    titles = [body for body in bodies if "sentence-case title" in body]
+    assert len(titles) == 1 and len(bodies) == 2, r.summary()
+    assert CONTEXT_HEADER not in titles[0] and STABLE_HEADER not in titles[0]
+    (main,) = [body for body in bodies if body not in titles]
+    assert CONTEXT_HEADER in main, r.summary()
+    assert "side request (title): no context added" in r.gateway_log, r.gateway_log
 
 
 # a question about a mixed repository's Rust or TypeScript code, and a line of the code that answers it
@@ -259,3 +299,32 @@ def test_wrap_gives_codex_the_ctx_tools_and_the_gateway_knows_it_can_expand(netn
     text = output if isinstance(output, str) else json.dumps(output)
     assert "[ctx_lsp shortened this test log output" in text and "oversold widget" in text, text[:2000]
     assert "with the ctx tools" in text, text[:2000]  # the gateway knows Codex can call expand
+
+
+def test_a_file_aider_added_to_the_chat_is_not_injected_again(netns: None, tmp_path: Path) -> None:
+    """aider sends a file the user added in a user message of its own: the context block brings
+    none of that file's functions or classes again (before: 4 of its 15 blocks did)."""
+    _require("aider")
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    prompt = "How does reserving stock work? Do not edit any file."
+    inv = assistants.invocation("aider", ws, prompt, target_urls(True), tmp_path / "home")
+    inv.argv.append("shop/inventory.py")
+    r = run_offline(
+        inv.argv,
+        tmp_path / "run",
+        env=inv.env,
+        cwd=inv.cwd,
+        timeout=TIMEOUT,
+        reply=_reply("aider"),
+        gateway=True,
+        gateway_workspace=ws,
+    )
+    assert r.rc == 0, r.summary()
+    (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES["aider"]]
+    messages = json.loads(body)["messages"]
+    assert any("def reserve(" in m["content"] for m in messages if m["role"] == "user"), r.summary()  # the file
+    (context,) = [m["content"] for m in messages if m["content"].startswith(CONTEXT_HEADER)]
+    headers = [line for line in context.splitlines() if line.startswith("# shop/inventory.py:")]
+    assert all("(module shop.inventory)" in h for h in headers), headers  # its two-line module card at most
+    assert "def reserve(" not in context
