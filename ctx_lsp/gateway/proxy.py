@@ -317,9 +317,12 @@ class Gateway:
                     self.status.count("client_gone")
         except (aiohttp.ClientConnectorError, aiohttp.ClientOSError) as err:
             self.status.count("upstream_unreachable")
-            return _reply(
+            reply = _reply(
                 api, 502, f"ctx_lsp gateway: the upstream {_origin(url)} is unreachable ({type(err).__name__})"
             )
+            if isinstance(err, aiohttp.ClientConnectorError):  # nothing listens there: retrying only waits
+                reply.headers["x-should-retry"] = "false"  # the OpenAI and Anthropic SDKs obey it
+            return reply
         except TimeoutError:
             self.status.count("upstream_timeout")
             return _reply(api, 504, f"ctx_lsp gateway: the upstream {_origin(url)} did not answer in time")
