@@ -313,6 +313,18 @@ def test_an_error_message_points_at_the_code_that_writes_it(index: WorkspaceInde
     )
 
 
+def test_code_the_request_quotes_points_at_the_functions_that_have_it(index: WorkspaceIndex) -> None:
+    sig = signals.read(
+        'add `--one-file-system`, "Retry-After" and `ky().json()` (not `nodes.Module`), like --no-ignore-vcs'
+    )
+    assert sig.literals == ("one-file-system", "Retry-After", "ky().json()", "no-ignore-vcs")
+    assert signals.read("plain words, it's 'fine' and `names`").literals == ()
+    quoted = {s.qualname: why for s, _, why in ranked_for(index, 'A file ending in ".tmp" is left behind')}
+    assert "has '.tmp', quoted in the request (×1.50)" in quoted["shop.storage.StockRepository.save"]
+    plain = {s.qualname: why for s, _, why in ranked_for(index, "A file ending in tmp is left behind")}
+    assert "quoted in the request" not in plain.get("shop.storage.StockRepository.save", "")
+
+
 def test_graph_fill_offers_code_around_the_best_hits_below_everything_else(index: WorkspaceIndex) -> None:
     ranked = ranked_for(index, "parse_sku")
     fill = retrieval.graph_fill(ranked, index)

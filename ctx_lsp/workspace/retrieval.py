@@ -72,6 +72,8 @@ DOTTED_BOOST = 2.5  # a dotted name (``pkg.mod.func``, ``Class.method``) that re
 PATH_BOOST = 1.5  # a file the request names: its symbols (and its module card)
 MESSAGE_BOOST = 2.0  # a function whose code has the fixed text of the error's message
 RAISES_BOOST = 1.5  # a function that raises the project's exception the error names
+LITERAL_BOOST = 1.5  # a function whose code has code the request quotes (``--one-file-system``) ...
+COMMON_LITERAL = 3  # ... unless the functions of more files among the hits have it
 
 
 class Head(Protocol):
@@ -292,19 +294,27 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
         if sym is not None:
             point(sym, PATH_BOOST, f"its file {rel} is named in the request", 0.0)
     code: dict[int, SymbolRow] = {}
-    if sig.fragments or raised:  # the code of every function among the hits, read only for an error
+    literals: tuple[str, ...] = ()
+    if sig.fragments or raised or sig.literals:  # the code of every function among the hits: only for these
         code = index.symbols_by_id(e[0].id for e in entries.values() if e[0].kind in ("function", "method"))
+        # quoted code that the functions of many files have (``"utf-8"``, ``None)``) points at none
+        literals = tuple(
+            c for c in sig.literals if len({r.path for r in code.values() if c in r.body}) <= COMMON_LITERAL
+        )
     for q, entry in entries.items():
         sym = entry[0]
         if sym.path in files and sym.kind != "module":
             point(sym, PATH_BOOST, f"in {sym.path}, named in the request", 0.0)
-        if sym.kind in ("function", "method") and (sig.fragments or raised):
+        if sym.kind in ("function", "method") and (sig.fragments or raised or literals):
             body = code[sym.id].body if sym.id in code else ""
             fragment = next((f for f in sig.fragments if f in body), None)
+            literal = next((c for c in literals if c in body), None)
             if fragment is not None:
                 point(sym, MESSAGE_BOOST, f"has the error message's text {fragment[:40]!r}", 0.5)
             elif any(r in body for r in raised):
                 point(sym, RAISES_BOOST, "raises the error's exception", 0.0)
+            elif literal is not None:
+                point(sym, LITERAL_BOOST, f"has {literal[:40]!r}, quoted in the request", 0.0)
         found = boosts.get(q)
         if found is not None:
             boost, label = found

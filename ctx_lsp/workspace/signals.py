@@ -178,6 +178,16 @@ _FOREIGN = re.compile(
     r"|^/usr/include/|^(?:\.\./)+(?:sysdeps|csu|nptl)/|/libsanitizer/"  # C, C++: the C library, the sanitizer
 )
 MAX_DOTTED = 16
+# Code the user quotes: a backticked or quoted span, or a bare command-line flag, that holds code
+# punctuation (a plain word or name is the search's); a flag as code writes it, without its dashes
+# (clap's ``.long("one-file-system")``, argparse's ``"--x"`` holds it too).
+_QUOTED = re.compile(
+    r"`([^`\n]{3,80})`|\"([^\"\n]{3,80})\"|'([^'\n]{3,80})'|(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b"
+)
+_CODE_PUNCTUATION = re.compile(r"[-./:=()\[\]{}<>]")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # a name (``nodes.Module``): the names' signals
+MIN_LITERAL = 4
+MAX_LITERALS = 8
 MIN_FRAGMENT = 12  # characters of a message fragment worth looking for in code
 
 
@@ -195,6 +205,7 @@ class Signals:
     dotted: tuple[str, ...] = ()  # dotted and ``::`` names, as written
     exceptions: tuple[str, ...] = ()  # exception class names of error lines (the last part)
     fragments: tuple[str, ...] = ()  # the fixed parts of error messages
+    literals: tuple[str, ...] = ()  # code the request quotes (``--one-file-system``, `ky().json()`), as code has it
     search_text: str = ""  # the request without the frames' paths
     prose: str = ""  # the request without traces and paths: what the user wrote in words
 
@@ -270,6 +281,16 @@ def read(text: str) -> Signals:
             continue
         if name.partition(sep)[0] not in _LOCAL_HEADS:
             dotted.setdefault(name, None)
+    literals: dict[str, None] = {}
+    for m in _QUOTED.finditer(text) if any(c in text for c in "`\"'-") else ():
+        quoted = next(g for g in m.groups() if g).strip()
+        if " " in quoted or not _CODE_PUNCTUATION.search(quoted) or quoted.endswith(SOURCE_SUFFIXES):
+            continue
+        if _DOTTED_NAME.fullmatch(quoted):
+            continue
+        quoted = quoted.lstrip("-") if quoted.startswith("--") else quoted
+        if len(quoted) >= MIN_LITERAL:
+            literals.setdefault(quoted, None)
     search_text = _cut(text, frame_spans)
     prose = _cut(text, spans + whole_spans + error_spans)
     for rx in (_PY_FRAME, _PYTEST_FRAME, _EXCEPTION):
@@ -280,6 +301,7 @@ def read(text: str) -> Signals:
         dotted=tuple(dotted)[:MAX_DOTTED],
         exceptions=tuple(exceptions),
         fragments=tuple(fragments),
+        literals=tuple(literals)[:MAX_LITERALS],
         search_text=search_text,
         prose=prose,
     )
