@@ -561,3 +561,49 @@ def test_each_symbols_body_header_is_counted_when_indexed(index: WorkspaceIndex,
     index.update_file("shop/added.py", None)
     new = index.get("shop.added.a_new_function_with_a_longer_name")
     assert new is not None and new.header_tokens == count(body_header(new))
+
+
+def test_token_plan_counts_cards_and_headers_as_whole_texts() -> None:
+    """Cards and headers are counted in pieces (the file's ``// path:``, a parent shared by its
+    methods, once): the counts are those of the whole texts, in every language."""
+    import random
+
+    from ctx_lsp.workspace.index.prepare import prepare_file, token_plan
+
+    count = counter_for("cl100k_base").count
+    fixtures = Path(__file__).parent / "fixtures"
+    files = [
+        p for p in sorted(fixtures.rglob("*")) if p.is_file() and p.suffix in (".py", ".rs", ".ts", ".go", ".java")
+    ]
+    assert len({p.suffix for p in files}) == 5
+    symbols = 0
+    for path in files:
+        work = prepare_file(path.relative_to(fixtures).as_posix(), path, path.stat().st_size, 0, None, None)
+        if work.parsed is None:
+            continue
+        texts, assemble = token_plan(work.parsed)
+        assert len(texts) == len(set(texts))  # each distinct piece counted once
+        got = assemble([count(t) for t in texts])
+        for sym, (card, _, header) in zip(work.parsed.symbols, got, strict=True):
+            assert (card, header) == (count(sym.card), count(body_header(sym))), sym.qualname
+            symbols += 1
+    assert symbols > 50
+    # and every cut the plan may make is one each encoding makes too, whatever surrounds it
+    from ctx_lsp.workspace.index.prepare import _safe_cut
+
+    rng = random.Random(5)
+    alphabet = "ab:Z9_. ·'\n\t/-é0(){}<>,x"
+    cuts = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 14)))
+        for k in range(1, len(text)):
+            if _safe_cut(text, k):
+                cuts += 1
+                assert count(text) == count(text[:k]) + count(text[k:]), (text, k)
+    assert cuts > 3000
+
+
+def test_count_batch_counts_as_count_does() -> None:
+    counter = counter_for("cl100k_base")
+    texts = ["", "x", "def f(x):\n    return x\n" * 40, "lone \ud800 surrogate", "é" * 10, "}\n"]
+    assert counter.count_batch(texts) == [counter.count(t) for t in texts]

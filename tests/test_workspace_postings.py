@@ -102,7 +102,7 @@ def assert_same(idx: WorkspaceIndex, queries: list[str] = QUERIES) -> None:
         assert in_memory(idx, q) == expected, q  # the same hits, order, scores (bit for bit), matched
     # and the heads they keep are the rows' heads, of the rows there are now, no more
     stored = {r[0]: search.SymbolHead(*r) for r in idx._db.reader().execute(search.SELECT_HEADS)}
-    assert idx._db.postings is not None and idx._db.postings.heads == stored
+    assert idx._db.postings is not None and idx._db.postings.all_heads() == stored
 
 
 @pytest.fixture
@@ -226,9 +226,9 @@ def test_the_arrays_follow_the_rows_not_the_ids_given(
     assert next_id > kept.n_rows + 600  # many more ids given than rows held
     rows_added = kept.size - kept.base_size
     assert kept.base_size <= kept.built_rows and rows_added <= postings.REBUILD_SHARE * kept.built_rows
-    for array in (kept.ids, kept.alive, kept.length, kept.row_path):
+    for array in (kept.ids, kept.alive, kept.length, kept.heads.path, kept.heads.held):
         assert len(array) <= kept.size + 8 + 40  # the room a save's rows grow them by
-    assert len(kept.row_starts) == kept.base_size + 1
+    assert len(kept.rows) == kept.starts[-1]  # the built pairs: no more than were built
     assert_same(idx)
 
 
@@ -336,3 +336,4 @@ def test_a_quiet_graph_update_builds_worn_postings_again(idx: WorkspaceIndex, ws
     idx.update_graph()  # what the watch loop runs when edits pause
     assert idx._db.postings is not before and not idx._db.postings.worn()
     assert_same(idx)
+

@@ -262,14 +262,14 @@ def _count_batch(
             texts.extend(own_texts)
     n = len(texts)
     counts = [0] * n
-    count = db.counter.count
+    count_batch = db.counter.count_batch
     starts = itertools.count(0, 32)  # next() is atomic: a shared queue of 32-text chunks
 
     def take_chunks() -> None:
         for start in starts:
             if start >= n:
                 return
-            counts[start : start + 32] = [count(t) for t in texts[start : start + 32]]
+            counts[start : start + 32] = count_batch(texts[start : start + 32])
 
     helper = pool.submit(take_chunks) if pool is not None and n >= 64 else None
     try:

@@ -26,6 +26,12 @@ The postings also keep every row's head (``SymbolHead``): a new question's hits 
 hundred rows, and reading their heads from SQLite cost more than scoring them (~1.4 ms on sympy
 for the ~300 a first-sight question had not met). A row's head never changes while its id
 stands (ids are not given twice), so the heads follow the rows gone and added like the rest.
+They are kept in columns (``heads``), not objects.
+
+Memory, on the Rust tree (139k rows, 2.6M term-row pairs; ``benchmarks/polyglot_trees.py``): 74 MB
+held after the build and a 242 MB peak for the process, from 123 and 369 MB with the heads as
+objects, float32 frequencies, an index of terms by row for removals, and every token of every
+row sorted at once (sympy: 31 and 129 MB, from 46 and 193).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ctx_lsp.workspace.index.db import marks
+from ctx_lsp.workspace.index.heads import Heads
 from ctx_lsp.workspace.index.search import SELECT_HEADS, SymbolHead
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold
 
@@ -121,14 +128,17 @@ class _Read(NamedTuple):
 def _pairs(chunks: Iterable[list[tuple]], first: int, terms: _TermIds) -> _Read:
     """The postings of FTS rows read a chunk at a time in id order, the rows numbered from
     position ``first`` on; each token becomes a term id at once, so the texts are never all
-    held together."""
-    id_chunks, length_chunks, term_chunks, row_chunks, col_chunks = [], [], [], [], []
+    held together, and each chunk's tokens become its (term, row) pairs at once, so neither are
+    the tokens (on the Rust tree's 139k rows the build peaked ~110 MB higher sorting them all)."""
+    id_chunks, length_chunks, pair_chunks = [], [], []
     at = first
+    weights = np.asarray(FTS_WEIGHTS)
     for chunk in chunks:
         id_chunks.append(np.fromiter((r[0] for r in chunk), np.int64, len(chunk)))
-        positions = np.arange(at, at + len(chunk), dtype=np.int32)
-        at += len(chunk)
-        length = np.zeros(len(chunk), np.int64)
+        n = len(chunk)
+        local = np.arange(n, dtype=np.int64)
+        length = np.zeros(n, np.int64)
+        term_parts, row_parts, col_parts = [], [], []
         for col in range(len(FTS_COLUMNS)):
             counts = []
             term_ids: list[int] = []
@@ -137,25 +147,42 @@ def _pairs(chunks: Iterable[list[tuple]], first: int, terms: _TermIds) -> _Read:
                 counts.append(len(split))
                 term_ids += map(terms.__getitem__, split)
             length += counts
-            term_chunks.append(np.array(term_ids, np.int32))
-            row_chunks.append(np.repeat(positions, counts))
-            col_chunks.append(np.full(len(term_ids), col, np.int8))
+            term_parts.append(np.array(term_ids, np.int64))
+            row_parts.append(np.repeat(local, counts))
+            col_parts.append(np.full(len(term_ids), col, np.int8))
         length_chunks.append(length)
+        col = np.concatenate(col_parts)
+        key = np.concatenate(term_parts) * max(n, 1) + np.concatenate(row_parts)
+        del term_parts, row_parts, col_parts
+        pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
+        del key
+        freq = np.bincount(which, weights=weights[col], minlength=len(pairs))
+        name_freq = np.bincount(which, weights=(col == 0) * weights[0], minlength=len(pairs))
+        bits = np.zeros(len(pairs), np.uint8)
+        np.bitwise_or.at(bits, which, (1 << col).astype(np.uint8))
+        term_of, rows = np.divmod(pairs, max(n, 1))
+        pair_chunks.append((term_of.astype(np.int32), (rows + at).astype(np.int32), freq, name_freq, bits))
+        at += n
     ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
     lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, np.int64)
-    col = np.concatenate(col_chunks) if col_chunks else np.zeros(0, np.int8)
-    key = np.concatenate(term_chunks).astype(np.int64) * at + np.concatenate(row_chunks) if col_chunks else col
-    del term_chunks, row_chunks, col_chunks
-    pairs, which = np.unique(key, return_inverse=True)  # sorted: by term, then by row
-    del key
-    weights = np.asarray(FTS_WEIGHTS)
-    # weighted frequencies are sums of small integers: float32 holds them exactly
-    freq = np.bincount(which, weights=weights[col], minlength=len(pairs)).astype(np.float32)
-    name_freq = np.bincount(which, weights=(col == 0) * weights[0], minlength=len(pairs)).astype(np.float32)
-    bits = np.zeros(len(pairs), np.uint8)
-    np.bitwise_or.at(bits, which, (1 << col).astype(np.uint8))
-    term_of, rows = np.divmod(pairs, max(at, 1))
-    return _Read(ids, lengths, _Pairs(term_of, rows.astype(np.int32), freq, name_freq, bits))
+    if not pair_chunks:
+        none, no_freq = np.zeros(0, np.int32), np.zeros(0, np.uint16)
+        return _Read(ids, lengths, _Pairs(none, none, no_freq, no_freq, np.zeros(0, np.uint8)))
+    term_of, rows, freq, name_freq, bits = (np.concatenate(c) for c in zip(*pair_chunks, strict=True))
+    del pair_chunks
+    # Each chunk's pairs are sorted by term, then row, and the chunks' rows follow each other:
+    # a stable sort by term sorts them all by term, then row.
+    order = np.argsort(term_of, kind="stable")
+    term_of, rows, bits = term_of[order], rows[order], bits[order]
+    freq, name_freq = _exact(freq[order]), _exact(name_freq[order])
+    return _Read(ids, lengths, _Pairs(term_of, rows, freq, name_freq, bits))
+
+
+def _exact(freq: np.ndarray) -> np.ndarray:
+    """Weighted frequencies (sums of small integers) in the smallest type that holds them
+    exactly: uint16 nearly always, float32 (exact up to 2**24) for a row repeating a word
+    thousands of times."""
+    return freq.astype(np.uint16) if not len(freq) or freq.max() < 65536 else freq.astype(np.float32)
 
 
 class _Segment:
@@ -209,29 +236,24 @@ class Postings:
         with _snapshot(conn):
             self.made, self.version, self.next_id = state(conn)
             self._build(conn.execute(f"{_SELECT_ROWS} ORDER BY rowid"))
-            self.heads: dict[int, SymbolHead] = {}
-            self.paths: dict[str, int] = {}  # path → its number in ``row_path``
-            self.row_path = np.full(len(self.ids), -1, np.int32)  # position → its path's number
-            self._read_heads(conn.execute(SELECT_HEADS))
+            self.heads = Heads(len(self.ids))  # position → its head (``heads``)
+            cursor = conn.execute(SELECT_HEADS)
+            for chunk in iter(lambda: cursor.fetchmany(BUILD_CHUNK), []):
+                self._read_heads(chunk)
 
-    def _read_heads(self, rows: Iterable[tuple]) -> None:
-        """Keep these heads; the strings many rows repeat (paths, kinds, classes, names) once
-        (on sympy: 15 MB instead of 24)."""
-        shared: dict[str, str] = {}
-        once = shared.setdefault
-        paths = self.paths
-        ids: list[int] = []
-        numbers: list[int] = []
-        for i, qualname, name, kind, path, start, end, end_col, parent, secrets in rows:
-            ids.append(i)
-            numbers.append(paths.setdefault(path, len(paths)))
-            self.heads[i] = SymbolHead(
-                i, qualname, once(name, name), once(kind, kind), once(path, path), start, end, end_col,
-                once(parent, parent), secrets,
-            )  # fmt: skip
-        at = self._positions(ids)
-        found = at >= 0
-        self.row_path[at[found]] = np.asarray(numbers, np.int32)[found]
+    def _read_heads(self, rows: list[tuple]) -> None:
+        """Keep these heads, at their rows' positions (a row the postings do not hold: none)."""
+        at = self._positions([r[0] for r in rows])
+        found = np.flatnonzero(at >= 0)
+        self.heads.put(at[found].tolist(), [rows[k] for k in found.tolist()])
+
+    def heads_of(self, ids: Sequence[int]) -> dict[int, SymbolHead]:
+        """The heads of the rows with these ids that the postings hold."""
+        return {h.id: h for h in self.heads.get(self._positions(ids))}
+
+    def all_heads(self) -> dict[int, SymbolHead]:
+        """Every head kept (tests)."""
+        return self.heads_of(self.ids[: self.size][self.alive[: self.size]])
 
     def _positions(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The positions of these row ids (-1: a row the postings do not hold)."""
@@ -243,8 +265,7 @@ class Postings:
         return np.where(known[at] == wanted, at, -1)
 
     def _build(self, cursor: sqlite3.Cursor) -> None:
-        """The arrays, from the FTS rows read a chunk at a time (on sympy the build peaks at
-        ~165 MB over the process, mostly the sort's copies, and leaves 47 MB)."""
+        """The arrays, from the FTS rows read a chunk at a time."""
         self.terms = terms = _TermIds()
         read = _pairs(iter(lambda: cursor.fetchmany(BUILD_CHUNK), []), 0, terms)
         p = read.pairs
@@ -253,9 +274,6 @@ class Postings:
         self.starts = np.searchsorted(p.term_of, np.arange(terms.size + 1))
         self.docs = np.diff(self.starts)  # rows holding each term (less the rows gone since)
         self.size = self.base_size = size = len(read.ids)  # positions given
-        by_row = np.argsort(self.rows, kind="stable")  # for a row gone: the terms it held
-        self.row_terms = p.term_of[by_row].astype(np.int32)
-        self.row_starts = np.searchsorted(self.rows[by_row], np.arange(size + 1))
         self.ids = read.ids  # position → row id
         self.length = read.length  # position → tokens in the row, all columns (bm25's D)
         self.alive = np.ones(size, bool)
@@ -307,11 +325,12 @@ class Postings:
         if expected == 0:
             return np.zeros(0, np.int64)
         size = self.size
-        numbers = [self.paths[h[4]] for h in new_heads if h[4] in self.paths]
+        codes = self.heads.codes
+        numbers = [codes[h[4]] for h in new_heads if h[4] in codes]
         if numbers and expected > 0:
             paths = sorted({h[4] for h in new_heads})
             present = [r[0] for r in conn.execute(f"SELECT id FROM symbols WHERE path IN ({marks(len(paths))})", paths)]
-            mine = np.flatnonzero(self.alive[:size] & np.isin(self.row_path[:size], numbers))
+            mine = np.flatnonzero(self.alive[:size] & np.isin(self.heads.path[:size], numbers))
             gone = mine[~np.isin(self.ids[mine], present)]
             if len(gone) == expected:
                 return gone
@@ -346,7 +365,7 @@ class Postings:
             self.ids = np.concatenate([self.ids, np.zeros(extra, np.int64)])
             self.alive = np.concatenate([self.alive, np.zeros(extra, bool)])
             self.length = np.concatenate([self.length, np.zeros(extra, np.int64)])
-            self.row_path = np.concatenate([self.row_path, np.full(extra, -1, np.int32)])
+            self.heads.grow(len(self.ids))
 
     def _remove(self, gone: np.ndarray) -> None:
         """Forget rows (by position): their heads, and their share of the row counts of the
@@ -354,14 +373,16 @@ class Postings:
         if not len(gone):
             return
         self.alive[gone] = False
-        for row in self.ids[gone].tolist():
-            self.heads.pop(row, None)
+        self.heads.drop(gone)
         self.n_rows -= len(gone)
         self.tokens -= int(self.length[gone].sum())
-        built = gone[gone < self.base_size].tolist()
-        if built:
-            at = np.concatenate([np.arange(self.row_starts[r], self.row_starts[r + 1]) for r in built])
-            np.subtract.at(self.docs, self.row_terms[at], 1)
+        built = gone[gone < self.base_size]
+        if len(built):  # the terms they held: one pass over the pairs (~5 ms on the Rust tree's
+            # 2.6M) instead of an index by row kept for it (11 MB there)
+            was = np.zeros(self.base_size, bool)
+            was[built] = True
+            at = np.flatnonzero(was[self.rows])
+            np.subtract.at(self.docs, np.searchsorted(self.starts, at, side="right") - 1, 1)
         for seg in self.segments:
             seg.remove(gone[(gone >= seg.first_row) & (gone <= seg.last_row)])
 

@@ -28,7 +28,8 @@ from ctx_lsp.workspace.files import (
 from ctx_lsp.workspace.index import texts
 from ctx_lsp.workspace.index.db import masking_key
 from ctx_lsp.workspace.index.terms import fts_texts
-from ctx_lsp.workspace.parse import ParsedModule, parse_module
+from ctx_lsp.workspace.languages import comment_mark
+from ctx_lsp.workspace.parse import ParsedModule, Symbol, parse_module
 from ctx_lsp.workspace.secrets import SecretMasker
 
 
@@ -51,6 +52,56 @@ class FileWork:
     secrets: str = ""  # how secrets were masked in it (``masking_key``); stale results are dropped
 
 
+def _safe_cut(text: str, k: int) -> bool:
+    """Whether every tiktoken encoding splits ``text`` into pieces at ``k`` whatever follows and
+    precedes it, so that ``count(text) == count(text[:k]) + count(text[k:])`` exactly. Tokens
+    never cross the pieces the encoding's pattern cuts a text into (cl100k's, o200k's, r50k's:
+    letters, up to 3 digits, punctuation, spaces; none looks behind), and these seams end one
+    piece whatever comes next: a letter or digit before punctuation (not an apostrophe: o200k
+    keeps ``it's`` whole), punctuation before a digit (a punctuation run never takes a digit,
+    nor does a letter run's leading mark), punctuation before one space and a non-space."""
+    if not 0 < k < len(text):
+        return False
+    a, b = text[k - 1], text[k]
+    if a.isspace() or (a.isalnum() and not a.isascii()):
+        return False
+    if a.isascii() and a.isalnum():
+        return b.isascii() and not b.isalnum() and not b.isspace() and b != "'"
+    if b.isascii() and b.isdigit():
+        return True
+    return b == " " and k + 1 < len(text) and not text[k + 1].isspace()
+
+
+def _pieces(text: str, cuts: list[int]) -> list[str]:
+    """``text`` cut at those of ``cuts`` (ascending) that are safe (``_safe_cut``)."""
+    out, last = [], 0
+    for k in cuts:
+        if k > last and _safe_cut(text, k):
+            out.append(text[last:k])
+            last = k
+    out.append(text[last:])
+    return out
+
+
+def _card_pieces(card: str, place: str) -> list[str]:
+    """A card, its first line's ``// path:`` apart (the same for every card of the file)."""
+    return _pieces(card, [len(place)]) if card.startswith(place) else [card]
+
+
+def _header_pieces(s: Symbol, place: str) -> list[str]:
+    """``body_header(s)`` as ``// path:`` · ``12-40 ·`` · `` parent`` · ``.name\n``: its file's
+    part and its parent's are counted once for all the symbols that share them."""
+    header = body_header(s)
+    range_part = f"{s.start_line + 1}-{s.end_line + 1} ·"
+    if not header.startswith(place + range_part):
+        return [header]
+    at = len(place) + len(range_part)
+    cuts = [len(place), at]
+    if s.parent and s.qualname.startswith(s.parent):
+        cuts.append(at + 1 + len(s.parent))
+    return _pieces(header, cuts)
+
+
 def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int, int]]]]:
     """The texts to count for one file, and how to turn their counts into
     ``(card_tokens, body_tokens, header_tokens)`` per symbol (the header: ``cards.body_header``).
@@ -59,11 +110,33 @@ def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], l
     body; a container (class, module) as its own lines outside its children plus its
     children's totals, so a class is not re-tokenized on top of its methods. At the seams
     this can differ from counting the joined text by a token or so (runs of newlines split).
+
+    Cards and headers are counted in pieces cut where the tokenizer cuts anyway (``_safe_cut``:
+    the counts are those of the whole texts, exactly), each distinct piece once: the file's
+    ``// path:`` and a method's class repeat in every card and header (on the Rust tree, long
+    paths and qualified names, half the text counted).
     """
     syms = parsed.symbols
     lines = parsed.lines
     n = len(syms)
-    texts = [s.card for s in syms]  # texts[i] is symbol i's card
+    texts: list[str] = []
+    index: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        found = index.get(text)
+        if found is None:
+            found = index[text] = len(texts)
+            texts.append(text)
+        return found
+
+    place_of: dict[str, str] = {}
+    card_parts: list[list[int]] = []
+    for s in syms:
+        mark = comment_mark(s.path)
+        place = place_of.get(mark)
+        if place is None:
+            place = place_of[mark] = f"{mark} {s.path}:"
+        card_parts.append([counted(t) for t in _card_pieces(s.card, place)])
     own: list[list[int]] = [[] for _ in syms]  # indexes into texts making up i's own lines
     kids: dict[int, list[int]] = {}
     stack: list[int] = []
@@ -78,8 +151,7 @@ def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], l
     for i, s in enumerate(syms):
         children = kids.get(i)
         if not children:
-            own[i].append(len(texts))
-            texts.append(s.body if s.kind != "module" else "".join(lines))
+            own[i].append(counted(s.body if s.kind != "module" else "".join(lines)))
             continue
         by_range: dict[tuple[int, int], int] = {}
         for k in children:  # ``a = b = 1`` is two symbols over one range: count it once
@@ -88,21 +160,21 @@ def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], l
         cur = s.start_line
         for start, end in sorted(by_range):
             if start > cur:
-                own[i].append(len(texts))
-                texts.append("".join(lines[cur:start]))
+                own[i].append(counted("".join(lines[cur:start])))
             cur = max(cur, end + 1)
         if cur <= s.end_line:
-            own[i].append(len(texts))
-            texts.append("".join(lines[cur : s.end_line + 1]))
+            own[i].append(counted("".join(lines[cur : s.end_line + 1])))
 
-    headers = len(texts)  # then each symbol's body header, counted here rather than per plan
-    texts.extend(body_header(s) for s in syms)
+    # then each symbol's body header, counted here rather than per plan
+    header_parts = [[counted(t) for t in _header_pieces(s, place_of[comment_mark(s.path)])] for s in syms]
 
     def assemble(counts: list[int]) -> list[tuple[int, int, int]]:
         body = [0] * n
         for i in range(n - 1, -1, -1):  # children (later in the list) first
             body[i] = sum(counts[j] for j in own[i]) + sum(body[k] for k in unique_kids.get(i, ()))
-        return [(counts[i], body[i], counts[headers + i]) for i in range(n)]
+        return [
+            (sum(counts[j] for j in card_parts[i]), body[i], sum(counts[j] for j in header_parts[i])) for i in range(n)
+        ]
 
     return texts, assemble
 
@@ -152,14 +224,14 @@ def prepare_file(
     return parse_source(work, data, masker, root)
 
 
-_worker_count: Callable[[str], int] | None = None
+_worker_count: Callable[[list[str]], list[int]] | None = None
 _worker_masker: SecretMasker | None = None
 
 
 def pool_init(encoding: str, masking: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
     global _worker_count, _worker_masker
     gc.disable()  # ASTs are acyclic: the cyclic GC would only re-traverse them
-    _worker_count = counter_for(encoding).count
+    _worker_count = counter_for(encoding).count_batch
     _worker_masker = SecretMasker(*masking) if masking is not None else None
 
 
@@ -171,8 +243,7 @@ def pool_prepare(args: tuple[str, str, int, int, str | None]) -> FileWork:
     parsed = work.parsed
     if parsed is not None and _worker_count is not None:
         to_count, assemble = token_plan(parsed)
-        count = _worker_count
-        work.tokens = assemble([count(t) for t in to_count])
+        work.tokens = assemble(_worker_count(to_count))
         parsed.lines = []  # only the token plan needed them: less to send back
         work.packed = [texts.pack(s.card, s.docstring, s.body) for s in parsed.symbols]
         parsed.symbols = [

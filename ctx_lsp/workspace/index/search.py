@@ -101,8 +101,7 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             with in_memory.lock:
                 ranked = in_memory.top(_matched(terms, in_memory.ubiquitous(terms)), want)
                 columns = in_memory.columns([r[0] for r in ranked], terms)
-                heads = in_memory.heads
-                found = {i: heads[i] for i, _ in ranked if i in heads}
+                found = in_memory.heads_of([i for i, _ in ranked])
         except Exception:
             _give_up_postings(db)
             ranked = columns = found = None
