@@ -13,11 +13,20 @@ planted failure, and a new user message comes every 15 turns. Each request is se
 in-process gateway to a fake upstream; the forwarded bodies and the client's own bodies are then
 priced with a cache simulation:
 
-- Anthropic: a request reads from the cache the longest prefix that an earlier request (within 5
-  minutes; here, the previous ones) wrote at one of its cache_control breakpoints; it writes up to
-  its own last breakpoint (1.25×); reads cost 0.1×.
-- OpenAI: the longest prefix shared with an earlier request, in 128-token blocks from 1,024
-  tokens, at 0.1× (gpt-5's price); no write premium.
+- Anthropic: each cache_control breakpoint writes the prefix up to the end of its block; a
+  request reads the longest prefix that ends at an earlier request's breakpoint (still warm: the
+  last 16 requests) and that it repeats byte for byte — sharing part of the way to a breakpoint
+  reads nothing there; it writes from there to its own last breakpoint (1.25×); reads cost
+  0.1×; nothing under 1,024 tokens is cached; a request with more than 4 markers is counted.
+- OpenAI: automatic: the longest prefix shared with an earlier request, in 128-token steps from
+  1,024 tokens, at 0.1× (gpt-5's price); no write premium.
+
+Printed per run: the cache share from the 10th request on (the first ones warm the cache), the
+share per tenth of the session, and every request whose forwarded body does not repeat the one
+before and append — with what changed first (the tools, the system prompt, ctx_lsp's stable
+block, a compaction step, the per-turn block, a tool result masked, history shed) and the
+tokens billed again. ``--window 32000 --result-chars 2500`` replays issue 32's session (a 32k
+window, history ~4× it at 200 turns).
 
 Tokens are counted as UTF-8 bytes / 4 on the provider-ordered body (tools, system, messages), the
 same for both sides. Sent direct, a request over the model's window would be refused: it is still
@@ -33,8 +42,9 @@ always`` adds context whatever it costs (``[gateway] context_cost``), as in issu
 Direct is priced without ctx_lsp's own MCP tools (``mcp__ctx__*``): sent direct, the client
 would not have them.
 
-Targets (issue 20): through ≤ direct in every session and mode (the same where it fits); ≤ 50% of direct at 200 and 500
-turns; every forwarded request inside the window.
+Targets (issues 20, 32): through ≤ direct in every session and mode (the same where it fits); ≤ 50% of direct at 200
+and 500 turns; cache share ≥ 0.90 from the 10th request; light within 10% of off; every forwarded request inside
+the window.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +70,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from index_speed import DATA, generate  # noqa: E402
 
-from ctx_lsp.config import load_workspace_config  # noqa: E402
+from ctx_lsp.config import ModelOverride, load_workspace_config  # noqa: E402
+from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER  # noqa: E402
 from ctx_lsp.engine import Engine  # noqa: E402
 from ctx_lsp.gateway.direct import shared_prefix  # noqa: E402
 from ctx_lsp.gateway.options import GatewayOptions  # noqa: E402
@@ -77,6 +89,7 @@ SHAPES = {
 }
 READ, WRITE = 0.1, 1.25
 RESULT_CHARS = 9_000
+MASK_MARK = "masked by ctx_lsp"
 TOOL_OUTPUT_CHARS = 30_000  # what Claude Code keeps of a command's output
 SMALL_CHARS = 1_500  # a session that fits: each tool output well under the shrink threshold
 
@@ -112,35 +125,111 @@ def serialise(api: str, body: dict[str, Any]) -> tuple[bytes, list[int]]:
     return clean.encode(), [max(0, m - shift) for m in marks] if marks else []
 
 
+MIN_CACHED = 1_024  # tokens: a shorter prefix is not cached (either provider)
+WARM = 16  # earlier requests whose cache entries are still warm: an agent loop's last minutes
+MAX_MARKS = 4  # Anthropic refuses a request with more cache_control blocks
+
+
 class Cache:
-    """The provider's prompt cache over one session's requests."""
+    """The provider's prompt cache over one session's requests, billed as the provider bills.
+
+    - Anthropic: an entry is written at each cache_control breakpoint of a request (the prefix up
+      to the end of the marked block). A request reads the longest prefix that ends at an earlier
+      request's breakpoint and that it repeats byte for byte — a prefix shared only part of the
+      way to a breakpoint reads nothing there; it writes from there to its own last breakpoint
+      (1.25×); the rest is fresh input. Below 1,024 tokens nothing is cached.
+    - OpenAI: automatic: the longest prefix shared with an earlier request, in 128-token steps
+      from 1,024 tokens, read at 0.1×; no write premium."""
 
     def __init__(self, api: str) -> None:
         self.api = api
-        self.entries: list[tuple[bytes, int]] = []  # (body, written prefix length in bytes)
+        self.entries: list[tuple[bytes, list[int]]] = []  # (body, breakpoint offsets)
 
     def price(self, body: bytes, marks: list[int], price: float) -> tuple[float, int, int]:
         """(input cost in dollars, tokens read from the cache, tokens in all)."""
         total = tokens(body)
         if self.api == "claude":
             read_bytes = 0
-            for prev, written in self.entries[-4:]:
+            for prev, prev_marks in self.entries:
                 shared = shared_prefix(body, prev)
-                read_bytes = max(read_bytes, min(shared, written))
+                hits = [m for m in prev_marks if m <= shared and tokens(b"x" * m) >= MIN_CACHED]
+                read_bytes = max([read_bytes, *hits])
             last = max(marks) if marks else 0
+            last = last if tokens(b"x" * last) >= MIN_CACHED else 0
             write_bytes = max(0, last - read_bytes)
-            self.entries.append((body, last))
-            read, write = tokens(b"x" * read_bytes), tokens(b"x" * write_bytes)
+            self.entries.append((body, marks))
+            read, write = len(body[:read_bytes]) // 4, write_bytes // 4
             fresh = total - read - write
             cost = (fresh + READ * read + WRITE * write) * price / 1e6
         else:
-            shared = max((shared_prefix(body, prev) for prev, _ in self.entries[-4:]), default=0)
-            read = tokens(b"x" * shared)
-            read = read - read % 128 if read >= 1024 else 0
-            self.entries.append((body, len(body)))
+            shared = max((shared_prefix(body, prev) for prev, _ in self.entries), default=0)
+            read = shared // 4
+            read = read - read % 128 if read >= MIN_CACHED else 0
+            self.entries.append((body, []))
             cost = (total - read + READ * read) * price / 1e6
-        self.entries = self.entries[-4:]
+        self.entries = self.entries[-WARM:]
         return cost, read, total
+
+
+def regions(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """A body in the provider's cache order as (region, the JSON of one element): the tools, each
+    system block (ctx_lsp's stable block apart), then each conversation message — what a break
+    is named by."""
+    out = [("tools", json.dumps(body.get("tools"), sort_keys=True))]
+
+    def text(x: Any) -> str:
+        return json.dumps(strip_marks(x), sort_keys=True, ensure_ascii=False)
+
+    if api == "claude":
+        system = body.get("system")
+        for block in system if isinstance(system, list) else [system]:
+            out.append(("stable" if STABLE_HEADER in text(block) else "system", text(block)))
+        messages = body.get("messages") or []
+    else:
+        out.append(("system", text(body.get("instructions"))))
+        messages = body.get("input") or body.get("messages") or []
+    for m in messages:
+        t = text(m)
+        role = m.get("role") if isinstance(m, dict) else None
+        if STABLE_HEADER in t:
+            out.append(("stable", t))
+        elif role in ("system", "developer"):
+            out.append(("system", t))
+        else:
+            out.append(("message", t))
+    return out
+
+
+def strip_marks(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: strip_marks(x) for k, x in v.items() if k != "cache_control"}
+    if isinstance(v, list):
+        return [strip_marks(x) for x in v]
+    return v
+
+
+def break_reason(prev: list[tuple[str, str]], cur: list[tuple[str, str]]) -> str | None:
+    """Why ``cur`` does not repeat ``prev`` and append (None: it does): what changed at the first
+    element that differs — the tools, the system prompt, ctx_lsp's stable block (with history
+    shed: a compaction step), the per-turn context block, a tool result masked, history shed."""
+    k = next((n for n, (a, b) in enumerate(zip(prev, cur, strict=False)) if a != b), None)
+    if k is None:
+        return None if len(cur) >= len(prev) else "history shed"
+    (region, a), (_, b) = prev[k], cur[k]
+    prev_msgs = [t for r, t in prev if r == "message"]
+    cur_msgs = [t for r, t in cur if r == "message"]
+    shed = bool(prev_msgs and cur_msgs and prev_msgs[0] != cur_msgs[0] and prev_msgs[0] not in cur_msgs[:1])
+    if region in ("tools", "system") and cur[k][0] == region:
+        return region
+    if region == "stable" or cur[k][0] == "stable":
+        return "compaction step (stable block, history shed)" if shed else "stable block changed"
+    if CONTEXT_HEADER in a or CONTEXT_HEADER in b:
+        return "per-turn block"
+    if MASK_MARK in b and MASK_MARK not in a:
+        return "tool result masked"
+    if shed or (a in cur_msgs and cur_msgs.index(a) < cur_msgs.index(b) if b in cur_msgs else False):
+        return "history shed"
+    return "message changed"
 
 
 def corpus(workspace: Path) -> tuple[list[tuple[str, str]], list[str], str]:
@@ -296,7 +385,12 @@ def sdk_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
 
 
 async def through(
-    workspace: Path, shape: str, mode: str, bodies: list[dict[str, Any]], context_cost: str | None = None
+    workspace: Path,
+    shape: str,
+    mode: str,
+    bodies: list[dict[str, Any]],
+    context_cost: str | None = None,
+    window: int | None = None,
 ) -> list[dict[str, Any]]:
     loop = asyncio.get_running_loop()
     worker = ThreadPoolExecutor(max_workers=1)
@@ -309,6 +403,12 @@ async def through(
         config = msgspec.structs.replace(
             config, gateway=msgspec.structs.replace(config.gateway, context_cost=context_cost)
         )
+    if window:  # the shape's model with a smaller window (its prices stay the built-in ones)
+        name = SHAPES[shape][0]
+        small = ModelOverride(
+            name=name, context_length=window, max_output=8192, calibration=1.4 if shape == "claude" else 1.0
+        )
+        config = msgspec.structs.replace(config, models=(*config.models, small))
     sessions = await run(lambda: SessionEngine(Engine(workspace, config)))
     await run(sessions.engine.refresh_index)
     sent = []
@@ -339,17 +439,61 @@ async def through(
     return sent
 
 
-def price(shape: str, bodies: list[dict[str, Any]]) -> tuple[float, float, int, int]:
-    """(cost, cache share, tokens in all, requests over the window)."""
-    _, window, p = SHAPES[shape]
+FROM_TURN = 10  # cache share counted from this request on: the first ones warm the cache
+
+
+@dataclass
+class Priced:
+    cost: float = 0.0
+    share: float = 0.0  # of input tokens read from the cache, from request FROM_TURN on
+    tokens: int = 0
+    over: int = 0  # requests over the window
+    marks: int = 0  # requests with more than 4 cache_control blocks (Anthropic refuses them)
+    breaks: list[tuple[int, str, int]] = field(default_factory=list)  # (request, why, tokens billed again)
+    shares: list[float] = field(default_factory=list)  # per request
+
+
+def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -> Priced:
+    _, model_window, p = SHAPES[shape]
+    window = window or model_window
     cache = Cache(shape)
-    cost = read = total = over = 0
-    for body in bodies:
+    out = Priced()
+    read_late = total_late = 0
+    prev: tuple[list[tuple[str, str]], bytes] | None = None
+    for n, body in enumerate(bodies):
         data, marks = serialise(shape, body)
         c, r, t = cache.price(data, marks, p)
-        cost, read, total = cost + c, read + r, total + t
-        over += t > window
-    return cost, read / total if total else 0.0, total, over
+        out.cost, out.tokens = out.cost + c, out.tokens + t
+        out.over += t > window
+        out.marks += len(marks) > MAX_MARKS
+        out.shares.append(r / t if t else 0.0)
+        if n >= FROM_TURN:
+            read_late, total_late = read_late + r, total_late + t
+        parts = regions(shape, body)
+        if prev is not None and (why := break_reason(prev[0], parts)) is not None:
+            out.breaks.append((n, why, (len(prev[1]) - shared_prefix(data, prev[1])) // 4))
+        prev = (parts, data)
+    out.share = read_late / total_late if total_late else 0.0
+    return out
+
+
+def breaks_line(priced: Priced) -> str:
+    """Where the forwarded prefix broke: how often for each reason, and the tokens billed again."""
+    if not priced.breaks:
+        return "no break: every request repeats the one before and appends"
+    by: dict[str, list[int]] = {}
+    for _, why, lost in priced.breaks:
+        by.setdefault(why, []).append(lost)
+    parts = [f"{why} ×{len(v)} ({sum(v) / 1e3:.0f}k tok)" for why, v in sorted(by.items(), key=lambda x: -sum(x[1]))]
+    first = ", ".join(f"#{n}" for n, _, _ in priced.breaks[:8])
+    return f"breaks: {'; '.join(parts)} — requests {first}{' …' if len(priced.breaks) > 8 else ''}"
+
+
+def share_curve(priced: Priced, buckets: int = 10) -> str:
+    """Cache share per tenth of the session: where it sags."""
+    s = priced.shares
+    step = max(1, len(s) // buckets)
+    return " ".join(f"{sum(s[i : i + step]) / len(s[i : i + step]):.2f}" for i in range(0, len(s), step))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,11 +509,23 @@ def main(argv: list[str] | None = None) -> int:
         default=30,
         help="turns of a session that fits the window, every tool output under the shrink threshold (0: none)",
     )
+    ap.add_argument("--window", type=int, help="the model's window in tokens (default: the model's own)")
+    ap.add_argument(
+        "--result-chars",
+        type=int,
+        default=RESULT_CHARS,
+        help="characters of each tool output",
+    )
+    ap.add_argument("--no-breaks", dest="breaks", action="store_false", help="no per-run break lines")
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     files, greps, log = corpus(workspace)
-    print(f"gateway cost · {workspace} · {os.cpu_count()} cores · input cost, cache simulated")
-    head = f"{'session':<16} {'mode':<6} {'direct $':>9} {'through $':>10} {'ratio':>6} {'cache d/t':>11}"
+    if args.result_chars != RESULT_CHARS:  # smaller (or larger) tool outputs
+        files = [(p, t[: args.result_chars]) for p, t in files]
+        greps, log = [g[: args.result_chars] for g in greps], log[-args.result_chars :]
+    window = f" · window {args.window:,}" if args.window else ""
+    print(f"gateway cost · {workspace} · {os.cpu_count()} cores · input cost, cache simulated{window}")
+    head = f"{'session':<16} {'mode':<6} {'direct $':>9} {'through $':>10} {'ratio':>6} {'cache≥10 d/t':>11}"
     print(f"{head} {'tokens d → t':>20} {'over window d/t':>16}")
     for shape in args.shapes:
         make = {"claude": claude_session, "sdk": sdk_session}.get(shape, codex_session)
@@ -380,16 +536,21 @@ def main(argv: list[str] | None = None) -> int:
         if shape == "sdk":
             runs = [("3 requests", make(3, files, greps, log))]
         for label, bodies in runs:
-            d_cost, d_share, d_tokens, d_over = price(shape, [without_ctx_tools(b) for b in bodies])
+            d = price(shape, [without_ctx_tools(b) for b in bodies], args.window)
             for mode in args.modes:
-                sent = asyncio.run(through(workspace, shape, mode, bodies, args.context_cost))
-                t_cost, t_share, t_tokens, t_over = price(shape, sent)
-                money = f"{d_cost:>9.2f} {t_cost:>10.2f} {t_cost / d_cost:>6.2f}"
-                cache = f"{d_share:>5.0%}/{t_share:<5.0%}"
-                moved = f"{d_tokens / 1e6:>8.2f}M → {t_tokens / 1e6:.2f}M"
-                if t_tokens < 100_000:  # a short script: its tokens, not millions
-                    moved = f"{d_tokens / 1e3:>8.1f}k → {t_tokens / 1e3:.1f}k"
-                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d_over:>8}/{t_over:<7}")
+                sent = asyncio.run(through(workspace, shape, mode, bodies, args.context_cost, args.window))
+                t = price(shape, sent, args.window)
+                money = f"{d.cost:>9.2f} {t.cost:>10.2f} {t.cost / d.cost:>6.2f}"
+                cache = f"{d.share:>5.2f}/{t.share:<5.2f}"
+                moved = f"{d.tokens / 1e6:>8.2f}M → {t.tokens / 1e6:.2f}M"
+                if t.tokens < 100_000:  # a short script: its tokens, not millions
+                    moved = f"{d.tokens / 1e3:>8.1f}k → {t.tokens / 1e3:.1f}k"
+                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d.over:>8}/{t.over:<7}")
+                if args.breaks and shape != "sdk":
+                    print(f"{'':<23} {breaks_line(t)}")
+                    print(f"{'':<23} cache share by tenths: {share_curve(t)}")
+                    if t.marks:
+                        print(f"{'':<23} {t.marks} requests with more than {MAX_MARKS} cache_control blocks")
     return 0
 
 

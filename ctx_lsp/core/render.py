@@ -111,6 +111,16 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True):
     per_turn: str = ""
     shown: dict[str, Message] = {}
     latest_user_id: str | None = None  # the id of the latest user message itself
+    # earlier turns' per-turn blocks, by the id of the user message they were sent ahead of: once
+    # sent, a block stays there byte for byte until the next compaction step (the gateway's cache
+    # plan), so a new turn appends instead of rewriting the previous one
+    earlier: dict[str, str] = {}
+
+    def block_for(self, message_id: str) -> str:
+        """The block that goes ahead of the user message ``message_id`` ("" for none)."""
+        if message_id == self.latest_user_id:
+            return self.per_turn
+        return self.earlier.get(message_id, "")
 
 
 def place(result: PlanResult) -> Placement:

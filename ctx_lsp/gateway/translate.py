@@ -90,8 +90,8 @@ def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:
 
     An item is sent when the plan shows any of its messages (an item without messages — a
     reasoning item, say — goes with the item after it); a masked message's text becomes its stub;
-    the per-turn block goes ahead of the latest user message, the stable block after the system
-    prompt."""
+    the per-turn block goes ahead of the latest user message (and an earlier turn's, as it was
+    sent, ahead of its own), the stable block after the system prompt."""
     placement = plan.placement
     shown = placement.shown
     ids_of: list[list[str]] = []
@@ -118,8 +118,9 @@ def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:
         if stubs:
             item = api.mask(item, stubs)
             changed = True
-        if placement.per_turn and placement.latest_user_id in ids:
-            items.extend(api.prepend(item, placement.per_turn))
+        block = next((t for i in ids if (t := placement.block_for(i))), "")
+        if block:
+            items.extend(api.prepend(item, block))
             changed = True
             continue
         items.append(item)

@@ -14,12 +14,14 @@ from typing import Any
 
 import msgspec
 
+from ctx_lsp.core.conversation import sized_cost
 from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
 from ctx_lsp.core.harness import first_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
 from ctx_lsp.core.models import Prices
 from ctx_lsp.core.own_tools import is_ctx_tool
+from ctx_lsp.core.planner import FRAMING_TOKENS
 from ctx_lsp.core.present import present_lines
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.report import GatewayReport, build_report
@@ -31,6 +33,7 @@ from ctx_lsp.core.side_requests import side_request
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.memory.store import InsideCompaction
+from ctx_lsp.sessions.cache_plan import CachePlan, Epoch
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
@@ -110,9 +113,8 @@ class Exchanges:
     # per session: the scaffold its requests carry, kept until a compaction changes the prompt's
     # start anyway (an agent that edits files would otherwise change it, and miss the cache, each turn)
     scaffolds: dict[str, tuple[tuple[int, str, str], list[Item]]] = field(default_factory=dict)
-    # per session: what retrieval chose for the current turn's question; the turn's later requests
-    # (an agent loop) carry the same block, so each repeats the one before byte for byte
-    contexts: dict[str, tuple[tuple[str | None, str], list[Item]]] = field(default_factory=dict)
+    # per session: what ctx_lsp's blocks were, frozen between compaction steps (``cache_plan``)
+    cache_plans: dict[str, CachePlan] = field(default_factory=dict)
     # the chained ids of messages seen before: every request resends the whole conversation
     chained: dict[tuple[str | None, Message], str] = field(default_factory=dict)
 
@@ -156,13 +158,27 @@ class Exchanges:
         path = store.path_meta(ex.session)
         every = self.conversation.sizes(ex.session, path, model.counter)
         active = {m.id for m in path if m.archived_by is None}
-        talk = sum(scaled(s.tokens, cal) for i, s in every.items() if i in active)
+        # what the conversation section needs as the planner counts it (messages with their framing,
+        # the compaction summary): retrieval gets only what that leaves, so it never squeezes out
+        # the summary or an old turn (a mask there would rewrite the cached prefix)
+        done = store.compactions(ex.session)
+        talk = sum(scaled(sized_cost(model.counter, m.to_message(), every[m.id]), cal) for m in path if m.id in active)
+        talk += FRAMING_TOKENS + (scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0)
         sent = system + sum(scaled(s.tokens, cal) for s in every.values())  # what the client sent, whole
         # a side request (a title, a summary, a check) gets no added context: it cannot use it
         side = side_request(ex.system, ex.messages, ex.tools, ex.max_output)
         mode: Mode = "off" if side else ex.mode or store.session(ex.session).mode or shared.engine.config.mode
+        users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
+        user_id = users[-1] if users else None
+        cache = None if side else self._cache_plan(ex.session, (len(store.compactions(ex.session)), mode), user_id)
+        # the blocks this conversation holds already (this turn's too, after its first request):
+        # resent as they were, so counted as the client's system prompt is; no new search this turn
+        carried = "\n\n".join(cache.carried(set(ids)).values()) if cache else ""
+        carried_tokens = scaled(model.counter.count(carried), cal) if carried else 0
+        system += carried_tokens
+        turn_block = cache.turn_block(user_id) if cache else None
         cap = min(int(prompt * budget.shares.rag), shared.engine.config.gateway.context_budget)
-        rag = 0 if mode == "off" else max(0, min(cap, prompt - system - talk))
+        rag = 0 if mode == "off" or turn_block is not None else max(0, min(cap, prompt - system - talk))
         system_share = min(1.0, system / prompt)
         overrides = BudgetOverrides(
             max_completion_tokens=ex.max_output,
@@ -174,11 +190,8 @@ class Exchanges:
         versions = content_id(*(f"{c.path}@{c.code_hash}:{c.stale}" for c in self.capsules.capsules()))
         key = (len(store.compactions(ex.session)), mode, versions)
         kept = self.scaffolds.get(ex.session)
-        users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
-        turn = (users[-1] if users else None, mode)
-        context = self.contexts.get(ex.session)
         kept_scaffold = kept[1] if kept is not None and kept[0] == key else None
-        kept_context = context[1] if context is not None and context[0] == turn else None
+        kept_context: list[Item] | None = [] if turn_block is not None else None
         allowance = self._allowance(ex, model, mode, kept_scaffold, kept_context)
         present = None
         if kept_context is None and mode != "off":  # a new turn's search: what the model has read is not added
@@ -189,7 +202,7 @@ class Exchanges:
             model=ex.model,
             budget=overrides,
             mode="off" if side else ex.mode,
-            system_prompt=ex.system,
+            system_prompt=ex.system + (f"\n\n{carried}" if carried else ""),
             query_in_conversation=True,
             instructions=False,
             scaffold=kept_scaffold,
@@ -203,13 +216,20 @@ class Exchanges:
             allowance = self._allowance(ex, model, mode, None, kept_context)
             request = replace(request, scaffold=None, allowance=allowance)
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
-        if not side:  # (a side request chose nothing: what its session keeps stays as it was)
-            if request.scaffold is None:  # what was chosen is kept: what was not paid for stays out too
-                chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
-                self.scaffolds[ex.session] = (after, chosen_scaffold)
-            if request.candidates is None:
-                self.contexts[ex.session] = (turn, [c.item for c in outcome.result.chosen if c.item.section == "rag"])
+        # what was chosen is kept: what was not paid for stays out too (a side request chose nothing)
+        if not side and request.scaffold is None:
+            chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
+            self.scaffolds[ex.session] = (after, chosen_scaffold)
         placement = place(outcome.result)
+        if cache is not None:
+            epoch = (len(store.compactions(ex.session)), mode)
+            if epoch != cache.epoch:  # a compaction step: the prefix is rebuilt here, once
+                cache = cache.next_epoch(epoch, user_id)
+            self.cache_plans[ex.session] = cache
+            slack = budget.prompt_budget - outcome.result.plan.totals.tokens
+            pinned = sorted(c.item.id for c in outcome.result.chosen if c.pin is not None)
+            inputs = content_id(versions, *pinned)  # the user's pins and capsules: theirs to see at once
+            placement = cache.lay(placement, user_id, slack, lambda t: scaled(model.counter.count(t), cal), inputs)
         chosen = outcome.result.chosen
         # ctx_lsp's MCP tools ride in the client's tool list: ours, not the client's own
         ours = [t for n, t in zip(ex.tools, ex.tool_texts, strict=False) if is_ctx_tool(n)]
@@ -218,7 +238,9 @@ class Exchanges:
             shed=sum(scaled(size.tokens, cal) for i, size in every.items() if i not in placement.shown),
             masked=sum(c.item.tokens - c.tokens for c in chosen if c.masked),
             shrunk=store.shrunk_saving(ex.session, ids) if self.shared.engine.config.gateway.shrink_tokens else 0,
-            injected=tools + sum(c.tokens for c in chosen if not c.item.messages and c.item.kind != SYSTEM_PROMPT),
+            injected=tools
+            + carried_tokens
+            + sum(c.tokens for c in chosen if not c.item.messages and c.item.kind != SYSTEM_PROMPT),
             tools=tools,
         )
         return ExchangePlan(
@@ -234,6 +256,14 @@ class Exchanges:
             savings=savings,
             side=side,
         )
+
+    def _cache_plan(self, session: str, epoch: Epoch, user_id: str | None) -> CachePlan:
+        """The session's cache plan for a request in ``epoch``: a compaction step since (made by
+        any face) starts the next epoch; a mode change starts afresh."""
+        cache = self.cache_plans.get(session)
+        if cache is None or cache.epoch[1] != epoch[1]:
+            return CachePlan(epoch)
+        return cache if cache.epoch == epoch else cache.next_epoch(epoch, user_id)
 
     def _allowance(
         self,

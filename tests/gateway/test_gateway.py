@@ -387,7 +387,7 @@ async def test_next_request_repeats_the_previous_one_up_to_the_per_turn_block(ws
             messages.append({"role": "assistant", "content": r.choices[0].message.content})
         bodies = [r.json["messages"] for r in gw.up.model_requests]
         for before, after in itertools.pairwise(bodies):
-            assert after[: len(before) - 2] == before[:-2]  # all but the context and the question
+            assert after[: len(before)] == before  # an earlier turn's block stays where it was sent
             assert before[-2]["content"].startswith(CONTEXT_HEADER)
 
 

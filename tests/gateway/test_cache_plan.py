@@ -1,0 +1,121 @@
+"""The provider's cache is ours to keep (issue 32, DESIGN §6): through a whole agent loop, with
+tool results that change every step, each forwarded request repeats the one before byte for
+byte and appends — the per-turn block is computed once per user turn and stays where it was
+sent; the prefix changes only at a compaction step. Real gateway on loopback, the fake
+upstream, the real anthropic and openai SDK clients."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+
+from ctx_lsp.core.render import CONTEXT_HEADER
+from tests.gateway.fake_upstream import cacheable
+from tests.gateway.harness import KEY, PAID_CONTEXT, running_gateway
+from tests.workspaces import copy_sample
+
+TASKS = ("How is stock reserved in the inventory?", "And how are invoices rounded?")
+STEPS = 5  # tool exchanges per user turn
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)  # light mode, the context added whatever it costs
+    return ws
+
+
+def _result(turn: int, step: int) -> str:
+    """A tool output that differs every step (as a real agent's reads and test runs do)."""
+    return "\n".join(f"src/mod{turn}_{step}.py:{n}: value = {n * (step + 3)}" for n in range(60))
+
+
+def _appends(api: str, bodies: list[dict]) -> list[int]:
+    """The requests (by index) whose cacheable bytes do not start with the previous request's,
+    its closing brackets left off: where the provider's cached prefix would break."""
+    broken = []
+    for n, (before, after) in enumerate(itertools.pairwise(bodies), start=1):
+        head = cacheable(api, before).rstrip(b"]}")
+        if not cacheable(api, after).startswith(head):
+            broken.append(n)
+    return broken
+
+
+def _blocks(text: str) -> list[str]:
+    """Each per-turn block a body holds (up to the end of its text)."""
+    out = []
+    start = 0
+    while (i := text.find(CONTEXT_HEADER, start)) >= 0:
+        end = text.find('"', i)
+        out.append(text[i:end])
+        start = end
+    return out
+
+
+async def test_an_anthropic_agent_loop_only_appends_and_keeps_each_turns_block(ws: Path) -> None:
+    http_client = anthropic.DefaultAsyncHttpxClient()
+    async with (
+        running_gateway(ws) as gw,
+        anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as client,
+    ):
+        system = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
+        tools = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
+        messages: list[dict] = []
+        for turn, task in enumerate(TASKS):
+            messages.append({"role": "user", "content": [{"type": "text", "text": task}]})
+            for step in range(STEPS + 1):
+                for m in messages:  # Claude Code marks the newest block only
+                    for block in m["content"] if isinstance(m["content"], list) else []:
+                        block.pop("cache_control", None)
+                messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+                await client.messages.create(
+                    model="claude-sonnet-4-5", max_tokens=1024, system=system, tools=tools, messages=messages
+                )
+                if step == STEPS:
+                    break
+                tid = f"toolu_{turn}_{step}"
+                messages.append(
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Read", "input": {}}]}
+                )
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tid, "content": _result(turn, step)}],
+                    }
+                )
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": "Done."}]})
+        bodies = [r.json for r in gw.up.model_requests]
+    assert len(bodies) == len(TASKS) * (STEPS + 1)
+    assert _appends("messages", bodies) == []  # every request repeats the one before and appends
+    first_turn = [_blocks(json.dumps(b["messages"], ensure_ascii=False)) for b in bodies[: STEPS + 1]]
+    assert first_turn[0] and all(blocks == first_turn[0] for blocks in first_turn)  # once per turn
+    later = _blocks(json.dumps(bodies[-1]["messages"], ensure_ascii=False))
+    assert later[0] == first_turn[0][0] and len(later) == 2  # the first turn's block stays where it was
+
+
+async def test_an_openai_agent_loop_only_appends(ws: Path) -> None:
+    async with (
+        running_gateway(ws) as gw,
+        openai.AsyncOpenAI(base_url=gw.openai_url, api_key=KEY, max_retries=0) as client,
+    ):
+        messages: list[dict] = [{"role": "system", "content": "You are a coding agent. " * 40}]
+        for turn, task in enumerate(TASKS):
+            messages.append({"role": "user", "content": task})
+            for step in range(STEPS + 1):
+                await client.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+                if step == STEPS:
+                    break
+                cid = f"call_{turn}_{step}"
+                call = {"id": cid, "type": "function", "function": {"name": "read", "arguments": "{}"}}
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                messages.append({"role": "tool", "tool_call_id": cid, "content": _result(turn, step)})
+            messages.append({"role": "assistant", "content": "Done."})
+        bodies = [r.json for r in gw.up.model_requests]
+    assert _appends("chat", bodies) == []
+    blocks = [_blocks(json.dumps(b["messages"], ensure_ascii=False)) for b in bodies]
+    assert blocks[0] and all(b[0] == blocks[0][0] for b in blocks)  # computed once, resent byte for byte
