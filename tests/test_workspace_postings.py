@@ -336,4 +336,3 @@ def test_a_quiet_graph_update_builds_worn_postings_again(idx: WorkspaceIndex, ws
     idx.update_graph()  # what the watch loop runs when edits pause
     assert idx._db.postings is not before and not idx._db.postings.worn()
     assert_same(idx)
-
