@@ -12,6 +12,7 @@
     ctx-lsp stats [WORKSPACE]                what the gateway sent, saved and cost vs sending direct
     ctx-lsp statusline                       one line for Claude Code's status line
     ctx-lsp mcp [WORKSPACE]                  the MCP server for agents (stdio): symbols, search, plans, pins
+    ctx-lsp trust [WORKSPACE] [--forget]     let this folder's ctx.toml set [llm], the gateway's listen…
 
 User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
 """
@@ -239,6 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the session whose pins and plans the tools use (default: the editor's, so pins are shared)",
     )
+
+    t = sub.add_parser(
+        "trust",
+        help="let this workspace's own settings send data off the machine or open a port ([llm], gateway listen)",
+        description="A workspace's ctx.toml (or [tool.ctx-lsp]) may not, on its own, set [llm], summarizer = "
+        '"llm", allow_encoding_download or the gateway\'s listen and token: a cloned repository would decide '
+        "where your data and keys go. Trust the folder with its settings file as it is now; an edit to the "
+        "file needs trusting again. Recorded in ~/.config/ctx-lsp/trusted.json ($XDG_CONFIG_HOME).",
+    )
+    t.add_argument("workspace", type=Path, nargs="?", default=Path("."), help="the workspace (default: .)")
+    t.add_argument("--forget", action="store_true", help="trust it no more")
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
@@ -528,6 +540,30 @@ def _cmd_expand(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trust(args: argparse.Namespace) -> int:
+    from ctx_lsp.config import NEEDS_TRUST
+    from ctx_lsp.trust import record, trust_file
+    from ctx_lsp.workspace.files import PathRefused, read_workspace_file
+
+    root = args.workspace.resolve()
+    if not root.is_dir():
+        raise UserError(f"workspace {args.workspace} is not a directory")
+    if args.forget:
+        record(root, None)
+        print(f"{root}: no longer trusted ({trust_file()})")
+        return 0
+    for name in ("ctx.toml", "pyproject.toml"):
+        try:
+            data = read_workspace_file(root, name, 1024 * 1024)
+        except (OSError, PathRefused):
+            continue
+        record(root, data)
+        settings = ", ".join(f"{t}.{k}" if t else k for t, k, _ in NEEDS_TRUST)
+        print(f"{root}: trusted with its {name} as it is now ({trust_file()}); it may set {settings}")
+        return 0
+    raise UserError(f"{root} has no ctx.toml or pyproject.toml to trust")
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from ctx_lsp.mcp.run import serve_mcp
     from ctx_lsp.sessions import DEFAULT_SESSION
@@ -564,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         "wrap": _cmd_wrap,
         "stats": _cmd_stats,
         "mcp": _cmd_mcp,
+        "trust": _cmd_trust,
         "expand": _cmd_expand,
         "statusline": _cmd_statusline,
     }[args.command]

@@ -217,19 +217,60 @@ def validate(raw: dict[str, Any], source: str, base: CtxConfig | None = None) ->
     return base, messages
 
 
+# Settings that send data off this machine or open a port: a workspace's own file sets them only
+# when the user trusts it (ctx_lsp/trust.py); (table, key, the value that needs trust, or None: any)
+NEEDS_TRUST: tuple[tuple[str | None, str, Any], ...] = (
+    (None, "summarizer", "llm"),
+    (None, "llm", None),
+    (None, "allow_encoding_download", True),
+    ("gateway", "listen", None),
+    ("gateway", "token", None),
+)
+
+
+def untrusted(data: dict[str, Any], name: str) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without what a workspace's file may not decide on its own, and a message naming
+    what was left out."""
+    data = _snake_keys(data)
+    dropped = []
+    for table, key, value in NEEDS_TRUST:
+        where = data.get(table) if table else data
+        if isinstance(where, dict) and key in where and (value is None or where[key] == value):
+            if table:
+                data[table] = {k: v for k, v in where.items() if k != key}
+            else:
+                data = {k: v for k, v in data.items() if k != key}
+            dropped.append(f"{table}.{key}" if table else key)
+    if not dropped:
+        return data, []
+    return data, [
+        f"{name}: {', '.join(dropped)} ignored: a workspace's own settings cannot send data off this "
+        "machine or open a port; set them in your editor's settings or on the command line, or "
+        f"trust this folder with `ctx-lsp trust` (README: What a workspace cannot do)"
+    ]
+
+
 def load_workspace_config(root: Path) -> tuple[CtxConfig, list[str]]:
-    """`ctx.toml` in the workspace root wins over `[tool.ctx-lsp]` in pyproject.toml."""
+    """`ctx.toml` in the workspace root wins over `[tool.ctx-lsp]` in pyproject.toml; settings that
+    need trust (``NEEDS_TRUST``) only when the user trusts the folder with the file as it is."""
+    from ctx_lsp.trust import is_trusted
+
     for name, pick in (("ctx.toml", lambda d: d), ("pyproject.toml", lambda d: d.get("tool", {}).get("ctx-lsp"))):
         path = root / name
         if not os.path.lexists(path):
             continue
         try:  # a cloned repository's settings: never through a link out of it, never unbounded
-            data = pick(tomllib.loads(read_workspace_file(root, name, MAX_SMALL_FILE_BYTES).decode("utf-8")))
+            raw = read_workspace_file(root, name, MAX_SMALL_FILE_BYTES)
+            data = pick(tomllib.loads(raw.decode("utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError, PathRefused) as err:
             return CtxConfig(), [f"{name}: cannot read it ({err}); using defaults"]
         if data is None:
             continue
         if not isinstance(data, dict):
             return CtxConfig(), [f"{name}: expected a table of settings; using defaults"]
-        return validate(data, name)
+        ignored: list[str] = []
+        if not is_trusted(root, raw):
+            data, ignored = untrusted(data, name)
+        config, messages = validate(data, name)
+        return config, ignored + messages
     return CtxConfig(), []

@@ -15,6 +15,7 @@ from pytest_lsp import ClientServerConfig
 
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.server import protocol as P
+from ctx_lsp.trust import record
 from tests.gateway.fake_upstream import FakeUpstream
 from tests.gateway.harness import KEY
 from tests.lsp.conftest import server_command, start
@@ -50,6 +51,7 @@ async def _editor(root: Path, up: FakeUpstream, extra: str = ""):
         f'[gateway]\nlisten = "127.0.0.1:{port}"\nopenai_upstream = "{up.openai_url}"\n'
         f'anthropic_upstream = "{up.anthropic_url}"\n{extra}'
     )
+    record(root, (root / "ctx.toml").read_bytes())  # the user trusts it: it opens a port
     client = await ClientServerConfig(server_command=server_command()).start()
     client.seen = []  # type: ignore[attr-defined]
     for method in ("ctx/gatewayRequest", "ctx/reviewRequest", "ctx/reviewResolved", "ctx/gatewayStatusChanged"):

@@ -14,6 +14,7 @@ import openai
 from pytest_lsp import ClientServerConfig
 
 from ctx_lsp.server import protocol as P
+from ctx_lsp.trust import record
 from tests.gateway.fake_upstream import FakeUpstream
 from tests.gateway.harness import KEY
 from tests.lsp.conftest import server_command, start
@@ -43,6 +44,7 @@ async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> No
             f'[gateway]\nlisten = "127.0.0.1:{port}"\nopenai_upstream = "{up.openai_url}"\n'
             f'anthropic_upstream = "{up.anthropic_url}"\n'
         )
+        record(root, (root / "ctx.toml").read_bytes())  # the user trusts it: it opens a port
         client = await ClientServerConfig(server_command=server_command()).start()
         seen: list = []
 

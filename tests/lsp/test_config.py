@@ -69,12 +69,12 @@ def test_an_editor_table_of_settings_is_merged_key_by_key(tmp_path: Path) -> Non
     from ctx_lsp.config import load_workspace_config, validate
 
     root = copy_sample(tmp_path / "ws")
-    (root / "ctx.toml").write_text('[gateway]\ntoken = "from-the-file"\nopenai_upstream = "http://127.0.0.1:9/v1"\n')
+    (root / "ctx.toml").write_text('[gateway]\ncontext_budget = 4321\nopenai_upstream = "http://127.0.0.1:9/v1"\n')
     config, _ = load_workspace_config(root)
     merged, messages = validate({"gateway": {"listen": "127.0.0.1:8788"}}, "initializationOptions", base=config)
     assert messages == []
     assert merged.gateway.listen == "127.0.0.1:8788"
-    assert merged.gateway.token == "from-the-file" and merged.gateway.openai_upstream == "http://127.0.0.1:9/v1"
+    assert merged.gateway.context_budget == 4321 and merged.gateway.openai_upstream == "http://127.0.0.1:9/v1"
 
 
 def test_each_bad_setting_is_named_and_the_good_ones_stay(tmp_path: Path) -> None:
