@@ -12,7 +12,9 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,11 +55,24 @@ def _reply(name: str) -> str:
     return f"OFFLINE-REPLY-{name.upper()}: hello from the fake upstream."
 
 
-def _run(name: str, tmp_path: Path, *, gateway: bool = False, copy=copy_sample, prompt: str = PROMPT):
+def _run(
+    name: str,
+    tmp_path: Path,
+    *,
+    gateway: bool = False,
+    copy=copy_sample,
+    prompt: str = PROMPT,
+    adjust: Callable[[assistants.Invocation], object] | None = None,
+    **recipe: Any,
+):
+    """One run of assistant ``name`` offline (``recipe``: the recipe's options, ``adjust``: a
+    change to its command line or environment)."""
     ws = copy(tmp_path / "ws")
     if gateway:  # the tests look for the context in the bodies sent: added whatever it costs
         (ws / "ctx.toml").write_text(PAID_CONTEXT)
-    inv = assistants.invocation(name, ws, prompt, target_urls(gateway), tmp_path / "home")
+    inv = assistants.invocation(name, ws, prompt, target_urls(gateway), tmp_path / "home", **recipe)
+    if adjust is not None:
+        adjust(inv)
     return run_offline(
         inv.argv,
         tmp_path / "run",
@@ -153,19 +168,8 @@ def test_claude_codes_title_request_gets_no_context(netns: None, tmp_path: Path)
     """With its non-essential traffic on, Claude Code also asks for a session title (no tools, a
     short system prompt): that request goes upstream without context; the conversation's has it."""
     _require("claude")
-    ws = copy_sample(tmp_path / "ws")
-    (ws / "ctx.toml").write_text(PAID_CONTEXT)
-    inv = assistants.invocation("claude", ws, PROMPT, target_urls(True), tmp_path / "home")
-    inv.env.pop("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
-    r = run_offline(
-        inv.argv,
-        tmp_path / "run",
-        env=inv.env,
-        cwd=inv.cwd,
-        timeout=TIMEOUT,
-        reply=_reply("claude"),
-        gateway=True,
-        gateway_workspace=ws,
+    r = _run(
+        "claude", tmp_path, gateway=True, adjust=lambda inv: inv.env.pop("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
     )
     assert r.rc == 0, r.summary()
     bodies = [req["body"] for req in r.requests if req["path"].split("?")[0] == "/v1/messages"]
@@ -204,19 +208,7 @@ def test_codex_default_model_keeps_its_own_instructions_first(netns: None, tmp_p
     """Codex's default model sends its system prompt as developer items (no ``instructions``):
     our block goes after them, and what the model reads answers the question."""
     _require("codex")
-    ws = copy_sample(tmp_path / "ws")
-    (ws / "ctx.toml").write_text(PAID_CONTEXT)
-    inv = assistants.invocation("codex", ws, PROMPT, target_urls(True), tmp_path / "home", model=None)
-    r = run_offline(
-        inv.argv,
-        tmp_path / "run",
-        env=inv.env,
-        cwd=inv.cwd,
-        timeout=TIMEOUT,
-        reply=_reply("codex"),
-        gateway=True,
-        gateway_workspace=ws,
-    )
+    r = _run("codex", tmp_path, gateway=True, model=None)
     assert r.rc == 0 and _reply("codex") in r.stdout, r.summary()
     (body,) = [json.loads(q["body"]) for q in r.requests if q["path"].split("?")[0] == "/v1/responses"]
     roles = [i.get("role") for i in body["input"]]
@@ -305,21 +297,8 @@ def test_a_file_aider_added_to_the_chat_is_not_injected_again(netns: None, tmp_p
     """aider sends a file the user added in a user message of its own: the context block brings
     none of that file's functions or classes again (before: 4 of its 15 blocks did)."""
     _require("aider")
-    ws = copy_sample(tmp_path / "ws")
-    (ws / "ctx.toml").write_text(PAID_CONTEXT)
     prompt = "How does reserving stock work? Do not edit any file."
-    inv = assistants.invocation("aider", ws, prompt, target_urls(True), tmp_path / "home")
-    inv.argv.append("shop/inventory.py")
-    r = run_offline(
-        inv.argv,
-        tmp_path / "run",
-        env=inv.env,
-        cwd=inv.cwd,
-        timeout=TIMEOUT,
-        reply=_reply("aider"),
-        gateway=True,
-        gateway_workspace=ws,
-    )
+    r = _run("aider", tmp_path, gateway=True, prompt=prompt, adjust=lambda inv: inv.argv.append("shop/inventory.py"))
     assert r.rc == 0, r.summary()
     (body,) = [req["body"] for req in r.requests if req["path"].split("?")[0] == assistants.ROUTES["aider"]]
     messages = json.loads(body)["messages"]

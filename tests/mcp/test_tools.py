@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ctx_lsp.core.own_tools import CTX_TOOLS
 from tests.mcp.client import TOOLS, call, data, error, mcp_session, text
 from tests.workspaces import copy_sample
 
@@ -21,6 +22,7 @@ async def test_the_tools_and_their_schemas(ws: Path):
     async with mcp_session(ws) as s:
         listed = {t.name: t for t in (await s.list_tools()).tools}
         assert tuple(listed) == TOOLS
+        assert set(listed) == CTX_TOOLS  # every tool of ours is counted as ours in the gateway's savings
         for tool in listed.values():
             assert tool.description and len(tool.description) > 60, tool.name
             assert tool.output_schema is not None and tool.output_schema["type"] == "object", tool.name
