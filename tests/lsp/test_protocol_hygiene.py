@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import socket
 import sqlite3
 import subprocess
@@ -401,12 +402,12 @@ def test_limit_is_configurable(ws: Path, tmp_path: Path):
 
 
 def test_tcp_transport_has_the_same_hygiene(ws: Path, tmp_path: Path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115
+    # the server takes a free port itself and says which: a port found free and handed over
+    # can be taken by a parallel test in between
+    log_path = tmp_path / "server.log"
+    log = open(log_path, "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctx_lsp", "serve", "--tcp", f"127.0.0.1:{port}", "--max-message-bytes", "5000"],
+        [sys.executable, "-m", "ctx_lsp", "serve", "--tcp", "127.0.0.1:0", "--max-message-bytes", "5000"],
         cwd=ws,
         stdin=subprocess.DEVNULL,
         stdout=log,
@@ -414,13 +415,10 @@ def test_tcp_transport_has_the_same_hygiene(ws: Path, tmp_path: Path):
     )
     try:
         deadline = time.monotonic() + TIMEOUT
-        while True:
-            try:
-                sock = socket.create_connection(("127.0.0.1", port), timeout=1)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the TCP server did not start"
-                time.sleep(0.1)
+        while not (found := re.search(rb"serving on \('127\.0\.0\.1', (\d+)\)", log_path.read_bytes())):
+            assert proc.poll() is None and time.monotonic() < deadline, "the TCP server did not start"
+            time.sleep(0.1)
+        sock = socket.create_connection(("127.0.0.1", int(found[1])), timeout=TIMEOUT)
         with sock:
             messages: queue.Queue = queue.Queue()
             reader = sock.makefile("rb")
