@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from ctx_lsp.core import media
+
 Raw = msgspec.Raw
 _object = msgspec.json.Decoder(dict[str, Raw])
 _array = msgspec.json.Decoder(list[Raw])
@@ -91,6 +93,45 @@ def part_text(part: Any) -> str:
     if kind in ("document", "file", "input_file"):
         return "[document]"
     return ""
+
+
+def media_tokens(content: Any, provider: str) -> int:
+    """The images and documents in a content value (blocks, parts, tool results' own content),
+    counted as ``provider`` counts them (``core.media``): our estimator sees only their text."""
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in ("image", "image_url", "input_image"):
+            total += media.image_tokens(provider, _image_size(part), _detail(part))
+        elif kind in ("document", "file", "input_file"):
+            total += media.DOCUMENT_TOKENS
+        else:  # a tool result's, a function output's own blocks
+            total += media_tokens(part.get("content"), provider) + media_tokens(part.get("output"), provider)
+    return total
+
+
+def _image_size(part: dict[str, Any]) -> tuple[int, int] | None:
+    source = part.get("source")
+    url = part.get("image_url")
+    if isinstance(source, dict) and isinstance(source.get("data"), str):
+        data = source["data"]
+    elif isinstance(url, dict) and isinstance(url.get("url"), str):
+        data = url["url"]
+    elif isinstance(url, str):
+        data = url
+    else:
+        return None
+    return media.base64_size(data) if data.startswith("data:") or isinstance(source, dict) else None
+
+
+def _detail(part: dict[str, Any]) -> str:
+    url = part.get("image_url")
+    detail = url.get("detail") if isinstance(url, dict) else part.get("detail")
+    return detail if isinstance(detail, str) else "auto"
 
 
 def memoryview_head(raw: Raw) -> bytes:

@@ -362,8 +362,9 @@ class Gateway:
     def _store_reply(
         self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan, client: tuple[str, str | None]
     ) -> None:
+        media = planned.parsed.media_tokens if planned.parsed else 0
         self.sessions.record_reply(
-            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
+            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage, media
         )
         key = cacheable(planned.api, planned.client_body)
         previous = self._previous.pop(plan.session, None)
@@ -468,7 +469,8 @@ class Gateway:
             actual = b.value(b.obj(answer).get("input_tokens"))
             texts = [parsed.system, parsed.tools, *(m.content for ms in parsed.messages for m in ms)]
             if isinstance(actual, int):
-                await self.run(self.sessions.count_sample, parsed.model, "\n".join(t for t in texts if t), actual)
+                text = "\n".join(t for t in texts if t)
+                await self.run(self.sessions.count_sample, parsed.model, text, actual, parsed.media_tokens)
         except Exception:  # a measurement lost, nothing more
             log.debug("gateway: count_tokens not used for calibration", exc_info=True)
 

@@ -64,6 +64,7 @@ class Chat:
             items=raws[lead:],
             messages=[[_message(lead + n, m)] for n, m in enumerate(decoded[lead:])],
             client_session=b.value(fields.get("user")) if isinstance(b.value(fields.get("user")), str) else None,
+            media_tokens=sum(b.media_tokens(m.get("content"), "openai") for m in decoded if isinstance(m, dict)),
         )
 
     def mask(self, item: b.Raw, stubs: dict[int, str]) -> b.Raw:

@@ -95,6 +95,7 @@ class Responses:
             items=raws[lead:],
             messages=[_messages(d) for d in decoded[lead:]],
             client_session=key if isinstance(key, str) else None,
+            media_tokens=b.media_tokens(decoded, "openai"),
             opaque="the history is kept by the provider (previous_response_id)"
             if b.value(fields.get("previous_response_id"))
             else None,
