@@ -24,11 +24,19 @@ class BodyError(ValueError):
     """A body that is not the JSON its API expects: answered with a 400 in the API's shape."""
 
 
+NOT_UTF8 = "the body is not valid UTF-8"
+TOO_DEEP = "JSON nested too deep"  # msgspec's limit is ~1,000 levels; no API request comes near it
+
+
 def obj(raw: bytes | Raw) -> dict[str, Raw]:
     try:
         return _object.decode(raw)
     except msgspec.DecodeError as err:
         raise BodyError(f"expected a JSON object: {err}") from None
+    except RecursionError:
+        raise BodyError(TOO_DEEP) from None
+    except UnicodeDecodeError:  # msgspec checks strings only when it decodes them
+        raise BodyError(NOT_UTF8) from None
 
 
 def arr(raw: bytes | Raw) -> list[Raw]:
@@ -36,6 +44,10 @@ def arr(raw: bytes | Raw) -> list[Raw]:
         return _array.decode(raw)
     except msgspec.DecodeError as err:
         raise BodyError(f"expected a JSON array: {err}") from None
+    except RecursionError:
+        raise BodyError(TOO_DEEP) from None
+    except UnicodeDecodeError:  # msgspec checks strings only when it decodes them
+        raise BodyError(NOT_UTF8) from None
 
 
 def value(raw: Raw | None, default: Any = None) -> Any:
@@ -46,6 +58,18 @@ def value(raw: Raw | None, default: Any = None) -> Any:
         return msgspec.json.decode(raw)
     except msgspec.DecodeError as err:
         raise BodyError(str(err)) from None
+    except RecursionError:
+        raise BodyError(TOO_DEEP) from None
+    except UnicodeDecodeError:  # msgspec checks strings only when it decodes them
+        raise BodyError(NOT_UTF8) from None
+
+
+def utf8(raw: Raw) -> str:
+    """A raw value's JSON text as it was sent (e.g. tool definitions, counted as they are)."""
+    try:
+        return bytes(raw).decode()
+    except UnicodeDecodeError:
+        raise BodyError(NOT_UTF8) from None
 
 
 def is_string(raw: Raw | None) -> bool:

@@ -57,3 +57,11 @@ class Kept(Generic[V]):
         ):
             _, (_, gone, _) = items.popitem(last=False)
             self.bytes -= gone
+
+
+def trim(kept: dict[str, V], entries: int, max_bytes: int, weight: Callable[[V], int]) -> None:
+    """Drop the oldest of ``kept`` (insertion order) until at most ``entries`` weigh at most
+    ``max_bytes`` together; the newest stays whatever it weighs (it is in use)."""
+    total = sum(weight(v) for v in kept.values())
+    while len(kept) > 1 and (len(kept) > entries or total > max_bytes):
+        total -= weight(kept.pop(next(iter(kept))))

@@ -113,7 +113,7 @@ class Anthropic:
             messages.append(found[0])
             media += found[1]
         system = b.text_of(fields.get("system")) if "system" in fields else ""
-        tools = bytes(fields["tools"]).decode() if "tools" in fields else ""
+        tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         max_tokens = b.value(fields.get("max_tokens"))
         return Parsed(
             fields=fields,
@@ -177,7 +177,13 @@ class Anthropic:
         return fields
 
     def error(self, status: int, message: str) -> bytes:
-        kind = {400: "invalid_request_error", 401: "authentication_error", 502: "api_error", 504: "api_error"}
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            413: "request_too_large",
+            502: "api_error",
+            504: "api_error",
+        }
         return json.dumps(
             {"type": "error", "error": {"type": kind.get(status, "api_error"), "message": message}}
         ).encode()
