@@ -36,7 +36,7 @@ from gateway_latency import start_gateway, timed_stream  # noqa: E402
 from index_speed import _loadavg  # noqa: E402
 from lsp_client import status_mb  # noqa: E402
 
-from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
+from tests.gateway.fake_upstream import FakeUpstream, Reply  # noqa: E402
 
 FIXTURE = HERE.parent / "tests" / "fixtures" / "sample_ws"
 MODEL = "claude-sonnet-4-5"
@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[int, float, float]] = []
     try:
         with FakeUpstream(reply="ok") as up:
+            # a provider counts a screenshot at ~1,600 tokens (its base64 would be ~1M): the code
+            # before issue 33 let such counts calibrate the estimator until every request overflowed
+            up.set_default(Reply.text("ok", input_tokens=2_000))
             proc, url = start_gateway(workspace, up)
             try:
                 rows.append((0, status_mb(proc.pid), 0.0))
@@ -81,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     timed_stream(url, request(n, args.mb))
                     took = (time.perf_counter() - t0) * 1000
-                    up.reset()  # the fake upstream keeps what it received: not what is measured
+                    up.requests.clear()  # the fake upstream keeps what it received: not what is measured
                     if n % args.every == 0:
                         rows.append((n, status_mb(proc.pid), took))
             finally:

@@ -121,6 +121,9 @@ class Gateway:
         # silent for minutes) and any wait for the engine; what must be stored is shielded
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, handler_cancellation=True)
         await self._runner.setup()
+        # the secret masker loads its detectors on first use (~0.5 s on the engine's one thread):
+        # now, not while the first requests (thirty sub-agents at once) wait behind it
+        await self.run(self._masked, "warm-up")
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
         self.client = aiohttp.ClientSession(
