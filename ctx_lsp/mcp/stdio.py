@@ -24,7 +24,7 @@ class ScreenedLines:
     """The lines of stdin, as the SDK's reader iterates them, without the invalid ones."""
 
     def __init__(self, lines: Any) -> None:
-        self._lines = lines
+        self._lines = lines.__aiter__()  # one iterator: its lines are read once, in order
         self.answers: Any = None  # the SDK's write stream, once it is open
         self.ready = anyio.Event()
 
@@ -32,7 +32,8 @@ class ScreenedLines:
         return self
 
     async def __anext__(self) -> str:
-        async for line in self._lines:
+        while True:
+            line = await self._lines.__anext__()  # StopAsyncIteration at the end of stdin
             if not line.strip():
                 continue
             error = rejected(line)
@@ -40,7 +41,6 @@ class ScreenedLines:
                 return line
             await self.ready.wait()
             await self.answers.send(SessionMessage(error))
-        raise StopAsyncIteration
 
 
 def rejected(line: str) -> types.JSONRPCError | None:
