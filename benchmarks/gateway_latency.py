@@ -18,8 +18,17 @@ upstream. Reported:
   (a cached input token at 0.1 of an uncached one, Anthropic's price) against sending direct —
   which stops working once the conversation outgrows the window.
 
+Concurrency (``--streams 1,30``): that many conversations at once, each a session of its own
+sending ``--stream-requests`` requests one after another, each reply streamed over
+``--reply-seconds`` as a model does (sub-agents, parallel tool calls); the same bodies with the
+same concurrency straight to the upstream in the same run. Reported per concurrency: time to the
+first byte through and straight (p50 / p99), and what the gateway added. ``--reply-seconds 0``
+makes the upstream answer at once: the gateway's one engine thread is then busy all the time,
+which is the saturated case (the added latency grows with the number of streams).
+
 Targets (the gateway issue): added p50 ≤ 30 ms, per chunk ≤ 0.2 ms, cache share ≥ 90% on average
-with every request inside the window.
+with every request inside the window; with 30 streams the added time to first byte within 2× of
+one stream's.
 """
 
 from __future__ import annotations
@@ -167,12 +176,73 @@ def timed_stream(url: str, body: bytes) -> tuple[float, float, int]:
     return (first or end) - t0, end - t0, chunks
 
 
+def concurrent_ttfb(url: str, streams: list[list[bytes]]) -> list[float]:
+    """Each stream's requests one after another, the streams at once: ms to each first byte."""
+    out: list[float] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(streams))
+
+    def one(bodies: list[bytes]) -> None:
+        start.wait()
+        for raw in bodies:
+            first, _, _ = timed_stream(url, raw)
+            with lock:
+                out.append(first * 1000)
+
+    threads = [threading.Thread(target=one, args=(s,)) for s in streams]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def concurrency_rows(url: str, up: FakeUpstream, workspace: Path, args: argparse.Namespace) -> list[tuple[str, ...]]:
+    """Per number of streams: time to first byte through and straight, p50 / p99, and the difference."""
+    rows = []
+    chunks = max(1, args.chunks // 10)
+    words = " ".join(f"w{n}" for n in range(chunks))
+    up.set_default(Reply.text(words, delay=args.reply_seconds / chunks))
+    for k in args.streams:
+        streams = [
+            [json.dumps(b).encode() for b in session_requests(workspace, args.stream_requests, args.result_chars)]
+            for _ in range(k)
+        ]
+        through = concurrent_ttfb(url, streams)
+        straight = concurrent_ttfb(up.url, streams)
+        rows.append(
+            (
+                f"{k} streams: first byte through / straight / added, ms p50",
+                f"{pct(through, 0.5):.0f}",
+                f"{pct(straight, 0.5):.0f}",
+                f"{pct(through, 0.5) - pct(straight, 0.5):.0f}",
+            )
+        )
+        rows.append(
+            (
+                f"{k} streams: first byte through / straight / added, ms p99",
+                f"{pct(through, 0.99):.0f}",
+                f"{pct(straight, 0.99):.0f}",
+                f"{pct(through, 0.99) - pct(straight, 0.99):.0f}",
+            )
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workspace", nargs="?", type=Path)
     ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--result-chars", type=int, default=9000, help="size of each tool result (default 9000)")
     ap.add_argument("--chunks", type=int, default=400, help="chunks of the streamed reply timed per chunk")
+    ap.add_argument(
+        "--streams",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[1, 30],
+        help="concurrent conversations to time (default 1,30; '' for none)",
+    )
+    ap.add_argument("--stream-requests", type=int, default=6, help="requests of each concurrent conversation")
+    ap.add_argument("--reply-seconds", type=float, default=1.0, help="how long each reply streams (0: at once)")
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     bodies = session_requests(workspace, args.turns, args.result_chars)
@@ -211,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             up.queue(Reply.text(words), Reply.text(words))
             _, t1, _c1 = timed_stream(url, small)
             _, t2, _c2 = timed_stream(up.url, small)
+            concurrency = concurrency_rows(url, up, workspace, args) if args.streams else []
         finally:
             proc.terminate()
             proc.wait(10)
@@ -243,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"requests repeating under {BREAK_SHARE:.0%} of the previous one: {', '.join(breaks) or 'none'}")
     if costs_direct:
         row("cache-weighted input cost, through / direct", f"{sum(costs_gw) / sum(costs_direct):.2f}")
+    if concurrency:
+        each = f"{args.stream_requests} requests each, replies streamed over {args.reply_seconds:g} s"
+        print(f"concurrent conversations ({each})")
+        for label, *values in concurrency:
+            row(label, *values)
     return 0
 
 

@@ -123,6 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--session", help="only this session (its plans; with --html, its gateway requests)")
     r.add_argument("--html", action="store_true", help="the gateway report as an HTML page (stdout, or -o FILE)")
     r.add_argument("-o", "--output", type=Path, metavar="FILE", help="with --html: write the page to FILE")
+    r.add_argument(
+        "--reset-calibration",
+        nargs="?",
+        const="",
+        metavar="MODEL",
+        help="forget what usage reports taught the estimator (of MODEL, or of every model); the reports stay "
+        "for the cost figures. Example: ctx-lsp report . --reset-calibration claude-sonnet-4-5",
+    )
 
     rp = sub.add_parser(
         "replay",
@@ -397,7 +405,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     engine = _session_engine(args.workspace)
     try:
         engine.require_memory()
+        if args.reset_calibration is not None:
+            forgotten = engine.store.reset_calibration(args.reset_calibration or None)
+            print(f"calibration reset: {forgotten} usage reports no longer calibrate the estimator")
         accuracy = estimator_accuracy(engine.store)
+        calibrated = [(m, engine.store.usage_stats(m)) for m in engine.store.calibrated_models()]
         stats = plan_stats(engine.store, args.session)
         feedback = session_feedback(engine.store, args.session) if args.session else []
     finally:
@@ -412,6 +424,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 f"  {a.model:<24} {a.reports:>7} {a.median_error_pct:>+12.1f}% {a.worst_error_pct:>+11.1f}% "
                 f"{a.median_ratio:>11.3f}"
             )
+    print("calibration (factor = median of actual/estimate over the latest reports, clamped to 0.5-2.0)")
+    if not calibrated:
+        print("  none: the registry's factors are used")
+    for model, usage in calibrated:
+        print(f"  {model:<24} ×{usage.calibration} from the latest {usage.window} of {usage.reports} reports")
     print("plans" + (f" of session {args.session}" if args.session else ""))
     if stats is None:
         print("  no plans stored yet")

@@ -130,6 +130,12 @@ def test_gateway_latency_prints_its_table() -> None:
         "800",
         "--chunks",
         "20",
+        "--streams",
+        "1,3",
+        "--stream-requests",
+        "2",
+        "--reply-seconds",
+        "0.2",
         timeout=120,
     )
     for row in (
@@ -140,6 +146,7 @@ def test_gateway_latency_prints_its_table() -> None:
         "gateway RSS",
         "input repeating the previous request",
         "cache-weighted input cost",
+        "3 streams: first byte through / straight / added, ms p50",
     ):
         assert row in out, out
     assert re.search(r"^requests the gateway could not plan .* 0$", out, re.M), out  # none failed open

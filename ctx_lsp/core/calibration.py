@@ -3,8 +3,14 @@ what was estimated.
 
 Each usage report gives one ratio, actual / raw estimate (the estimate before any calibration
 factor). Over a model's reports: the median is the typical factor, the 90th percentile the
-conservative one (planning must not under-count), and the spread (largest − smallest) says how
-much to trust either.
+conservative one, and the spread (largest − smallest) says how much to trust either.
+
+The factor planning uses is the median of the model's latest ``WINDOW`` reports, clamped to
+[``FLOOR``, ``CEILING``]: a few odd requests (a provider that counts something we cannot see,
+a retried request billed twice) can neither move it far nor keep it moved — the next ``WINDOW``
+ordinary reports replace them, and no report can make an estimate more than ``CEILING`` times the
+text's token count. Images and documents are counted the providers' way (``core.media``) before a
+ratio is taken, so screenshots are not outliers to begin with.
 """
 
 from __future__ import annotations
@@ -14,6 +20,16 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 import msgspec
+
+WINDOW = 64  # the latest reports of a model the factor is the median of
+FLOOR, CEILING = 0.5, 2.0  # the factor's bounds: tokenizers differ by ~0.7-1.5x on text and code
+
+
+def factor(recent: Sequence[float]) -> float | None:
+    """The calibration factor from a model's latest ratios (any order): their median, clamped."""
+    if not recent:
+        return None
+    return round(min(CEILING, max(FLOOR, statistics.median(recent))), 3)
 
 
 class RatioStats(msgspec.Struct, frozen=True, kw_only=True):

@@ -28,7 +28,7 @@ class GatewayOptions:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return url_of(self.host, self.port)
 
     def upstream(self, face: str) -> str:
         return self.openai_upstream if face == "openai" else self.anthropic_upstream
@@ -36,6 +36,11 @@ class GatewayOptions:
     def upstreams(self) -> str:
         """The upstreams of :attr:`faces`, for a message: ``URL`` or ``URL or URL``."""
         return " or ".join(dict.fromkeys(self.upstream(f) for f in self.faces))
+
+
+def url_of(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 address in brackets (``http://[::1]:8788``)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def parse_listen(text: str) -> tuple[str, int]:

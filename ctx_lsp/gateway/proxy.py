@@ -22,16 +22,19 @@ from aiohttp import web
 
 from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
+from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.core.runs import assistant_of, one_shot, run_key, trimmed, user_line
 from ctx_lsp.core.savings import Totals, totals
 from ctx_lsp.core.verdict import SIDE, context_note
+from ctx_lsp.engine import UserError
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Api
 from ctx_lsp.gateway.apis.anthropic import Anthropic
 from ctx_lsp.gateway.apis.chat import Chat, is_usage_only
 from ctx_lsp.gateway.apis.responses import Responses
 from ctx_lsp.gateway.direct import cacheable, shared_prefix
-from ctx_lsp.gateway.options import GatewayOptions
+from ctx_lsp.gateway.kept import trim
+from ctx_lsp.gateway.options import GatewayOptions, url_of
 from ctx_lsp.gateway.planned import Planned, Reviewer, Sent
 from ctx_lsp.gateway.replies import SseSplitter
 from ctx_lsp.gateway.status import GatewayRecord, Status
@@ -70,6 +73,7 @@ ANTHROPIC, CHAT, RESPONSES = Anthropic(), Chat(), Responses()
 
 
 SENT_KEPT = 32  # conversations whose last sent body is kept for the preview
+KEPT_BYTES = 64 * 1024 * 1024  # what those bodies, and the previous requests' cacheable parts, weigh at most
 
 
 class Gateway:
@@ -113,8 +117,13 @@ class Gateway:
 
     async def start(self) -> str:
         """Listen; returns the base URL (the real port when 0 was asked for)."""
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        # a client that goes away cancels its handler: with it the upstream request (which may be
+        # silent for minutes) and any wait for the engine; what must be stored is shielded
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False, handler_cancellation=True)
         await self._runner.setup()
+        # the secret masker loads its detectors on first use (~0.5 s on the engine's one thread):
+        # now, not while the first requests (thirty sub-agents at once) wait behind it
+        await self.run(self._masked, "warm-up")
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
         self.client = aiohttp.ClientSession(
@@ -123,7 +132,7 @@ class Gateway:
         )
         server = site._server
         port = server.sockets[0].getsockname()[1] if server and server.sockets else self.options.port
-        self.status.url = f"http://{self.options.host}:{port}"
+        self.status.url = url_of(self.options.host, port)
         return self.status.url
 
     async def close(self) -> None:
@@ -178,7 +187,10 @@ class Gateway:
 
     async def _api(self, request: web.Request, api: Api) -> web.StreamResponse:
         started = time.perf_counter()
-        raw = await request.read()
+        raw = await _body(request)
+        if raw is None:
+            self.status.count("bad_request")
+            return _too_large(api)
         try:
             fields = b.obj(raw)
         except b.BodyError as err:
@@ -193,6 +205,8 @@ class Gateway:
             if request.headers.get(SESSION_HEADER):
                 return _reply(api, 400, f"ctx_lsp gateway: {err}")
             planned = Planned(body=raw, note=f"not read ({err})")
+        except (UserError, InvalidBudget) as err:  # no messages, max_tokens over the window: the provider answers
+            planned = Planned(body=raw, note=f"not planned ({err})")
         except Exception as err:  # the assistant must never break because of us
             log.exception("gateway: planning failed; forwarding the request unchanged")
             self.status.count("fail_open")
@@ -234,8 +248,7 @@ class Gateway:
         plan_id = planned.plan.outcome.result.plan.plan_id if planned.plan else None
         self.sent.pop(planned.session, None)
         self.sent[planned.session] = Sent(api.name, planned.parsed.model, planned.body, plan_id, time.time())
-        while len(self.sent) > SENT_KEPT:
-            self.sent.pop(next(iter(self.sent)))
+        trim(self.sent, SENT_KEPT, KEPT_BYTES, lambda s: len(s.body))
 
     def _plan(self, api: Api, fields: dict[str, b.Raw], raw: bytes, header: str | None) -> Planned:
         """On the engine's worker: read the body, plan it, rewrite it."""
@@ -263,6 +276,8 @@ class Gateway:
         reader = api.reader(stream)
         sent_at = time.perf_counter()
         first_byte: float | None = None
+        resp: web.StreamResponse | None = None
+        recorded: Awaitable[Any] | None = None
         try:
             async with self._client().request(
                 request.method, url, data=planned.body, headers=_forward_headers(request), allow_redirects=False
@@ -326,11 +341,22 @@ class Gateway:
         except TimeoutError:
             self.status.count("upstream_timeout")
             return _reply(api, 504, f"ctx_lsp gateway: the upstream {_origin(url)} did not answer in time")
+        except aiohttp.ClientError as err:  # closed without an answer, an invalid status line…
+            self.status.count("upstream_broken")
+            if resp is not None and resp.prepared:  # the client has our headers: it must see a cut
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
+            return _reply(api, 502, f"ctx_lsp gateway: the upstream {_origin(url)} broke off ({type(err).__name__})")
+        except asyncio.CancelledError:  # the client went away: the upstream request is closed with us
+            self.status.count("client_gone")
+            raise
         if recorded is not None:
-            try:
-                await recorded
+            try:  # shielded: a client that leaves now does not take the stored reply with it
+                await asyncio.shield(recorded)
             except Exception:
                 log.exception("gateway: the reply could not be recorded")
+        assert resp is not None
         return resp
 
     def _record(
@@ -362,14 +388,14 @@ class Gateway:
     def _store_reply(
         self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan, client: tuple[str, str | None]
     ) -> None:
+        media = planned.parsed.media_tokens if planned.parsed else 0
         self.sessions.record_reply(
-            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
+            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage, media
         )
         key = cacheable(planned.api, planned.client_body)
         previous = self._previous.pop(plan.session, None)
         self._previous[plan.session] = key
-        while len(self._previous) > SENT_KEPT:
-            self._previous.pop(next(iter(self._previous)))
+        trim(self._previous, SENT_KEPT, KEPT_BYTES, len)
         shared = shared_prefix(key, previous) / len(key) if previous and key else 0.0
         usage = reply.usage
         s = plan.savings
@@ -439,8 +465,11 @@ class Gateway:
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         """Any other path: forwarded unchanged to the upstream of its API (models, count_tokens…)."""
         url = self._upstream_url(request, None)
-        data = await request.read()
+        data = await _body(request)
+        if data is None:
+            return _too_large(_api_of(request))
         counting = request.method == "POST" and request.path == COUNT_TOKENS
+        resp: web.StreamResponse | None = None
         try:
             async with self._client().request(
                 request.method, url, data=data, headers=_forward_headers(request), allow_redirects=False
@@ -457,6 +486,12 @@ class Gateway:
             return _reply(_api_of(request), 502, f"ctx_lsp gateway: the upstream is unreachable ({type(err).__name__})")
         except TimeoutError:
             return _reply(_api_of(request), 504, "ctx_lsp gateway: the upstream did not answer in time")
+        except aiohttp.ClientError as err:
+            if resp is not None and resp.prepared:
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
+            return _reply(_api_of(request), 502, f"ctx_lsp gateway: the upstream broke off ({type(err).__name__})")
         if counting and up.status == 200 and not up.headers.get("Content-Encoding"):
             await self._count_sample(data, b"".join(answer))
         return resp
@@ -468,7 +503,8 @@ class Gateway:
             actual = b.value(b.obj(answer).get("input_tokens"))
             texts = [parsed.system, parsed.tools, *(m.content for ms in parsed.messages for m in ms)]
             if isinstance(actual, int):
-                await self.run(self.sessions.count_sample, parsed.model, "\n".join(t for t in texts if t), actual)
+                text = "\n".join(t for t in texts if t)
+                await self.run(self.sessions.count_sample, parsed.model, text, actual, parsed.media_tokens)
         except Exception:  # a measurement lost, nothing more
             log.debug("gateway: count_tokens not used for calibration", exc_info=True)
 
@@ -481,6 +517,23 @@ def _api_of(request: web.Request) -> Api:
     if _is_anthropic(request):
         return ANTHROPIC
     return RESPONSES if request.path.endswith("/responses") else CHAT
+
+
+async def _body(request: web.Request) -> bytes | None:
+    """The request's body; None when it is over the limit — told by its Content-Length before a
+    byte of it is read, or by reading a body of no announced length."""
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        return None
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return None
+
+
+def _too_large(api: Api) -> web.Response:
+    reply = _reply(api, 413, f"ctx_lsp gateway: the request body is over the limit of {MAX_BODY_BYTES >> 20} MB")
+    reply.force_close()  # the rest of the body is not read
+    return reply
 
 
 def _reply(api: Api, status: int, message: str) -> web.Response:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ctx_lsp.engine import Engine
 from ctx_lsp.mcp.server import Face, build_server
+from ctx_lsp.mcp.stdio import serve_stdio
 from ctx_lsp.sessions import SessionEngine
 from ctx_lsp.workspace.watch import WorkspaceWatcher, drained
 
@@ -43,7 +44,7 @@ async def _main(engine: Engine, session: str) -> int:
     watchers: list[WorkspaceWatcher] = []
     opened = asyncio.create_task(_open(face, engine, indexer, watchers), name="ctx-open")
     try:
-        await server.run_stdio_async()
+        await serve_stdio(server)
     finally:
         if not opened.done():  # the client left during start-up: stop it where it is
             opened.cancel()

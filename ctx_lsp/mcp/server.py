@@ -43,14 +43,22 @@ INSTRUCTIONS = (
     "calls what with references. Pins are shared with the user's editor (same workspace, same session)."
 )
 
+# bounds on what the agent may send: an integer past SQLite's 2^63 (or any number no plan needs)
+# and a name of megabytes are a clear error, not "internal error: OverflowError"
+MAX_NAME = 2_000
+MAX_TEXT = 100_000  # a question or a regex
+MAX_TOKENS = 10_000_000
+MAX_COUNT = 1_000_000_000  # lines, turns
+QUOTED = 120  # an error quotes at most this much of any one value
 Name = Annotated[
     str,
     Field(
         min_length=1,
+        max_length=MAX_NAME,
         description="a qualified name (shop.inventory.Inventory.reserve) or a short one (Inventory.reserve)",
     ),
 ]
-Budget = Annotated[int | None, Field(ge=1, description="at most this many tokens")]
+Budget = Annotated[int | None, Field(ge=1, le=MAX_TOKENS, description="at most this many tokens")]
 
 
 class Face:
@@ -83,12 +91,24 @@ class Face:
             StoreError,
             PathRefused,
         ) as err:
-            raise ToolError(str(err)) from None
+            raise ToolError(short(str(err))) from None
         except ToolError:
             raise
+        except OverflowError:  # a number past what the store holds (bounded above; kept as a net)
+            raise ToolError("a number is too large") from None
         except Exception as err:
             log.exception("internal error")
-            raise ToolError(f"internal error: {type(err).__name__}: {err}") from None
+            raise ToolError(short(f"internal error: {type(err).__name__}: {err}")) from None
+
+
+_LONG = re.compile(rf"\S{{{QUOTED + 1},}}")
+
+
+def short(message: str) -> str:
+    """An error message as the agent reads it: a long value it quotes (a name of megabytes)
+    shortened to its start, the whole at most a few lines."""
+    message = _LONG.sub(lambda m: f"{m[0][:QUOTED]}…[{len(m[0]):,} chars]", message)
+    return message if len(message) <= 8 * QUOTED else message[: 8 * QUOTED] + "…"
 
 
 def reply(value: BaseModel, text: str) -> CallToolResult:
@@ -120,11 +140,13 @@ class Tools:
 
     async def expand(
         self,
-        id: Annotated[str, Field(min_length=1, description="the id its marker names")],
-        match: Annotated[str | None, Field(description="only lines matching this regex (case-insensitive)")] = None,
+        id: Annotated[str, Field(min_length=1, max_length=MAX_NAME, description="the id its marker names")],
+        match: Annotated[
+            str | None, Field(max_length=MAX_TEXT, description="only lines matching this regex (case-insensitive)")
+        ] = None,
         context: Annotated[int, Field(ge=0, le=50, description="lines around each match")] = 3,
-        start_line: Annotated[int | None, Field(ge=1, description="first line (1-based)")] = None,
-        max_lines: Annotated[int | None, Field(ge=1, description="at most this many lines")] = None,
+        start_line: Annotated[int | None, Field(ge=1, le=MAX_COUNT, description="first line (1-based)")] = None,
+        max_lines: Annotated[int | None, Field(ge=1, le=MAX_COUNT, description="at most this many lines")] = None,
     ) -> Annotated[CallToolResult, results.ExpandResult]:
         """A tool output ctx_lsp shortened (its marker names the id), whole or in part: `match`
         (e.g. "test_tax_rate") gives only the matching lines, numbered, with `context` lines
@@ -141,7 +163,7 @@ class Tools:
 
     async def search_code(
         self,
-        query: Annotated[str, Field(min_length=1, description="a question, words or names")],
+        query: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="a question, words or names")],
         budget: Budget = None,
     ) -> Annotated[CallToolResult, results.SearchResult]:
         """Search the workspace's code for a question: symbols ranked best first, each whole (its
@@ -152,8 +174,10 @@ class Tools:
 
     async def plan_context(
         self,
-        query: Annotated[str, Field(min_length=1, description="the question or task")],
-        budget: Annotated[int | None, Field(ge=0, description="tokens of retrieved code (default 6000)")] = None,
+        query: Annotated[str, Field(min_length=1, max_length=MAX_TEXT, description="the question or task")],
+        budget: Annotated[
+            int | None, Field(ge=0, le=MAX_TOKENS, description="tokens of retrieved code (default 6000)")
+        ] = None,
         mode: Annotated[
             Literal["off", "light", "heavy"] | None,
             Field(description="off: none; light: cards (default); heavy: bodies"),
@@ -172,6 +196,7 @@ class Tools:
             str,
             Field(
                 min_length=1,
+                max_length=MAX_NAME,
                 description="a symbol's name, or path:LINE (1-based) inside it",
             ),
         ],
@@ -179,7 +204,7 @@ class Tools:
             Literal["sticky", "leased", "ephemeral"],
             Field(description="sticky stays; leased lasts ttl turns; ephemeral: a thin card"),
         ] = "sticky",
-        ttl: Annotated[int | None, Field(ge=0, description="turns it lasts (default: no limit)")] = None,
+        ttl: Annotated[int | None, Field(ge=0, le=MAX_COUNT, description="turns it lasts (default: no limit)")] = None,
         policy: Annotated[
             Literal["automatic", "ask", "unlimited"],
             Field(description="at the ttl's end: automatic drops it; ask asks the user"),
@@ -195,7 +220,7 @@ class Tools:
         return reply(*results.pinned(await self.face.run(work), "pinned"))
 
     async def unpin(
-        self, pin_id: Annotated[str, Field(min_length=1, description="as list_pins shows it")]
+        self, pin_id: Annotated[str, Field(min_length=1, max_length=MAX_NAME, description="as list_pins shows it")]
     ) -> Annotated[CallToolResult, results.PinResult]:
         """Remove a pin of the session (one the agent or the user made), by its id."""
         session = self.face.session

@@ -20,16 +20,17 @@ class Calibration:
 
     def model(self, name: str | None, session: str | None = None) -> tuple[ResolvedModel, UsageStats]:
         """The model (the configured one when ``name`` is None) with its estimator calibrated by
-        measured usage, once there is some: the 90th-percentile ratio of actual to raw-estimated
-        input tokens (conservative: planning must not under-count), never below 0.5; an exact
-        count keeps the registry's factor. The stats are the model's, with the last estimate and
+        measured usage, once there is some: the median ratio of actual to raw-estimated input
+        tokens over the latest reports, clamped (``core.calibration.factor``); an exact count
+        keeps the registry's factor. The stats are the model's, with the last estimate and
         actual of ``session``."""
         model = self.shared.engine.resolve_model(name)
         stats = self.shared.store.usage_stats(model.spec.name, session)
         est = model.estimator
-        if stats.reports >= CALIBRATION_MIN_REPORTS and stats.factor is not None and not est.exact:
-            factor = round(max(stats.p90 if stats.p90 is not None else stats.factor, 0.5), 3)
-            est = msgspec.structs.replace(est, calibration=factor, spread=stats.spread, reports=stats.reports)
+        if stats.reports >= CALIBRATION_MIN_REPORTS and stats.calibration is not None and not est.exact:
+            est = msgspec.structs.replace(
+                est, calibration=stats.calibration, spread=stats.spread, reports=stats.reports
+            )
         elif stats.reports:
             est = msgspec.structs.replace(est, spread=stats.spread, reports=stats.reports)
         else:

@@ -156,8 +156,8 @@ class SessionEngine:
     def excluded_item(self, session: str, item_id: str, plan_id: str | None) -> PlanItem:
         return self._plans.excluded_item(session, item_id, plan_id)
 
-    def report_usage(self, session: str, plan_id: str, usage: Usage) -> UsageReport:
-        return self._usage.report_usage(session, plan_id, usage)
+    def report_usage(self, session: str, plan_id: str, usage: Usage, media_tokens: int = 0) -> UsageReport:
+        return self._usage.report_usage(session, plan_id, usage, media_tokens)
 
     def meter(self, session: str) -> Meter:
         return self._usage.meter(session)
@@ -169,9 +169,15 @@ class SessionEngine:
         return self._exchanges.plan(exchange)
 
     def record_reply(
-        self, session: str, plan_id: str, parent: str | None, reply: Message | None, usage: Usage | None
+        self,
+        session: str,
+        plan_id: str,
+        parent: str | None,
+        reply: Message | None,
+        usage: Usage | None,
+        media_tokens: int = 0,
     ) -> UsageReport | None:
-        return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
+        return self._exchanges.record_reply(session, plan_id, parent, reply, usage, media_tokens)
 
     def record_gateway_request(self, row: dict[str, int | str | None]) -> None:
         self._exchanges.record_request(row)
@@ -205,8 +211,8 @@ class SessionEngine:
     def conversation_summary(self, session: str) -> ConversationSummary:
         return self._exchanges.summary(session)
 
-    def count_sample(self, model: str, text: str, actual: int) -> None:
-        self._exchanges.count_sample(model, text, actual)
+    def count_sample(self, model: str, text: str, actual: int, media_tokens: int = 0) -> None:
+        self._exchanges.count_sample(model, text, actual, media_tokens)
 
     # ---- an agent's questions about the code (the MCP face) ------------------------------
 

@@ -376,19 +376,26 @@ class Exchanges:
         title = lines[0][:TITLE_CHARS] if lines else "(no user message yet)"
         return ConversationSummary(session=session, title=title, model=record.model, messages=len(meta))
 
-    def count_sample(self, model_name: str, text: str, actual: int) -> None:
+    def count_sample(self, model_name: str, text: str, actual: int, media_tokens: int = 0) -> None:
         """A provider's exact count of a request (Anthropic's count_tokens) against ours of the same
-        text: one more measurement for the model's calibration, as a usage report is."""
+        text (and its images and documents, counted the provider's way): one more measurement for
+        the model's calibration, as a usage report is."""
         if actual <= 0 or not text:
             return
         self.shared.require_memory()
         model, _ = self.calibration.model(model_name)
-        raw = model.counter.count(text)
+        raw = model.counter.count(text) + max(0, media_tokens)
         estimate = scaled(raw, model.estimator.calibration)
         self.shared.store.record_usage("count_tokens", "", model.spec.name, estimate, raw, actual, 0, 0)
 
     def record_reply(
-        self, session: str, plan_id: str, parent: str | None, reply: Message | None, usage: Usage | None
+        self,
+        session: str,
+        plan_id: str,
+        parent: str | None,
+        reply: Message | None,
+        usage: Usage | None,
+        media_tokens: int = 0,
     ) -> UsageReport | None:
         """The model's reply, read from what streamed back, appended after the request's last
         message (with the id the client's resend of it will have) — unless the branch moved on
@@ -403,4 +410,4 @@ class Exchanges:
                 self.conversation.append(session, None, [msgspec.structs.replace(reply, id=rid)])
         if usage is None:
             return None
-        return self.usage.report_usage(session, plan_id, usage)
+        return self.usage.report_usage(session, plan_id, usage, media_tokens)

@@ -80,7 +80,9 @@ class Reply:
     closes the connection (the chunked body never finishes), ``cut="end"`` ends the HTTP body
     cleanly but without the closing events (no ``[DONE]``, ``message_stop``, ``response.completed``).
     ``gzip``: a non-streamed body is gzip-compressed and sent with ``Content-Encoding: gzip``.
-    ``headers``: extra response headers.
+    ``headers``: extra response headers. ``input_tokens``: the prompt size the usage reports
+    (default: the request's bytes / 4 — a screenshot then counts as its base64, where a provider
+    counts ~1,600).
     """
 
     kind: Literal["text", "tool_call", "error"] = "text"
@@ -96,6 +98,7 @@ class Reply:
     cut: Literal["drop", "end"] = "drop"
     gzip: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    input_tokens: int | None = None
 
     @classmethod
     def text(cls, content: str = DEFAULT_REPLY, **options: Any) -> Reply:
@@ -413,7 +416,7 @@ class FakeUpstream:
             return self._error_response(rec, reply, rec.api == "messages")
         body = rec.json
         self._counter += 1
-        prompt = tokens(raw)
+        prompt = tokens(raw) if reply.input_tokens is None else reply.input_tokens
         key = cacheable(rec.api, body)
         prefix = _common_prefix(key, self._previous.get(rec.api, b""))
         self._previous[rec.api] = key

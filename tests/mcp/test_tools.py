@@ -36,7 +36,7 @@ async def test_the_tools_and_their_schemas(ws: Path):
         assert "budget" not in listed["search_code"].input_schema["required"]
         assert props("pin")["kind"]["enum"] == ["sticky", "leased", "ephemeral"]
         assert props("pin")["policy"]["enum"] == ["automatic", "ask", "unlimited"]
-        assert props("pin")["ttl"]["anyOf"][0] == {"minimum": 0, "type": "integer"}
+        assert props("pin")["ttl"]["anyOf"][0] == {"minimum": 0, "maximum": 1_000_000_000, "type": "integer"}
         assert props("plan_context")["mode"]["anyOf"][0]["enum"] == ["off", "light", "heavy"]
         assert set(props("list_capsules")) == {"stale_only"}
         assert props("list_pins") == {} and props("show_budget") == {}

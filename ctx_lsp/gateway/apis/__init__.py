@@ -25,6 +25,7 @@ class Parsed:
     head: list[Raw] = field(default_factory=list)  # leading system items of ``items``' array, kept as sent
     client_session: str | None = None  # an id the client sends for its conversation
     opaque: str | None = None  # why this body is forwarded as it is (e.g. history kept by the provider)
+    media_tokens: int = 0  # its images and documents as the provider counts them (``core.media``)
 
 
 class Api(Protocol):

@@ -14,6 +14,7 @@ from ctx_lsp.core.exchange import canonical_arguments
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Parsed
+from ctx_lsp.gateway.kept import Kept, digest
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -75,7 +76,13 @@ def _result_text(content: Any) -> str:
     return ""
 
 
-PARSED_KEPT = 4096  # messages whose parse is remembered, by their bytes
+PARSED_KEPT = 4096  # messages whose parse is remembered, by a digest of their bytes
+PARSED_BYTES = 64 * 1024 * 1024  # their texts weigh at most this
+PARSED_AGE = 3600.0  # seconds a parse unused is kept
+
+
+def _weight(parsed: tuple[list[Message], int]) -> int:
+    return sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in parsed[0]) + 64
 
 
 class Anthropic:
@@ -84,7 +91,7 @@ class Anthropic:
     def __init__(self) -> None:
         # an assistant resends the whole conversation with every request: a message seen before
         # (the same bytes) is not decoded again
-        self._parsed: dict[bytes, list[Message]] = {}
+        self._parsed: Kept[tuple[list[Message], int]] = Kept(PARSED_KEPT, PARSED_BYTES, PARSED_AGE, _weight)
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
@@ -92,20 +99,21 @@ class Anthropic:
             raise b.BodyError("a Messages request needs 'model' and 'messages'")
         items = b.arr(fields["messages"])
         messages = []
+        media = 0
         for n, raw in enumerate(items):
-            key = bytes(raw)
+            key = digest(memoryview(raw))
             found = self._parsed.get(key)
             if found is None:
                 m = b.value(raw)
                 if not isinstance(m, dict):
                     raise b.BodyError(f"messages.{n}: expected an object")
-                found = _messages(n, m.get("role"), m.get("content"))
-                if len(self._parsed) >= PARSED_KEPT:
-                    self._parsed.clear()
-                self._parsed[key] = found
-            messages.append(found)
+                content = m.get("content")
+                found = (_messages(n, m.get("role"), content), b.media_tokens(content, "anthropic"))
+                self._parsed.put(key, found)
+            messages.append(found[0])
+            media += found[1]
         system = b.text_of(fields.get("system")) if "system" in fields else ""
-        tools = bytes(fields["tools"]).decode() if "tools" in fields else ""
+        tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         max_tokens = b.value(fields.get("max_tokens"))
         return Parsed(
             fields=fields,
@@ -117,6 +125,7 @@ class Anthropic:
             items=items,
             messages=messages,
             client_session=_client_session(b.value(fields.get("metadata"))),
+            media_tokens=media,
         )
 
     def _blocks(self, item: dict[str, b.Raw]) -> list[b.Raw]:
@@ -168,7 +177,13 @@ class Anthropic:
         return fields
 
     def error(self, status: int, message: str) -> bytes:
-        kind = {400: "invalid_request_error", 401: "authentication_error", 502: "api_error", 504: "api_error"}
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            413: "request_too_large",
+            502: "api_error",
+            504: "api_error",
+        }
         return json.dumps(
             {"type": "error", "error": {"type": kind.get(status, "api_error"), "message": message}}
         ).encode()

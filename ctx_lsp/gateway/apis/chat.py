@@ -21,6 +21,8 @@ def _message(n: int, m: Any) -> Message:
         raise b.BodyError(f"messages.{n}: expected an object")
     role = m.get("role")
     content = m.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise b.BodyError(f"messages.{n}.content: expected a string or a list of parts")
     text = content if isinstance(content, str) else "\n".join(t for p in content or [] if (t := b.part_text(p)))
     if role in ("tool", "function"):
         return Message(id="", role="tool", content=text, tool_call_id=str(m.get("tool_call_id") or m.get("name")))
@@ -51,7 +53,7 @@ class Chat:
         while lead < len(decoded) and isinstance(decoded[lead], dict) and decoded[lead].get("role") in SYSTEM_ROLES:
             lead += 1
         system = "\n".join(_message(n, m).content for n, m in enumerate(decoded[:lead]))
-        tools = bytes(fields["tools"]).decode() if "tools" in fields else ""
+        tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         limit = b.value(fields.get("max_completion_tokens"), b.value(fields.get("max_tokens")))
         return Parsed(
             fields=fields,
@@ -64,6 +66,7 @@ class Chat:
             items=raws[lead:],
             messages=[[_message(lead + n, m)] for n, m in enumerate(decoded[lead:])],
             client_session=b.value(fields.get("user")) if isinstance(b.value(fields.get("user")), str) else None,
+            media_tokens=sum(b.media_tokens(m.get("content"), "openai") for m in decoded if isinstance(m, dict)),
         )
 
     def mask(self, item: b.Raw, stubs: dict[int, str]) -> b.Raw:

@@ -24,6 +24,8 @@ SYSTEM_ROLES = ("system", "developer")
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
+    if content is not None and not isinstance(content, list):
+        raise b.BodyError("input: a content or output is a string or a list of parts")
     return "\n".join(t for p in content or [] if (t := b.part_text(p)))
 
 
@@ -56,7 +58,7 @@ def _is_system(item: Any) -> bool:
 def _tools(fields: dict[str, b.Raw], decoded: list[Any]) -> str:
     """The request's tool definitions as one JSON array: ``tools`` and every ``additional_tools``
     item's (as sent: only their names and size are read)."""
-    listed = [bytes(fields["tools"]).decode()] if "tools" in fields else []
+    listed = [b.utf8(fields["tools"])] if "tools" in fields else []
     more = [d["tools"] for d in decoded if isinstance(d, dict) and d.get("type") == "additional_tools"]
     more = [t for t in more if isinstance(t, list) and t]
     if not more:
@@ -95,6 +97,7 @@ class Responses:
             items=raws[lead:],
             messages=[_messages(d) for d in decoded[lead:]],
             client_session=key if isinstance(key, str) else None,
+            media_tokens=b.media_tokens(decoded, "openai"),
             opaque="the history is kept by the provider (previous_response_id)"
             if b.value(fields.get("previous_response_id"))
             else None,

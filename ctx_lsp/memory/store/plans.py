@@ -11,6 +11,7 @@ copy of every large tool result, nor of the code they offered.
 from __future__ import annotations
 
 import bisect
+import collections
 import sqlite3
 import time
 import zlib
@@ -40,6 +41,8 @@ class UsageStats(msgspec.Struct, kw_only=True):
     factor: float | None  # median of actual / raw estimate, once reports exist
     p90: float | None  # 90th percentile of the same ratio (the conservative calibration)
     spread: float | None  # (max - min) of the ratio
+    calibration: float | None = None  # the factor planning uses (``core.calibration.factor``)
+    window: int = 0  # how many latest reports it is the median of
     last_estimate: int | None
     last_actual: int | None
 
@@ -207,7 +210,20 @@ class Plans(Database):
         ratios = memo.get(("ratios", model))
         if ratios is not None and raw_estimate > 0:
             bisect.insort(ratios, actual / raw_estimate)
+            memo["recent", model].append(actual / raw_estimate)
         memo["last", session] = (estimate, actual)
+
+    def reset_calibration(self, model: str | None = None) -> int:
+        """Forget what the usage reports of ``model`` (every model: None) taught the estimator;
+        the reports stay for the cost figures. Returns how many were forgotten."""
+        where, args = ("WHERE model = ? AND raw_estimate > 0", (model,)) if model else ("WHERE raw_estimate > 0", ())
+        with self.write() as conn:
+            n = conn.execute(f"UPDATE usage SET raw_estimate = 0 {where}", args).rowcount
+            self.after_commit(self._memo.clear)
+        return n
+
+    def calibrated_models(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT DISTINCT model FROM usage WHERE raw_estimate > 0 ORDER BY model", ())]
 
     def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
         """The model's calibration statistics over all its reports, and the session's latest report.
@@ -221,7 +237,10 @@ class Plans(Database):
                     "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq",
                     (model,),
                 )
-                ratios = memo["ratios", model] = sorted(actual / estimate for estimate, actual in rows)
+                ordered = [actual / estimate for estimate, actual in rows]
+                ratios = memo["ratios", model] = sorted(ordered)
+                memo["recent", model] = collections.deque(ordered[-calibration.WINDOW :], maxlen=calibration.WINDOW)
+            recent = memo["recent", model]
             last: tuple[int | None, int | None] = (None, None)
             if session is not None:
                 found = memo.get(("last", session))
@@ -239,6 +258,8 @@ class Plans(Database):
             factor=stats.median if stats else None,
             p90=stats.p90 if stats else None,
             spread=stats.spread if stats else None,
+            calibration=calibration.factor(recent),
+            window=len(recent),
             last_estimate=last_estimate,
             last_actual=last_actual,
         )

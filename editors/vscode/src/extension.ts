@@ -100,6 +100,11 @@ export function activate(context: vscode.ExtensionContext): void {
         void controller.afterChange().catch(() => undefined);
       }
     }),
+    // trusted now: the workspace's own settings apply (src/trust.ts), with a new server
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      log.info("workspace trusted: restarting ctx-lsp with the workspace's settings");
+      void server?.restart();
+    }),
   );
   setImmediate(() => void server?.restart());
 }

@@ -1,6 +1,7 @@
 // Typed settings read from the `ctx.*` configuration.
 import * as vscode from "vscode";
 import { gatewaySettings, type GatewaySettingKey } from "../gatewayModel";
+import { serverSettings, trustedValue } from "../trust";
 import type { RenderPromptParams, SetModeParams } from "../protocol.generated";
 
 export type Mode = SetModeParams["mode"];
@@ -48,23 +49,32 @@ function isSet<T>(i: { globalValue?: T; workspaceValue?: T; workspaceFolderValue
 
 export function getSettings(scope?: vscode.ConfigurationScope): CtxSettings {
   const c = vscode.workspace.getConfiguration("ctx", scope);
+  // an untrusted workspace does not choose the program run, nor where data goes (src/trust.ts)
+  const trusted = vscode.workspace.isTrusted;
+  const user = <T>(key: string, fallback: T): T => trustedValue(c.inspect<T>(key), trusted, c.get<T>(key, fallback)) ?? fallback;
+  const userSet = (key: string): boolean => {
+    const i = c.inspect(key);
+    return trusted ? isSet(i) : i?.globalValue !== undefined;
+  };
   const mode = c.get<string>("mode", "");
   const fmt = c.get<string>("preview.format", "text");
   const rag = c.get<number | null>("ragBudget", null);
-  const server = c.get<Record<string, unknown>>("server.settings", {});
+  const server = serverSettings(c.inspect("server.settings"), trusted, c.get("server.settings", {}));
+  const restricted = new Set(["listen", "openaiUpstream", "anthropicUpstream"]);
   return {
-    command: isSet(c.inspect("server.command")) ? parseCommand(c.get("server.command")) : undefined,
-    usePythonExtension: c.get<boolean>("server.usePythonExtension", false),
+    command: userSet("server.command") ? parseCommand(user<unknown>("server.command", undefined)) : undefined,
+    usePythonExtension: user<boolean>("server.usePythonExtension", false),
     serverSettings: server && typeof server === "object" && !Array.isArray(server) ? server : {},
     model: c.get<string>("model", "").trim(),
     mode: mode === "off" || mode === "light" || mode === "heavy" ? mode : "",
     session: c.get<string>("session", "").trim(),
     ragBudget: typeof rag === "number" && rag >= 0 ? Math.floor(rag) : null,
     previewFormat: fmt === "openai" || fmt === "anthropic" ? fmt : "text",
-    gateway: gatewaySettings(
-      (key: GatewaySettingKey) => (isSet(c.inspect(`gateway.${key}`)) ? c.get(`gateway.${key}`) : undefined),
-      server?.gateway,
-    ),
+    gateway: gatewaySettings((key: GatewaySettingKey) => {
+      const name = `gateway.${key}`;
+      if (!restricted.has(key)) return isSet(c.inspect(name)) ? c.get(name) : undefined;
+      return userSet(name) ? user<unknown>(name, undefined) : undefined;
+    }, server?.gateway),
   };
 }
 

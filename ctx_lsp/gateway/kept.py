@@ -1,0 +1,67 @@
+"""What the gateway remembers between requests, bounded in entries, bytes and age.
+
+Assistants resend the whole conversation with every request, so the gateway keeps what it read
+of each message before (by a digest of its bytes, never the bytes: a screenshot is MBs). The
+least recently used go first, once there are too many, they weigh too much, or they were not
+used for ``max_age`` seconds: a long session with large images plateaus."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+def digest(data: bytes | memoryview) -> bytes:
+    """A key for ``data``: 32 bytes however large it is (SHA-256: no collision a client could make)."""
+    return hashlib.sha256(data).digest()
+
+
+class Kept(Generic[V]):
+    def __init__(
+        self, entries: int, max_bytes: int, max_age: float, weight: Callable[[V], int], clock=time.monotonic
+    ) -> None:
+        self.entries, self.max_bytes, self.max_age = entries, max_bytes, max_age
+        self._weight = weight
+        self._clock = clock
+        self._items: OrderedDict[bytes, tuple[V, int, float]] = OrderedDict()
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: bytes) -> V | None:
+        found = self._items.get(key)
+        if found is None:
+            return None
+        value, size, _ = found
+        self._items[key] = (value, size, self._clock())
+        self._items.move_to_end(key)
+        return value
+
+    def put(self, key: bytes, value: V) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        size = self._weight(value) + len(key)
+        now = self._clock()
+        self._items[key] = (value, size, now)
+        self.bytes += size
+        items, oldest = self._items, now - self.max_age
+        while items and (
+            len(items) > self.entries or self.bytes > self.max_bytes or next(iter(items.values()))[2] < oldest
+        ):
+            _, (_, gone, _) = items.popitem(last=False)
+            self.bytes -= gone
+
+
+def trim(kept: dict[str, V], entries: int, max_bytes: int, weight: Callable[[V], int]) -> None:
+    """Drop the oldest of ``kept`` (insertion order) until at most ``entries`` weigh at most
+    ``max_bytes`` together; the newest stays whatever it weighs (it is in use)."""
+    total = sum(weight(v) for v in kept.values())
+    while len(kept) > 1 and (len(kept) > entries or total > max_bytes):
+        total -= weight(kept.pop(next(iter(kept))))

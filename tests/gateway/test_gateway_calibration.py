@@ -1,0 +1,139 @@
+"""Calibration through the real gateway (fake upstream reporting usage, the anthropic SDK as the
+client): screenshots cannot poison the estimator, not even across a restart; the factor is
+shown by ``ctx-lsp report`` and can be reset."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import anthropic
+import pytest
+
+from ctx_lsp.core import calibration, media
+from ctx_lsp.gateway import body as b
+from ctx_lsp.gateway.apis.anthropic import Anthropic
+from tests.gateway.harness import KEY, PAID_CONTEXT, running_gateway
+from tests.workspaces import copy_sample
+
+MODEL = "claude-sonnet-4-5"
+WORDS = "the invoice total is rounded per line before tax is applied to each of the items "
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT)
+    return ws
+
+
+def png(width: int, height: int, size: int) -> str:
+    """A screenshot as base64: a real PNG header of ``width`` x ``height``, then ``size`` bytes
+    (the fake upstream counts a request's bytes, so the image weighs as much as a real one)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    return base64.b64encode(head + bytes(range(256)) * (size // 256)).decode()
+
+
+def _ant(url: str) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0)
+
+
+def conversation(n: int, topic: str) -> list[dict]:
+    messages: list[dict] = []
+    for i in range(n):
+        messages.append({"role": "user", "content": f"{topic} question {i}: " + WORDS * 12})
+        messages.append({"role": "assistant", "content": f"answer {i}: " + WORDS * 12})
+    messages.append({"role": "user", "content": f"{topic}: and now?"})
+    return messages
+
+
+async def _text_conversation(client: anthropic.AsyncAnthropic, gw, topic: str, n: int) -> tuple[int, int]:
+    """Sends an ``n``-turn text conversation; returns (messages sent, messages the upstream got)."""
+    messages = conversation(n, topic)
+    await client.messages.create(model=MODEL, max_tokens=256, messages=messages)
+    return len(messages), len(gw.up.model_requests[-1].json["messages"])
+
+
+def test_image_tokens_the_providers_way() -> None:
+    assert media.image_size(base64.b64decode(png(1568, 1000, 0))) == (1568, 1000)
+    assert media.anthropic_image_tokens(1000, 1000) == 1334  # 1000*1000/750
+    assert media.anthropic_image_tokens(3000, 2000) <= 1600  # scaled down first
+    assert media.openai_image_tokens(1024, 1024) == 85 + 170 * 4  # 768x768: 2x2 tiles
+    assert media.openai_image_tokens(1024, 1024, "low") == 85
+    assert media.base64_size("data:image/png;base64," + png(640, 480, 10)) == (640, 480)
+    assert media.base64_size("not base64 at all!") is None
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png(1000, 1000, 50)}}
+    assert b.media_tokens([block, {"type": "text", "text": "see"}], "anthropic") == 1334
+    nested = [{"type": "tool_result", "tool_use_id": "t", "content": [block]}]
+    assert b.media_tokens(nested, "anthropic") == 1334
+    url = {"type": "image_url", "image_url": {"url": "https://example.invalid/x.png"}}
+    assert b.media_tokens([url], "openai") == media.UNKNOWN_IMAGE_TOKENS
+
+
+def test_the_factor_is_a_clamped_median_of_the_latest_reports() -> None:
+    assert calibration.factor([]) is None
+    # two outliers of five: the factor is at most the largest ordinary ratio
+    assert calibration.factor([1.1, 1.2, 1.15, 90.0, 95.0]) == 1.2
+    assert calibration.factor([90.0] * 5) == calibration.CEILING
+    assert calibration.factor([0.01] * 5) == calibration.FLOOR
+
+
+def test_the_anthropic_parse_cache_is_bounded_in_bytes() -> None:
+    api = Anthropic()
+    api._parsed.max_bytes = 1_000_000
+    for i in range(50):
+        fields = b.obj(b.raw({"model": MODEL, "messages": [{"role": "user", "content": f"{i} " + "x" * 100_000}]}))
+        api.parse(fields)
+    assert api._parsed.bytes <= 1_000_000 and len(api._parsed) < 11
+
+
+async def test_screenshots_do_not_compact_later_text_conversations(ws: Path) -> None:
+    """Six text requests calibrate the model; four with a 1.5 MB screenshot each, which the
+    upstream counts at ~400k tokens (what a provider counting something we do not see looks like),
+    follow. A later text conversation of ~12k tokens must go through whole — before, the factor
+    was the 90th percentile of all ratios (one of the screenshots': ~40x) and compacted it away —
+    and still after a restart."""
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        for i in range(6):
+            sent, got = await _text_conversation(client, gw, f"warm-up {i}", 3)
+            assert sent == got
+        source = {"type": "base64", "media_type": "image/png", "data": png(1568, 980, 1 << 20)}
+        shot = {"type": "image", "source": source}
+        for i in range(4):
+            content = [shot, {"type": "text", "text": f"what is wrong in screenshot {i}?"}]
+            await client.messages.create(model=MODEL, max_tokens=256, messages=[{"role": "user", "content": content}])
+        raws = await gw.call(gw.sessions.store._read, "SELECT raw_estimate FROM usage ORDER BY seq DESC LIMIT 4", ())
+        assert all(r[0] >= media.anthropic_image_tokens(1568, 980) for r in raws)  # the images counted in
+        stats = await gw.call(gw.sessions.store.usage_stats, MODEL)
+        assert stats.reports >= 10 and stats.p90 is not None and stats.p90 > 10  # the outliers are there
+        assert stats.calibration is not None and stats.calibration < 2
+        sent, got = await _text_conversation(client, gw, "billing", 14)
+        assert got == sent, "a text conversation was compacted after screenshots"
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        sent, got = await _text_conversation(client, gw, "billing after restart", 14)
+        assert got == sent, "the screenshots' ratio came back with the restart"
+
+
+def _ctx(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctx_lsp", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+async def test_report_shows_the_factor_and_reset_forgets_it(ws: Path) -> None:
+    async with running_gateway(ws) as gw, _ant(gw.url) as client:
+        for i in range(4):
+            await _text_conversation(client, gw, f"topic {i}", 2)
+    out = _ctx("report", str(ws))
+    assert out.returncode == 0, out.stderr
+    assert f"{MODEL}" in out.stdout and "from the latest 4 of 4 reports" in out.stdout
+    out = _ctx("report", str(ws), "--reset-calibration", MODEL)
+    assert out.returncode == 0, out.stderr
+    assert "calibration reset: 4 usage reports" in out.stdout
+    assert "none: the registry's factors are used" in out.stdout
