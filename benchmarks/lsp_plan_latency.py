@@ -4,13 +4,15 @@ and history.
     python benchmarks/lsp_plan_latency.py [WORKSPACE] [--runs N] [--pins 3] [--turns 20]
 
 Default workspace: this repository (its questions are about ctx_lsp; another workspace gets
-general ones and a few of sympy's). The session is set up as an editor's would be after a while:
-``--pins`` symbols pinned (the best hits of the first question) and ``--turns`` turns of
-conversation (a question and a longer answer each). Each timed request is one round trip seen by
-the client: the request, the plan (the session read, retrieval, packing, the plan kept for
-replay), the reply and the notifications sent before it. Prints median and p95 per question and
-over all, with the core count and the load average (the machine is shared), and the server's
-resident memory. Target (issue 18): ≤ 20 ms median on sympy.
+general ones and a few of sympy's). A workspace without ``.ctx/`` measures a server that indexes
+cold itself, as a new user's does (its resident memory then shows what indexing left behind;
+issue 35: ≤ 250 MB peak on sympy after 300 plans, ``--runs 34``). The session is set up as an
+editor's would be after a while: ``--pins`` symbols pinned (the best hits of the first question)
+and ``--turns`` turns of conversation (a question and a longer answer each). Each timed request
+is one round trip seen by the client: the request, the plan (the session read, retrieval,
+packing, the plan kept for replay), the reply and the notifications sent before it. Prints
+median and p95 per question and over all, with the core count and the load average (the machine
+is shared), and the server's resident memory. Target (issue 18): ≤ 20 ms median on sympy.
 
 Then ``--edits`` plans as an editor asks for them while the user types: the file of the best
 hit of the question is open, and before each plan its buffer changes (a line added) and the

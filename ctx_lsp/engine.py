@@ -265,8 +265,9 @@ class Engine:
 
     # ---- index -----------------------------------------------------------------------------
 
-    def refresh_index(self, progress=None) -> IndexStats:
-        stats = self.index.refresh(progress)
+    def refresh_index(self, progress=None, *, apart: bool = False) -> IndexStats:
+        """``WorkspaceIndex.refresh`` (``apart``: a large one in a process of its own)."""
+        stats = self.index.refresh(progress, apart=apart)
         self._scaffold_cache = None
         self.skipped_files = list(stats.skipped)  # (a Python syntax error keeps its last symbols: not skipped)
         return stats

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.workspace import graph
-from ctx_lsp.workspace.index import WorkspaceIndex
+from ctx_lsp.workspace.index import WorkspaceIndex, build
 from ctx_lsp.workspace.index import prepare as index_module
 from tests.workspaces import copy_sample
 
@@ -230,6 +230,58 @@ def test_pool_and_in_process_parsing_agree(ws: Path, tmp_path: Path) -> None:
     finally:
         serial.close()
         pooled.close()
+
+
+def test_a_refresh_apart_indexes_in_a_child_what_one_here_would(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running face's large refresh (``apart``) runs in a process of its own: the same rows
+    as one in this process, its progress relayed, and this process's caches told (generation)."""
+    copy_sample(ws / "sample")
+    here = WorkspaceIndex(ws, db_path=tmp_path / "here.sqlite3")
+    apart = WorkspaceIndex(ws, db_path=tmp_path / "apart.sqlite3")
+    monkeypatch.setattr(build, "APART_MIN_FILES", 1)
+    try:
+        s1 = here.refresh(processes=0)
+        seen: list[tuple[int, int, str]] = []
+        generation = apart._db.generation
+        with monkeypatch.context() as m:  # the parent does not index: only the child may
+            m.setattr(build, "_refresh", lambda *a, **k: pytest.fail("indexed in the parent"))
+            s2 = apart.refresh(lambda *p: seen.append(p), processes=0, apart=True)
+        assert (s1.files_indexed, s1.symbols, s1.edges) == (s2.files_indexed, s2.symbols, s2.edges)
+        assert [p[0] for p in seen] == list(range(1, s1.files_indexed + 1))
+        assert apart._db.generation > generation
+        cols = "qualname, kind, path, start_line, end_line, signature, card, body, card_tokens, body_tokens, packed"
+        q = f"SELECT {cols} FROM symbols ORDER BY path, start_line, qualname"
+        assert here._reader().execute(q).fetchall() == apart._reader().execute(q).fetchall()
+        assert [h.symbol.qualname for h in apart.search("invoice total", limit=5)] == [
+            h.symbol.qualname for h in here.search("invoice total", limit=5)
+        ]
+        again = apart.refresh(apart=True)  # nothing changed: here, no child
+        assert (again.files_indexed, again.files_unchanged) == (0, s1.files_seen)
+        # the child masked secrets the way this process does: reopened, the index is not made again
+        with WorkspaceIndex(ws, db_path=tmp_path / "apart.sqlite3") as reopened:
+            assert reopened.refresh(processes=0).files_unchanged == s1.files_seen
+    finally:
+        here.close()
+        apart.close()
+
+
+def test_a_refresh_apart_that_fails_is_done_here(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child failing (here: it cannot start) never loses the refresh: it is done in this process."""
+    copy_sample(ws / "sample")
+    idx = WorkspaceIndex(ws, db_path=tmp_path / "index.sqlite3")
+    monkeypatch.setattr(build, "APART_MIN_FILES", 1)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise build._ApartFailed("it exited with status 1")
+
+    monkeypatch.setattr(build, "_refresh_apart", broken)
+    try:
+        stats = idx.refresh(processes=0, apart=True)
+        assert stats.files_indexed > 0 and stats.symbols == idx.stats().symbols > 0
+    finally:
+        idx.close()
 
 
 def test_restart_revalidates_by_stat_without_reparsing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

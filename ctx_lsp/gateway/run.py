@@ -38,7 +38,7 @@ async def _main(root: Path, options: GatewayOptions, engine: Engine | None) -> i
     sessions = await run(SessionEngine, engine)
     for message in sessions.startup_messages():
         log.warning("ctx-lsp: %s", message)
-    stats = await loop.run_in_executor(indexer, engine.refresh_index)
+    stats = await loop.run_in_executor(indexer, lambda: engine.refresh_index(apart=True))  # see build.refresh
     log.info("ctx-lsp: index of %s: %d files, %d symbols", engine.root, stats.files_seen, stats.symbols)
 
     async def saved(rels: list[str]) -> None:

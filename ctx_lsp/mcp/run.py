@@ -82,7 +82,7 @@ async def _open(face: Face, engine: Engine, indexer: ThreadPoolExecutor, watcher
     for message in sessions.startup_messages():
         log.warning("%s", message)
     try:
-        stats = await loop.run_in_executor(indexer, engine.refresh_index)
+        stats = await loop.run_in_executor(indexer, lambda: engine.refresh_index(apart=True))  # see build.refresh
         log.info(
             "serving %s (session %s): %d symbols in %d files (%.1f s)",
             engine.root,

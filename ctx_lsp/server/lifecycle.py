@@ -158,7 +158,8 @@ async def _index_with_progress(ls: CtxServer) -> None:
     sessions = ls.sessions
     summary = "stopped"  # the server shut down before indexing ended
     try:
-        stats = await loop.run_in_executor(ls.indexer, sessions.engine.refresh_index, report)
+        # a cold index runs in a process of its own: the server does not keep what indexing leaves
+        stats = await loop.run_in_executor(ls.indexer, lambda: sessions.engine.refresh_index(report, apart=True))
         summary = f"{stats.symbols} symbols in {stats.files_seen} files ({stats.seconds:.1f} s)"
         recovered = sessions.engine.index.take_recovered()
         if recovered:

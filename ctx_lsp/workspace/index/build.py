@@ -9,15 +9,18 @@ graph. A cache found unreadable on the way is moved aside and built again.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import logging
 import multiprocessing
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection
 from typing import NamedTuple
 
 import msgspec
@@ -43,6 +46,7 @@ log = logging.getLogger("ctx_lsp.index")
 BATCH_FILES = 200
 POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
 POOL_PROCESSES = 2
+APART_MIN_FILES = POOL_MIN_FILES  # a refresh this large runs in a process of its own when asked (``apart``)
 
 _INSERT_FTS = f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
 _UPSERT_FILE = "INSERT OR REPLACE INTO files(rel, size, mtime_ns, sha256, error) VALUES (?, ?, ?, ?, ?)"
@@ -75,11 +79,26 @@ class _FileRow(NamedTuple):
 
 
 def refresh(
-    db: IndexDb, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+    db: IndexDb,
+    progress: Callable[[int, int, str], None] | None = None,
+    *,
+    processes: int | None = None,
+    apart: bool = False,
 ) -> IndexStats:
-    """``_refresh``; a cache found unreadable on the way is moved aside and built again."""
+    """``_refresh``; a cache found unreadable on the way is moved aside and built again.
+    ``apart``: a refresh of at least APART_MIN_FILES changed files runs in a process of its own
+    (``_refresh_apart``), and falls back to this one if that process fails."""
+    walked = None
+    if apart and not db.stopping.is_set():
+        walked = _walk(db)
+        if len(_changed(_known(db), walked[0])) >= APART_MIN_FILES:
+            try:
+                return _refresh_apart(db, progress, processes)
+            except _ApartFailed as err:
+                log.warning("indexing in a process of its own failed (%s): indexing here instead", err)
+                walked = None  # the child may have indexed some: walk again
     try:
-        return _refresh(db, progress, processes=processes)
+        return _refresh(db, progress, processes=processes, walked=walked)
     except sqlite3.DatabaseError as err:
         if not storage.is_corruption(err):
             raise
@@ -87,8 +106,151 @@ def refresh(
         return _refresh(db, progress, processes=processes)
 
 
+class _ApartFailed(Exception):
+    """The process of its own a refresh ran in ended without its stats."""
+
+
+def _refresh_apart(db: IndexDb, progress: Callable[[int, int, str], None] | None, processes: int | None) -> IndexStats:
+    """``_refresh`` in a child process (spawned; it may start its own pool), on the same database
+    file, with ``progress`` relayed from it. Why: what a large refresh leaves behind in the
+    process that ran it (freed parse and write buffers the allocator keeps, the graph update's
+    peak) stayed in a language server for its lifetime: on sympy, a server that indexed cold held
+    ~75 MB more and peaked ~85 MB higher than one started on the index made. ``stop`` reaches
+    the child too: it ends after its current file, as a refresh here would."""
+    t0 = time.perf_counter()
+    spawn = multiprocessing.get_context("spawn")
+    from_child, to_parent = spawn.Pipe(duplex=False)
+    from_parent, to_child = spawn.Pipe(duplex=False)
+    masker = db.masker
+    masking = (masker.disabled, masker.allowlist) if masker is not None else None
+    level = logging.getLogger("ctx_lsp").getEffectiveLevel()
+    args = (str(db.root), str(db.db_path), db.encoding, masking, processes, level, to_parent, from_parent)
+    child = spawn.Process(target=_apart_main, args=args, name="ctx-index-refresh")
+    child.start()
+    to_parent.close()
+    from_parent.close()
+    stats: IndexStats | None = None
+    stop_sent = False
+    try:
+        while stats is None:
+            if db.stopping.is_set() and not stop_sent:
+                to_child.send("stop")
+                stop_sent = True
+            if not from_child.poll(0.1):
+                if not child.is_alive() and not from_child.poll():
+                    raise _ApartFailed(f"it exited with status {child.exitcode}")
+                continue
+            try:
+                kind, *rest = from_child.recv()
+            except EOFError:
+                raise _ApartFailed(f"it exited with status {child.join(5) or child.exitcode}") from None
+            if kind == "progress" and progress is not None:
+                progress(*rest)
+            elif kind == "log":  # the child's log, in this process's
+                name, level, message = rest
+                logging.getLogger(name).log(level, "%s", message)
+            elif kind == "done":
+                stats = msgspec.msgpack.decode(rest[0], type=IndexStats)
+            elif kind == "stopped":
+                raise RefreshStopped(rest[0])
+            elif kind == "failed":
+                raise _ApartFailed(rest[0])
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.terminate()
+            child.join()
+        from_child.close()
+        to_child.close()
+    with db.lock:
+        db.generation += 1  # its rows changed under this process's caches
+    stats.seconds = time.perf_counter() - t0  # the child's start included
+    return stats
+
+
+def _apart_main(
+    root: str,
+    db_path: str,
+    encoding: str,
+    masking: tuple[tuple[str, ...], tuple[str, ...]] | None,
+    processes: int | None,
+    level: int,
+    to_parent: Connection,
+    from_parent: Connection,
+) -> None:
+    """The child's side of ``_refresh_apart``: ("progress", done, total, rel) per file and
+    ("log", logger, level, message) per log record, then ("done", stats), ("stopped", why) or
+    ("failed", why)."""
+    from pathlib import Path
+
+    from ctx_lsp.workspace.secrets import SecretMasker
+
+    lock = threading.Lock()  # the writer thread logs too: one message at a time on the pipe
+
+    def send(*message: object) -> None:
+        with lock:
+            to_parent.send(message)
+
+    class ToParent(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            with contextlib.suppress(Exception):
+                send("log", record.name, record.levelno, record.getMessage())
+
+    ours = logging.getLogger("ctx_lsp")
+    ours.handlers[:] = [ToParent()]
+    ours.setLevel(level)
+    ours.propagate = False
+    db = IndexDb(Path(root), Path(db_path), encoding, SecretMasker(*masking) if masking is not None else None)
+
+    def watch() -> None:  # the parent asks it to stop, or is gone
+        with contextlib.suppress(EOFError, OSError):
+            from_parent.recv()
+        db.stopping.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        stats = _refresh(db, lambda *p: send("progress", *p), processes=processes)
+        send("done", msgspec.msgpack.encode(stats))
+    except RefreshStopped as err:
+        send("stopped", str(err))
+    except BaseException as err:  # told to the parent, which indexes in its own process instead
+        with contextlib.suppress(OSError):
+            send("failed", f"{type(err).__name__}: {err}")
+    finally:
+        db.close()
+        to_parent.close()
+
+
+def _walk(db: IndexDb) -> tuple[list, list[str]]:
+    """The workspace's files to index, and those skipped with why."""
+    walker = WorkspaceWalker(db.root, check_content=False)
+    entries = walker.walk()
+    return entries, [f"{s.rel} ({s.reason})" for s in walker.skipped]
+
+
+def _known(db: IndexDb) -> dict[str, _FileRow]:
+    with db.lock:
+        return {
+            r[0]: _FileRow._make(r[1:]) for r in db.conn.execute("SELECT rel, size, mtime_ns, sha256, error FROM files")
+        }
+
+
+def _changed(known: dict[str, _FileRow], entries: list) -> list:
+    """The entries whose size or mtime differ from what the index knows."""
+    out = []
+    for e in entries:
+        prev = known.get(e.rel)
+        if prev is None or prev.size != e.size or prev.mtime_ns != e.mtime_ns:
+            out.append(e)
+    return out
+
+
 def _refresh(
-    db: IndexDb, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+    db: IndexDb,
+    progress: Callable[[int, int, str], None] | None = None,
+    *,
+    processes: int | None = None,
+    walked: tuple[list, list[str]] | None = None,
 ) -> IndexStats:
     """Bring the index in line with the files on disk (see ``WorkspaceIndex.refresh``).
 
@@ -99,16 +261,12 @@ def _refresh(
     generated files).
     """
     t0 = time.perf_counter()
-    walker = WorkspaceWalker(db.root, check_content=False)
-    entries = walker.walk()
+    entries, skipped = walked if walked is not None else _walk(db)
     stats = IndexStats(files_seen=len(entries))
-    stats.skipped = [f"{s.rel} ({s.reason})" for s in walker.skipped]
-    stats.files_skipped = len(walker.skipped)
+    stats.skipped = list(skipped)
+    stats.files_skipped = len(skipped)
 
-    with db.lock:
-        known = {
-            r[0]: _FileRow._make(r[1:]) for r in db.conn.execute("SELECT rel, size, mtime_ns, sha256, error FROM files")
-        }
+    known = _known(db)
     changed = []
     for e in entries:
         prev = known.get(e.rel)

@@ -88,7 +88,11 @@ class WorkspaceIndex:
     # -- indexing --------------------------------------------------------------------------
 
     def refresh(
-        self, progress: Callable[[int, int, str], None] | None = None, *, processes: int | None = None
+        self,
+        progress: Callable[[int, int, str], None] | None = None,
+        *,
+        processes: int | None = None,
+        apart: bool = False,
     ) -> IndexStats:
         """Bring the index in line with the files on disk.
 
@@ -99,9 +103,11 @@ class WorkspaceIndex:
         unreadable on the way is moved aside and built again.
 
         ``processes``: parse in a pool of that many processes (0 or 1: in this process). By
-        default a pool of 2 is used for a large refresh when a core is free.
+        default a pool of 2 is used for a large refresh when a core is free. ``apart``: a large
+        refresh (a cold index) runs in a process of its own, so that a long-running face does
+        not keep what indexing leaves behind in memory (``build._refresh_apart``).
         """
-        return build.refresh(self._db, progress, processes=processes)
+        return build.refresh(self._db, progress, processes=processes, apart=apart)
 
     def update_file(self, rel: str, source: bytes | None) -> bool:
         """Re-index one file from ``source`` (e.g. an unsaved buffer) or, when None, from disk.
