@@ -745,3 +745,20 @@ def test_pasted_traces_of_other_languages_are_not_taken_for_output() -> None:
         assert request_text.output_spans(text) == [], text
     output = "```\n42\n[1, 2, 3]\n```"
     assert request_text.output_spans(f"Got:\n{output}\n") == [(5, 5 + len(output))]
+
+
+def test_the_versions_section_of_a_report_is_left_out_up_to_the_next_heading_or_prose() -> None:
+    text = (
+        "Versions are not the bug\n"
+        "It fails.\n\n"
+        "**Versions:**\n - ``pvlib.__version__``:  master/g684b247\n - python: 3.10\n\n"
+        "More prose after it stays.\n"
+        "#### Environment\nLinux, conda, numpy from conda-forge\n"
+        "## Additional context\nThe rest stays too.\n"
+    )
+    cleaned = request_text.clean(text)
+    assert cleaned.startswith("Versions are not the bug\nIt fails.")  # the title is never a section
+    for gone in ("__version__", "master/g684b247", "conda-forge"):
+        assert gone not in cleaned
+    assert "More prose after it stays." in cleaned and "The rest stays too." in cleaned
+    assert "pvlib.__version__" not in signals.read(text).dotted

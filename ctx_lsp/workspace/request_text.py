@@ -1,17 +1,23 @@
-"""A request's text read the way an engineer reads a bug report: what the user wrote apart from
-what the issue template, the version list and pasted output put around it.
+"""A request's text read the way an engineer reads a bug report: what the user wrote, apart from
+what the issue template, the version list, pasted output and links put around it (pure, no
+index; docs/retrieval.md, "Bug reports").
 
-A bug report as users file it is long: the title and a few sentences, a code snippet that shows
-the problem, a traceback, expected and actual output, a list of versions and, often, the issue
-template's own instructions left in (``<!-- Please paste … -->``). ``read`` splits it into its
-parts (pure, no index):
+A bug report as users file it is long: a title and a few sentences, a snippet that shows the
+problem, a traceback, expected and actual output, a list of versions and, often, the issue
+template's own instructions left in (``<!-- Please paste … -->``). ``signals.read`` reads the
+request through these:
 
-- ``names``: the exact names the report points at: what its snippets call and import, the
-  dotted names, code-like words (``snake_case``, ``camelCase``, ``call()``, ```backticked```);
-  the search keeps every one of them, however long the report;
-- ``text``: what the search reads: the title, the prose, the snippets' code and the errors,
-  without what says nothing about the project's code: template comments, images and links,
-  version lines, byte strings and hex escapes in pasted output.
+- ``clean``: the text without the template's comments, images and HTML image tags, the
+  versions section (``#### Versions``, ``**Versions:**``, ``## Environment``) and version lines
+  elsewhere (``pydicom 1.3.0``, ``[GCC 7.3.0]``); the title always stays. Every signal is read
+  from it.
+- ``output_spans``: fenced blocks of pasted output (no line of code, no error or trace line of
+  any language): values, not words of the code. The search does not read them.
+- ``for_search``: the search's text without links' addresses, byte escapes and memory
+  addresses (the exact signals read those first: a link may name a function).
+
+The traceback, paths, dotted names, the error and quoted code are ``signals``'; which terms of a
+long request are searched, and how they weigh, is ``index.terms.weighted_terms``.
 """
 
 from __future__ import annotations
