@@ -222,7 +222,8 @@ class _Found:
 
 def read(text: str) -> Signals:
     """The exact signals of a request (see the module's docstring), read from what the user
-    wrote: the issue template's comments, links, version lines and pasted bytes left out."""
+    wrote (``request_text.clean``: the issue template's comments, images, versions left out);
+    ``search_text`` leaves out pasted output, links' addresses and byte escapes too."""
     text = request_text.clean(text)
     found = _frames(text)
     frames = _ordered(text, found)
