@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctx_lsp.workspace import retrieval, signals
+from ctx_lsp.workspace import request_text, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.signals import Frame
 from tests.workspaces import copy_poly
@@ -374,7 +374,9 @@ def test_a_go_panic_names_methods_by_package_receiver_and_method() -> None:
     ]
     assert sig.locations == () and sig.dotted == () and sig.exceptions == ()
     assert sig.fragments == ("index out of range",)  # ``runtime error:`` is Go's
-    assert "/home/u/proj" not in sig.search_text and "+0x1d" in sig.search_text
+    # the search reads the frames' names, not their paths nor their addresses
+    assert "/home/u/proj" not in sig.search_text and "0x1d" not in sig.search_text
+    assert "main.(*Server).Handle" in sig.search_text
     assert "runtime error" not in sig.prose and "goroutine 1" in sig.prose
 
 
@@ -708,3 +710,55 @@ def test_a_dependencys_frame_reads_like_the_projects_file_unless_set_aside(poly_
     path = "/home/u/.cargo/registry/src/index.crates.io-6f17d22bba15001f/tokio-1.35.0/src/lib.rs"
     assert poly_index.files_matching(path) == ["src/lib.rs"]
     assert signals.foreign_path(path)
+
+
+def test_a_bug_report_is_read_without_its_template_links_versions_and_output() -> None:
+    text = (
+        "Parser fails on 2.0.1\n"  # a title that names a version stays
+        "<!-- Instructions: paste the output of `import platform; print(platform.platform())` -->\n"
+        "It broke when I upgraded to 2.0.1 from the old release last week.\n"  # a sentence stays
+        "![image](https://user-images.example.invalid/1.png) see https://example.invalid/blob/master/x\n"
+        "```\nb'Mori^Ogai=\\x1b$B?9'\nPrints [<Instance of .A at 0x7f3a2c>]\n```\n"
+        "```python\nimport parser\nparser.parse_block(text)\n```\n"
+        '```\nTraceback (most recent call last):\n  File "/srv/app/parser.py", line 3, in parse_block\n'
+        "KeyError: 'x'\n```\n"
+        "```\nparser 2.0.1\nPython 3.11.4\n[GCC 7.3.0]\nLinux-4.15.0-55-generic-x86_64-with-debian\n```\n"
+    )
+    sig = signals.read(text)
+    assert sig.search_text.startswith("Parser fails on 2.0.1\n")
+    assert "upgraded to 2.0.1" in sig.search_text
+    for gone in ("Instructions", "platform", "image", "example", "blob", "x1b", "Mori", "Instance", "0x7f3a2c"):
+        assert gone not in sig.search_text, gone
+    for gone in ("parser 2.0.1", "3.11.4", "GCC", "Linux"):
+        assert gone not in sig.prose, gone
+    # the snippet and the traceback are read: the names they call, the frame, the error
+    assert "parser.parse_block(text)" in sig.search_text and "KeyError" in sig.search_text
+    assert [f.func for f in sig.frames] == ["parse_block"] and sig.exceptions == ("KeyError",)
+    assert "platform.platform" not in sig.dotted and "parser.parse_block" in sig.dotted
+
+
+def test_pasted_traces_of_other_languages_are_not_taken_for_output() -> None:
+    rust = "```\nthread 'main' panicked at src/main.rs:40:9:\nno rows\nstack backtrace:\n```\n"
+    go = "```\npanic: no rows\n\ngoroutine 1 [running]:\nmain.run()\n\t/home/u/p/main.go:9 +0x1d\n```\n"
+    node = "```\nTypeError: x is not a function\n    at total (web/src/billing.ts:9:3)\n```\n"
+    for text in (rust, go, node):
+        assert request_text.output_spans(text) == [], text
+    output = "```\n42\n[1, 2, 3]\n```"
+    assert request_text.output_spans(f"Got:\n{output}\n") == [(5, 5 + len(output))]
+
+
+def test_the_versions_section_of_a_report_is_left_out_up_to_the_next_heading_or_prose() -> None:
+    text = (
+        "Versions are not the bug\n"
+        "It fails.\n\n"
+        "**Versions:**\n - ``pvlib.__version__``:  master/g684b247\n - python: 3.10\n\n"
+        "More prose after it stays.\n"
+        "#### Environment\nLinux, conda, numpy from conda-forge\n"
+        "## Additional context\nThe rest stays too.\n"
+    )
+    cleaned = request_text.clean(text)
+    assert cleaned.startswith("Versions are not the bug\nIt fails.")  # the title is never a section
+    for gone in ("__version__", "master/g684b247", "conda-forge"):
+        assert gone not in cleaned
+    assert "More prose after it stays." in cleaned and "The rest stays too." in cleaned
+    assert "pvlib.__version__" not in signals.read(text).dotted

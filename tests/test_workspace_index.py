@@ -607,3 +607,32 @@ def test_count_batch_counts_as_count_does() -> None:
     counter = counter_for("cl100k_base")
     texts = ["", "x", "def f(x):\n    return x\n" * 40, "lone \ud800 surrogate", "é" * 10, "}\n"]
     assert counter.count_batch(texts) == [counter.count(t) for t in texts]
+
+
+def test_a_long_request_is_searched_for_its_names_title_and_strongest_terms() -> None:
+    from ctx_lsp.workspace.index import terms
+
+    prose = " ".join(f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(150))
+    query = f"Totals wrong for refunds\n{prose}\nCalls `refund_invoice`, tax_for() and fd::exec::run"
+    words = query_term_words(query)
+    assert len(words) > 2 * terms.LONG_REQUEST_TERMS  # every term is read: no cap in reading order
+    rows = {t: 1 + i % 40 for i, t in enumerate(words)}  # how many symbols hold each term
+    rows["wordzz"] = 0  # a term no symbol holds is never searched
+    names = terms.name_terms(query)
+    assert {"refundinvoic", "taxfor", "fd", "exec", "run"} <= names
+    chosen = terms.strongest(words, names, rows)
+    assert {"refundinvoic", "taxfor", "exec"} <= set(chosen)  # every name the request writes as code
+    assert list(chosen)[:3] == ["total", "wrong", "refund"]  # the title's and the opening's terms
+    assert set(list(words)[: terms.LEADING_TERMS]) <= set(chosen) and "wordzz" not in chosen
+    others = [t for t in chosen if t not in list(words)[: terms.LEADING_TERMS] and t not in names]
+    assert len(chosen) - len(names & set(chosen)) == terms.MAX_QUERY_TERMS  # bounded, names besides
+    # the rest: the strongest by inverse frequency (the fewest rows hold them)
+    assert max(rows[t] for t in others) <= min(rows[t] for t in words if t not in chosen and rows[t] > 0)
+    searched, scored = terms.weighted_terms(query, words, rows)
+    assert searched == chosen
+    # a long request's title terms and names count twice
+    assert scored.count("refund") == 2 and scored.count("refundinvoic") == 2 and scored.count("wordab") == 1
+    # a question, a commit message: its first 32 terms in reading order, each once, as before
+    short = "why are refund totals wrong? " + " ".join(f"word{chr(97 + i)}" for i in range(26)) + " zeta_fn()"
+    every = query_term_words(short)
+    assert terms.weighted_terms(short, every, {}) == (dict(list(every.items())[:32]), list(every)[:32])

@@ -441,3 +441,62 @@ def test_the_retrieval_set_id_names_the_candidates_however_they_were_found(ws: P
         assert len(seen) == 2
     finally:
         engine.close()
+
+
+# A bug report as users file one: the template's instructions left in, a screenshot, steps in
+# prose long enough to make it a long request (over 64 terms) before the snippet, the snippet's
+# call, the output, the versions. The function it calls comes after the first 32 terms.
+BUG_REPORT = (
+    "Coupons are refused at checkout since the upgrade\n"
+    "<!-- Please fill in every section below. Example: ```AttributeError: 'Config' object has no "
+    "attribute 'timeout'``` and run `import platform; print(platform.platform())` -->\n\n"
+    "#### Description\n"
+    "Since upgrading, our checkout page refuses every promotional coupon that customers type during "
+    "the spring campaign; marketing reports angry emails, cancelled baskets, abandoned sessions and "
+    "lower conversion across mobile, desktop, tablets, kiosks and partner storefronts worldwide. "
+    "Support staff escalated repeatedly yesterday evening. Our regional managers noticed weekly "
+    "revenue dropping sharply; finance wants an explanation before quarterly planning meetings, "
+    "and legal asks whether advertised promises were broken. Several franchise owners threatened "
+    "cancelling contracts unless somebody responds quickly with concrete timelines.\n"
+    '<img width="248" alt="Screen Shot 2021-02-19" src="https://example.invalid/a.png">\n\n'
+    "#### Steps/Code to Reproduce\n"
+    "```python\n"
+    "from shop.billing import discounts\n"
+    'rule = discounts.parseVoucherCode_v2("SPRING10")\n'
+    "print(rule)\n"
+    "```\n"
+    "#### Actual Results\n"
+    "```\n"
+    "None\n"
+    "```\n"
+    "#### Versions\n"
+    "```\n"
+    "Linux-5.15.0-91-generic-x86_64-with-glibc2.35\n"
+    "Python 3.11.4\n"
+    "shop 2.3.1\n"
+    "```\n"
+)
+
+
+def test_a_long_bug_report_is_searched_for_every_name_its_snippet_calls(index: WorkspaceIndex) -> None:
+    sig = signals.read(BUG_REPORT)
+    # read as written, the call comes after the first 32 terms (the old fixed cap left it out)
+    assert "parsevouchercodev2" not in list(index_terms(BUG_REPORT))[:32]
+    # the template's instructions, the screenshot, the output and the versions are not searched
+    for noise in ("AttributeError", "platform", "Screen Shot", "5.15.0", "Python 3.11.4", "None"):
+        assert noise not in sig.search_text
+    assert "AttributeError" not in sig.exceptions and "platform.platform" not in sig.dotted
+    assert len(index_terms(sig.search_text)) > 64
+    # the search itself looks for the call, though it comes late in a long text
+    assert any(h.symbol.name == "parseVoucherCode_v2" for h in index.search(sig.search_text))
+    ranked = ranked_for(index, BUG_REPORT)
+    top, _, why = ranked[0]
+    assert top.qualname == "shop.billing.discounts.parseVoucherCode_v2"
+    assert "discounts.parseVoucherCode_v2 named in the request" in why
+    assert "of the first line" in why  # a long report: coverage is counted on its title
+
+
+def index_terms(text: str) -> dict[str, str]:
+    from ctx_lsp.workspace.index import query_term_words
+
+    return query_term_words(text)

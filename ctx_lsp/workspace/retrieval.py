@@ -25,7 +25,7 @@ import msgspec
 
 from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
-from ctx_lsp.workspace.index import code_words, query_names, query_term_words
+from ctx_lsp.workspace.index import code_words, coverage_terms, query_names
 from ctx_lsp.workspace.languages import language_of
 from ctx_lsp.workspace.priors import Prior, in_test_module, prior_for, request_words
 from ctx_lsp.workspace.signals import Frame, Signals, foreign_path, read
@@ -163,7 +163,9 @@ def rank(
     sig = signals if signals is not None else read(query)
     text = sig.search_text
     names = _names_in(text, hits)
-    terms = frozenset(query_term_words(text).values())  # as ``matched`` names them
+    words, long = coverage_terms(text)  # a long request: its title's
+    terms = frozenset(words.values())  # as ``matched`` names them
+    covers = "terms of the first line" if long else "terms"
     n_terms = len(terms)
     open_list = list(dict.fromkeys(open_files))
     open_set = set(open_list)
@@ -181,7 +183,7 @@ def rank(
             factor = COVERAGE_FLOOR + (1 - COVERAGE_FLOOR) * min(1.0, covered / n_terms)
             if factor < 1.0:
                 score *= factor
-                why.append(f"matches {covered} of {n_terms} terms (×{factor:.2f})")
+                why.append(f"matches {covered} of {n_terms} {covers} (×{factor:.2f})")
         named = names.get(sym.name.lower()) or names.get(sym.qualname.lower())
         if named is not None:
             boost = EXACT_NAME_BOOST if named == "code" else PLAIN_NAME_BOOST

@@ -40,6 +40,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from ctx_lsp.workspace import request_text
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES
 
 # the source extensions as a regex alternation, longest first (``.cpp`` before ``.c``)
@@ -220,7 +221,10 @@ class _Found:
 
 
 def read(text: str) -> Signals:
-    """The exact signals of a request (see the module's docstring)."""
+    """The exact signals of a request (see the module's docstring), read from what the user
+    wrote (``request_text.clean``: the issue template's comments, images, versions left out);
+    ``search_text`` leaves out pasted output, links' addresses and byte escapes too."""
+    text = request_text.clean(text)
     found = _frames(text)
     frames = _ordered(text, found)
     frame_spans = [f.path_span for f in found]
@@ -291,7 +295,8 @@ def read(text: str) -> Signals:
         quoted = quoted.lstrip("-") if quoted.startswith("--") else quoted
         if len(quoted) >= MIN_LITERAL:
             literals.setdefault(quoted, None)
-    search_text = _cut(text, frame_spans)
+    # the search reads neither the frames' paths nor pasted output, links and addresses
+    search_text = request_text.for_search(_cut(text, frame_spans + request_text.output_spans(text)))
     prose = _cut(text, spans + whole_spans + error_spans)
     for rx in (_PY_FRAME, _PYTEST_FRAME, _EXCEPTION):
         prose = rx.sub(" ", prose)

@@ -26,8 +26,10 @@ from ctx_lsp.workspace.index.lookups import IndexSummary
 from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit, SymbolHead
 from ctx_lsp.workspace.index.terms import (
     FTS_COLUMNS,
+    LONG_REQUEST_TERMS,
     MAX_QUERY_TERMS,
     code_words,
+    coverage_terms,
     query_names,
     query_term_words,
     query_terms,
@@ -41,6 +43,7 @@ __all__ = [
     "COUNT_CACHE_TEXTS",
     "FTS_COLUMNS",
     "FTS_WEIGHTS",
+    "LONG_REQUEST_TERMS",
     "MAX_QUERY_TERMS",
     "POOL_MIN_FILES",
     "POOL_PROCESSES",
@@ -53,6 +56,7 @@ __all__ = [
     "SymbolHead",
     "WorkspaceIndex",
     "code_words",
+    "coverage_terms",
     "masking_key",
     "query_names",
     "query_term_words",

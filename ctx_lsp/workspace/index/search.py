@@ -16,7 +16,14 @@ import msgspec
 
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import IndexDb, marks
-from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold, query_term_words
+from ctx_lsp.workspace.index.terms import (
+    FTS_COLUMNS,
+    FTS_WEIGHTS,
+    LONG_REQUEST_TERMS,
+    fold,
+    query_term_words,
+    weighted_terms,
+)
 
 if TYPE_CHECKING:  # numpy is imported only by processes that build the postings
     from ctx_lsp.workspace.index.postings import Postings
@@ -86,11 +93,15 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     Scored by the in-memory postings when they are built (``postings``: the same scores), else
     by FTS5 in SQL.
     """
-    words = query_term_words(query)
-    terms = list(words)
-    if not terms or limit <= 0:
+    if limit <= 0:
         return []
     conn = db.reader()
+    every = query_term_words(query)
+    counts = _rows_holding(db, conn, list(every))[0] if len(every) > LONG_REQUEST_TERMS else {}
+    words, scored = weighted_terms(query, every, counts)  # a long request: its names, title, strongest terms
+    terms = list(words)
+    if not terms:
+        return []
     want = int(limit) + 32  # a little over the limit, so the content-based tie-break below decides the cut
     columns: list[list[int]] | None = None
     in_memory = None if kinds else _current_postings(db, conn)
@@ -99,7 +110,7 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
     if in_memory is not None:
         try:
             with in_memory.lock:
-                ranked = in_memory.top(_matched(terms, in_memory.ubiquitous(terms)), want)
+                ranked = in_memory.top(_matched(scored, in_memory.ubiquitous(terms)), want)
                 columns = in_memory.columns([r[0] for r in ranked], terms)
                 found = in_memory.heads_of([i for i, _ in ranked])
         except Exception:
@@ -107,7 +118,7 @@ def _search(db: IndexDb, query: str, limit: int, kinds: set[str] | None) -> list
             ranked = columns = found = None
     try:
         if ranked is None:
-            ranked = _ranked_in_sql(conn, _matched(terms, _ubiquitous(db, conn, terms)), want, kinds)
+            ranked = _ranked_in_sql(conn, _matched(scored, _ubiquitous(db, conn, terms)), want, kinds)
         if not ranked:
             return []
         ids = [r[0] for r in ranked]
@@ -136,7 +147,7 @@ def _matched(terms: list[str], common: set[str]) -> list[str]:
     package's name in every path), unless nothing else is asked. FTS5's bm25 weighs such a term
     1e-6 (its idf is clamped), yet scoring every row it is in costs the most. ``matched`` still
     names it."""
-    return terms if len(common) == len(terms) else [t for t in terms if t not in common]
+    return terms if common.issuperset(terms) else [t for t in terms if t not in common]
 
 
 def _heads(db: IndexDb, conn: sqlite3.Connection, ids: list[int]) -> dict[int, SymbolHead]:
@@ -234,9 +245,14 @@ def _described(bits: tuple[int, ...], words: list[str]) -> tuple[str, frozenset[
 
 
 def _ubiquitous(db: IndexDb, conn: sqlite3.Connection, terms: list[str]) -> set[str]:
-    """The terms at least half the symbols hold, whose bm25 idf FTS5 clamps to 1e-6 (counts
-    from ``symbols_vocab``, which holds terms as its tokenizer folds them; kept while the index
-    does not change)."""
+    """The terms at least half the symbols hold, whose bm25 idf FTS5 clamps to 1e-6."""
+    counts, rows = _rows_holding(db, conn, terms)
+    return {t for t in terms if 2 * counts[t] >= rows}
+
+
+def _rows_holding(db: IndexDb, conn: sqlite3.Connection, terms: list[str]) -> tuple[dict[str, int], int]:
+    """The rows holding each term, and the number of rows (counts from ``symbols_vocab``,
+    which holds terms as its tokenizer folds them; kept while the index does not change)."""
     counts = memo.table(db, "term_rows")
     missing = [t for t in terms if t not in counts]
     if missing:
@@ -247,4 +263,4 @@ def _ubiquitous(db: IndexDb, conn: sqlite3.Connection, terms: list[str]) -> set[
         if "" not in counts:  # the number of rows, under a key no term has
             counts[""] = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
     rows = counts.get("") or conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
-    return {t for t in terms if 2 * counts[t] >= rows}
+    return counts, rows

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 import Stemmer
@@ -26,7 +26,18 @@ _stem = Stemmer.Stemmer("english").stemWord
 FTS_COLUMNS = ("qualname_terms", "signature", "docstring", "identifiers", "path_terms")
 # bm25 column weights, in the order of ``FTS_COLUMNS``: names matter most.
 FTS_WEIGHTS = (10.0, 4.0, 2.0, 1.0, 3.0)
+# A question, a commit message: its first MAX_QUERY_TERMS terms in reading order are searched.
+# A long request (over LONG_REQUEST_TERMS: a bug report with a traceback, a snippet and output,
+# a hundred terms and more) is not cut in reading order: its names, every one (up to
+# MAX_NAME_TERMS), its first LEADING_TERMS terms (the title's and the opening's) and its
+# strongest other terms by inverse frequency, MAX_QUERY_TERMS in all besides the names; its
+# title's terms and names weigh double (``weighted_terms``). Measured on the three dev sets
+# (benchmarks/retrieval/RESULTS.md): below 64 terms, the first 32 in reading order did best.
 MAX_QUERY_TERMS = 32
+LEADING_TERMS = 24
+MAX_NAME_TERMS = 128
+LONG_REQUEST_TERMS = 64
+MAX_READ_TERMS = 1024  # distinct terms read from one request at most (8,000 characters hold ~600)
 
 
 def _words(text: str) -> frozenset[str]:
@@ -122,7 +133,8 @@ def query_terms(query: str) -> list[str]:
 
 def query_term_words(query: str) -> dict[str, str]:
     """``query_terms`` → the word each stands for as the query has it (lower-cased), for
-    people: ``matched`` and ``why`` say "price", not "pric"."""
+    people: ``matched`` and ``why`` say "price", not "pric". Every term of the query (up to
+    MAX_READ_TERMS): ``strongest`` chooses the ones a search looks for."""
     seen: dict[str, str] = {}
     for word in _IDENT_RE.findall(query):
         subwords = _subwords(word)
@@ -132,9 +144,71 @@ def query_term_words(query: str) -> dict[str, str]:
         if len(subwords) > 1:  # the compound, as the index stores it
             whole = "".join(subwords)
             seen.setdefault(_stem(whole), whole)
-        if len(seen) >= MAX_QUERY_TERMS:
+        if len(seen) >= MAX_READ_TERMS:
             break
-    return dict(list(seen.items())[:MAX_QUERY_TERMS])
+    return seen
+
+
+def name_terms(query: str) -> set[str]:
+    """The terms that stand for a whole name the query writes as code (``convert_encodings``,
+    ``LintResult``, ``ilookup(``, ``pkg.mod.func``, ``fd::exec::run``, a frame's
+    ``com.x.Y.z``): a long request's search keeps every one of them."""
+    out = set()
+    words = code_words(query)
+    if "::" in query:  # Rust's and C++'s paths, a Rust backtrace's frames
+        words.update(m.group(0).replace("::", ".") for m in _SCOPED_NAME.finditer(query))
+    for word in words:
+        for part in word.split("."):
+            subwords = _subwords(part)
+            if len(subwords) > 1:
+                out.add(_stem("".join(subwords)))
+            elif subwords and len(subwords[0]) > 1 and subwords[0] not in _QUERY_STOPWORDS:
+                out.add(_stem(subwords[0]))
+    return out
+
+
+def strongest(words: dict[str, str], names: set[str], rows: Mapping[str, int]) -> dict[str, str]:
+    """The terms of ``words`` (``query_term_words``) a search looks for: a request's first
+    MAX_QUERY_TERMS; a long one's (LONG_REQUEST_TERMS) names (up to MAX_NAME_TERMS)
+    and first LEADING_TERMS, then the others held by the fewest ``rows`` (the strongest by
+    inverse frequency), MAX_QUERY_TERMS in all besides the names; never a term no row holds.
+    In the query's order."""
+    if len(words) <= LONG_REQUEST_TERMS:
+        return dict(list(words.items())[:MAX_QUERY_TERMS])
+    held = [t for t in words if rows.get(t, 0) > 0]
+    kept = {*held[:LEADING_TERMS]}
+    others = sorted((t for t in held if t not in kept and t not in names), key=rows.__getitem__)  # stable
+    kept.update(others[: max(0, MAX_QUERY_TERMS - len(kept))])
+    kept.update([t for t in held if t in names][:MAX_NAME_TERMS])
+    return {t: words[t] for t in held if t in kept}
+
+
+def title_of(query: str) -> str:
+    """A request's first non-empty line: an issue's title, a commit's subject."""
+    return next((line for line in query.split("\n") if line.strip()), "")
+
+
+def coverage_terms(query: str) -> tuple[dict[str, str], bool]:
+    """The terms whose share a hit matches scales it (``retrieval.COVERAGE_FLOOR``), and whether
+    the request is long: a long request's title's (the rest is steps, output and chatter), else
+    its first MAX_QUERY_TERMS."""
+    every = query_term_words(query)
+    if len(every) > LONG_REQUEST_TERMS:
+        return query_term_words(title_of(query)), True
+    return dict(list(every.items())[:MAX_QUERY_TERMS]), False
+
+
+def weighted_terms(query: str, every: dict[str, str], rows: Mapping[str, int]) -> tuple[dict[str, str], list[str]]:
+    """What a search for ``query`` looks for (``strongest`` of its terms, ``every``: term →
+    word) and the terms as it scores them: a long request's (LONG_REQUEST_TERMS) title terms and
+    names twice, so that a hundred words of steps, output and chatter do not outweigh what the
+    report is about. ``rows`` (how many symbols hold each term) is read for a long request only."""
+    if len(every) <= LONG_REQUEST_TERMS:
+        words = strongest(every, set(), rows)
+        return words, list(words)
+    words = strongest(every, names := name_terms(query), rows)
+    heavy = names | set(query_term_words(title_of(query)))
+    return words, [*words, *(t for t in words if t in heavy)]
 
 
 def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
@@ -170,6 +244,7 @@ def fts_texts(parsed: ParsedModule) -> list[tuple[str, str, str, str, str]]:
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _BACKTICKED = re.compile(r"`+([A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`+")
+_SCOPED_NAME = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")
 _INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
