@@ -1,21 +1,5 @@
-"""`ctx-lsp`: the command line.
-
-    ctx-lsp plan WORKSPACE --query "..."     plan context for a question, print the tree
-    ctx-lsp index WORKSPACE                  build or refresh the workspace index
-    ctx-lsp models                           list the built-in model registry
-    ctx-lsp report [WORKSPACE]               estimator accuracy and plan statistics
-    ctx-lsp report --html [WORKSPACE]        the gateway's savings as an HTML page with charts
-    ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
-    ctx-lsp serve                            the language server, for editors (stdio)
-    ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
-    ctx-lsp wrap ASSISTANT [ARGS…]           run claude, codex, aider (or -- COMMAND) through the gateway
-    ctx-lsp stats [WORKSPACE]                what the gateway sent, saved and cost vs sending direct
-    ctx-lsp statusline                       one line for Claude Code's status line
-    ctx-lsp mcp [WORKSPACE]                  the MCP server for agents (stdio): symbols, search, plans, pins
-    ctx-lsp trust [WORKSPACE] [--forget]     let this folder's ctx.toml set [llm], the gateway's listen…
-
-User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
-"""
+"""The commands of `ctx-lsp` (listed in the package's docstring): a parser, and one function
+per command that turns its options into the engine's requests and prints the answer."""
 
 from __future__ import annotations
 
@@ -291,7 +275,7 @@ def _load_conversation(path: Path):
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_render import print_tree
+    from ctx_lsp.cli.render import print_tree
     from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
 
     query = args.query
@@ -357,7 +341,7 @@ def _record(engine, outcome, query: str) -> None:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_render import index_with_progress
+    from ctx_lsp.cli.render import index_with_progress
     from ctx_lsp.engine import Engine
 
     engine = Engine(args.workspace)
@@ -389,7 +373,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from ctx_lsp.memory.telemetry import estimator_accuracy, plan_stats, session_feedback
 
     if args.html:
-        from ctx_lsp.cli_stats import html_report
+        from ctx_lsp.cli.stats import html_report
 
         return html_report(args.workspace, args.session, args.output)
     if args.output is not None:
@@ -447,7 +431,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_render import print_plan
+    from ctx_lsp.cli.render import print_plan
 
     engine = _session_engine(args.workspace)
     try:
@@ -491,13 +475,13 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_stats import stats
+    from ctx_lsp.cli.stats import stats
 
     return stats(args.workspace, args.session, args.json, requests=args.requests)
 
 
 def _cmd_wrap(args: argparse.Namespace) -> int:
-    from ctx_lsp.wrap import run
+    from ctx_lsp.cli.wrap import run
 
     assistant, rest = args.assistant, list(args.args)
     raw = args.argv[args.argv.index("wrap") + 1 :] if "wrap" in args.argv else []
@@ -516,7 +500,7 @@ def _cmd_wrap(args: argparse.Namespace) -> int:
 
 
 def _cmd_statusline(args: argparse.Namespace) -> int:
-    from ctx_lsp.statusline import main as statusline
+    from ctx_lsp.cli.statusline import main as statusline
 
     return statusline(args.workspace)
 
