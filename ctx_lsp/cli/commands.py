@@ -13,12 +13,9 @@ from typing import NoReturn
 
 import msgspec
 
-from ctx_lsp import __version__
+from ctx_lsp import __version__, errors
 from ctx_lsp.core.conversation import ConversationError, parse_messages
-from ctx_lsp.core.items import ContextOverflow
-from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.memory.store import MemoryUnavailable
 
 EXIT_USER_ERROR = 2
 EXIT_OVERFLOW = 3
@@ -325,19 +322,17 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _record(engine, outcome, query: str) -> None:
-    """Keep the plan (and its inputs) in the workspace store, so `ctx-lsp replay` can rebuild it."""
-    from ctx_lsp.memory.store import MemoryStore, MemoryUnavailable
+    """Keep the plan (and its inputs) through the sessions engine, under the CLI's session, so
+    `ctx-lsp replay` can rebuild it. The caller closes ``engine``."""
+    from ctx_lsp.sessions import SessionEngine
 
+    sessions = SessionEngine(engine)
     try:
-        store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
-    except MemoryUnavailable as err:  # the plan is still printed; only its record for replay is missing
+        sessions.keep_plan(CLI_SESSION, query, outcome)
+    except errors.Unavailable as err:  # the plan is still printed; only its record for replay is missing
         print(f"ctx-lsp: the plan is not kept for replay: {err}", file=sys.stderr)
-        return
-    try:
-        store.ensure_session(CLI_SESSION)
-        store.save_plan(CLI_SESSION, "main", 0, query, outcome.inputs, outcome.result.plan, outcome.timings_ms)
     finally:
-        store.close()
+        sessions.store.close()
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -590,12 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     }[args.command]
     try:
         return handler(args)
-    except ContextOverflow as err:
+    except errors.CtxError as err:  # every kind: one line that says what to do
         print(f"ctx-lsp: {err}", file=sys.stderr)
-        return EXIT_OVERFLOW
-    except (UserError, InvalidBudget, MemoryUnavailable) as err:
-        print(f"ctx-lsp: {err}", file=sys.stderr)
-        return EXIT_USER_ERROR
+        return EXIT_OVERFLOW if isinstance(err, errors.Overflow) else EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -38,6 +38,7 @@ from ctx_lsp.core.items import (
 )
 from ctx_lsp.core.pins import pin_state
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
+from ctx_lsp.errors import Invalid
 
 PLANNER_VERSION = "2"
 # Version 1 hashed every candidate's text into the plan id. Version 2 names a symbol's card or
@@ -53,7 +54,7 @@ CONTEXT_HEADER_ALLOWANCE = 20
 FRAMING_TOKENS = 2 * MESSAGE_OVERHEAD + CONTEXT_HEADER_ALLOWANCE + REPLY_PRIMING
 
 
-class InvalidBudget(ValueError):
+class InvalidBudget(Invalid, ValueError):
     """The budget arithmetic leaves nothing to plan with."""
 
 

@@ -16,16 +16,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from ctx_lsp import __version__
-from ctx_lsp.core.conversation import ConversationError
-from ctx_lsp.core.items import ContextOverflow
-from ctx_lsp.core.planner import InvalidBudget
-from ctx_lsp.engine import UserError
+from ctx_lsp import __version__, errors
 from ctx_lsp.hosting import WorkspaceHost
-from ctx_lsp.memory.store import MemoryUnavailable, StoreError
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server import transport
-from ctx_lsp.sessions import DEFAULT_SESSION, NotFound, SessionEngine
+from ctx_lsp.sessions import DEFAULT_SESSION, SessionEngine
 from ctx_lsp.workspace.files import PathRefused, workspace_rel
 
 log = logging.getLogger("ctx_lsp.server")
@@ -43,6 +38,18 @@ def decode(params: Any, kind: type[T]) -> T:
         return P.decode(params, kind)
     except P.ParamsError as err:
         raise JsonRpcInvalidParams(str(err)) from None
+
+
+def rpc_error(err: errors.CtxError) -> JsonRpcException:
+    """The JSON-RPC error of each kind (a name that is missing is checked before a bad request:
+    ``sessions.NotFound`` is both)."""
+    if isinstance(err, errors.Overflow):
+        return JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by})
+    if isinstance(err, errors.Missing):
+        return JsonRpcServerError(str(err), P.NOT_FOUND)
+    if isinstance(err, errors.Unavailable):
+        return JsonRpcServerError(str(err), P.MEMORY_UNAVAILABLE)
+    return JsonRpcInvalidParams(str(err))
 
 
 class CtxServer(LanguageServer):
@@ -94,14 +101,8 @@ class CtxServer(LanguageServer):
         person can act on (no tracebacks leak to the client)."""
         try:
             return await self.host.run(fn, *args)
-        except ContextOverflow as err:
-            raise JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by}) from None
-        except (NotFound, StoreError) as err:
-            raise JsonRpcServerError(str(err), P.NOT_FOUND) from None
-        except MemoryUnavailable as err:
-            raise JsonRpcServerError(str(err), P.MEMORY_UNAVAILABLE) from None
-        except (UserError, InvalidBudget, ConversationError, P.ParamsError) as err:
-            raise JsonRpcInvalidParams(str(err)) from None
+        except errors.CtxError as err:
+            raise rpc_error(err) from None
         except JsonRpcException:
             raise
         except Exception as err:  # a bug: say so plainly, log the traceback, keep serving

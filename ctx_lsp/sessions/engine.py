@@ -132,6 +132,12 @@ class SessionEngine:
     def plan(self, req: SessionPlanRequest) -> PlanOutcome:
         return self._planning.plan(req)
 
+    def keep_plan(self, session: str, query: str, outcome: PlanOutcome) -> None:
+        """Keep a plan the workspace engine made on its own (`ctx-lsp plan`) under ``session``,
+        with the inputs that rebuild it (`ctx-lsp replay`)."""
+        self.require_memory()
+        self._plans.keep(self.open_session(session), query, None, outcome)
+
     def flush(self) -> None:
         """Write what was kept for after the reply (a plan made with ``keep_later``)."""
         self.store.flush()
