@@ -3,7 +3,7 @@
 Selection order: required → pins → conversation → retrieval. No I/O, no clocks, no globals:
 identical inputs give an identical plan, byte for byte, with the same plan id.
 
-One module on purpose (~570 lines): it reads top to bottom in the order the rules apply, and
+One module on purpose (~790 lines): it reads top to bottom in the order the rules apply, and
 every step shares the ledger of what was chosen and why; split, the order would be scattered.
 """
 

@@ -17,7 +17,6 @@ import pytest
 
 from tests.gateway.harness import KEY, running_gateway
 from tests.report_page import Page, read_page
-from tests.workspaces import copy_sample
 
 HOSTILE = "<script>alert('gw')</script>"
 TOTAL_FIELDS = (
@@ -31,11 +30,6 @@ TOTAL_FIELDS = (
     "shrunk",
     "injected",
 )
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    return copy_sample(tmp_path / "ws")
 
 
 async def _chat(client: openai.AsyncOpenAI, session: str, model: str, turns: int) -> None:
