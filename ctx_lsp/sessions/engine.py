@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_lsp.core.items import Message, Mode, PlanItem
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.core.report import GatewayReport
+from ctx_lsp.core.savings import Totals
 from ctx_lsp.core.shrink.excerpt import Excerpt, excerpt
 from ctx_lsp.engine import CodeSearch, Engine, PlanOutcome
 from ctx_lsp.memory.compaction import Compaction
@@ -185,6 +186,11 @@ class SessionEngine:
     def gateway_report(self, session: str | None = None, since: float | None = None) -> GatewayReport:
         """Per session and overall: each request's tokens and cache share, and the totals."""
         return self._exchanges.report(session, since)
+
+    def gateway_totals(self, session: str | None = None, rows: list[dict[str, Any]] | None = None) -> Totals:
+        """The gateway's money and tokens (of one session, or of ``rows`` already read), through
+        vs direct: the one place a request's model is priced."""
+        return self._exchanges.totals(session, rows)
 
     def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
         """A tool output the gateway shortened, whole: (session, kind, text), or None."""
