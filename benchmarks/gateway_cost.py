@@ -70,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from index_speed import DATA, generate  # noqa: E402
 
+from ctx_lsp.cli.wrap import READ_ONLY_TOOLS  # noqa: E402
 from ctx_lsp.config import ModelOverride, load_workspace_config  # noqa: E402
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER  # noqa: E402
 from ctx_lsp.engine import Engine  # noqa: E402
@@ -79,7 +80,6 @@ from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
 from ctx_lsp.workspace.files import WorkspaceWalker  # noqa: E402
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES  # noqa: E402
-from ctx_lsp.wrap import READ_ONLY_TOOLS  # noqa: E402
 from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
 
 SHAPES = {

@@ -41,6 +41,7 @@ from ctx_lsp.core.planner import PlanResult, plan, select_retrieved
 from ctx_lsp.core.present import present_ids
 from ctx_lsp.core.render import RenderedPrompt, RenderFormat, render
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, TokenCounter, counter_for, scaled
+from ctx_lsp.errors import Invalid
 from ctx_lsp.memory import reflection
 from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval, signals
@@ -71,7 +72,7 @@ ITEMS_KEPT = 20_000
 SKIPPED_IN_NOTES = 3  # skipped source files named in a plan's notes
 
 
-class UserError(ValueError):
+class UserError(Invalid, ValueError):
     """Something the user can fix; its message says what."""
 
 

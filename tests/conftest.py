@@ -1,5 +1,6 @@
-"""Every test's user configuration (trusted workspaces, ctx_lsp/trust.py) in a folder of its own,
-never the real ~/.config; servers a test starts inherit it."""
+"""What every test shares: its user configuration (trusted workspaces, ctx_lsp/trust.py) in a
+folder of its own, never the real ~/.config (servers a test starts inherit it); and ``ws``, a
+fresh copy of the sample workspace (a module that needs another workspace defines its own)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.workspaces import copy_sample
 
 
 @pytest.fixture(autouse=True)
@@ -20,3 +23,8 @@ def _user_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("XDG_CONFIG_HOME", None)
     else:
         os.environ["XDG_CONFIG_HOME"] = before
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return copy_sample(tmp_path / "ws")

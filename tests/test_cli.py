@@ -10,16 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workspaces import copy_sample
-
 QUERY = "how is the invoice total calculated with tax?"
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    target = tmp_path / "ws"
-    copy_sample(target)
-    return target
 
 
 def ctx(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -13,17 +13,9 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.engine import MAX_INSTRUCTIONS_BYTES, Engine, PlanRequest
-from tests.workspaces import copy_sample
 from tests.workspaces import damage as damage_file
 
 QUERY = "how is the invoice total calculated with tax?"
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    target = tmp_path / "ws"
-    copy_sample(target)
-    return target
 
 
 def ctx(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,16 +22,8 @@ from ctx_lsp.workspace.index import (
     search_terms,
     split_identifier,
 )
-from tests.workspaces import copy_sample
 
 SAMPLE_FILES = 8  # .py files in sample_ws, refunds.py (syntax error) included
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    copy_sample(root)
-    return root
 
 
 @pytest.fixture

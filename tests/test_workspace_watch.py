@@ -4,34 +4,13 @@ about a second; ignored folders never do; buffers open in the editor keep priori
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
-import pytest
 from watchfiles import Change
 
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.watch import WatchFilter, WorkspaceWatcher, apply_changes, normalise
-from tests.workspaces import copy_sample
-
-DEADLINE_S = 5.0  # generous: a loaded CI machine is slow; the latency itself is a benchmark, not a test
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    copy_sample(root)
-    return root
-
-
-async def until(predicate, timeout: float = DEADLINE_S) -> float:
-    """Seconds until ``predicate()`` holds; fails after ``timeout``."""
-    t0 = time.perf_counter()
-    while not predicate():
-        if time.perf_counter() - t0 > timeout:
-            raise AssertionError(f"not within {timeout} s")
-        await asyncio.sleep(0.01)
-    return time.perf_counter() - t0
+from tests.waiting import eventually
 
 
 async def started(watcher: WorkspaceWatcher) -> None:
@@ -52,21 +31,21 @@ async def test_edit_delete_and_rename_reach_the_index(ws: Path) -> None:
     try:
         # edit
         (ws / "shop/config.py").write_text('"""Settings."""\n\nNEW_SETTING = 1\n')
-        await until(lambda: index.get("shop.config.NEW_SETTING") is not None)
+        await eventually(lambda: index.get("shop.config.NEW_SETTING") is not None)
         assert index.get("shop.config.TAX_RATE") is None
-        await until(lambda: ["shop/config.py"] in told)  # told after the index has it: a moment later
+        await eventually(lambda: ["shop/config.py"] in told)  # told after the index has it: a moment later
         # a new file, then a rename: the old path leaves no ghost symbols or edges
         (ws / "shop/extra.py").write_text("from shop.inventory import Product\n\ndef make():\n    return Product()\n")
-        await until(lambda: index.get("shop.extra.make") is not None)
+        await eventually(lambda: index.get("shop.extra.make") is not None)
         (ws / "shop/extra.py").rename(ws / "shop/moved.py")
-        await until(lambda: index.get("shop.moved.make") is not None and index.get("shop.extra.make") is None)
+        await eventually(lambda: index.get("shop.moved.make") is not None and index.get("shop.extra.make") is None)
         callers = {n for _, n, rel, _ in index.neighbours(["shop.inventory.Product"], 50) if rel == "called by"}
         assert "shop.moved.make" in callers and "shop.extra.make" not in callers
         # delete
         (ws / "shop/moved.py").unlink()
-        await until(lambda: index.get("shop.moved.make") is None)
+        await eventually(lambda: index.get("shop.moved.make") is None)
         # centrality catches up once the workspace is quiet
-        await until(lambda: not index.graph_dirty())
+        await eventually(lambda: not index.graph_dirty())
     finally:
         await watcher.close()
         index.close()
@@ -90,7 +69,7 @@ async def test_ignored_paths_and_open_buffers_are_left_alone(ws: Path) -> None:
         # the open buffer is the truth for inventory.py: a write on disk is not indexed over it
         (ws / "shop/inventory.py").write_text("def from_disk():\n    return 1\n")
         (ws / "shop/marker.py").write_text("def marker():\n    return 1\n")  # a change that does get in
-        await until(lambda: index.get("shop.marker.marker") is not None)
+        await eventually(lambda: index.get("shop.marker.marker") is not None)
         await asyncio.sleep(0.2)
         rows = index._reader().execute("SELECT qualname FROM symbols WHERE name = 'ignored_function'").fetchall()
         assert rows == []

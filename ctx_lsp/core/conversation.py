@@ -27,6 +27,7 @@ from ctx_lsp.core.tokens import (
     tool_call_cost,
     utf8_size,
 )
+from ctx_lsp.errors import Invalid
 
 # A tool result larger than this (raw tokens) may be masked to a one-line stub when the
 # conversation does not fit; smaller ones are not worth the information lost. A message of any
@@ -74,7 +75,7 @@ def format_bytes(n: int) -> str:
     return f"{n / 1_000_000:.1f} MB"
 
 
-class ConversationError(ValueError):
+class ConversationError(Invalid, ValueError):
     """A conversation that cannot be read: says which message and what is wrong."""
 
 

@@ -14,6 +14,8 @@ from typing import Literal
 
 import msgspec
 
+from ctx_lsp.errors import Overflow
+
 Section = Literal["system", "conversation", "rag"]
 SECTIONS: tuple[Section, ...] = ("system", "conversation", "rag")
 
@@ -239,7 +241,7 @@ class ContextPlan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     notes: tuple[str, ...] = ()
 
 
-class ContextOverflow(Exception):
+class ContextOverflow(Overflow):
     """The required items alone do not fit the prompt budget: no plan can be made."""
 
     def __init__(self, required_tokens: int, prompt_budget: int, largest: list[tuple[str, int]]) -> None:

@@ -3,7 +3,7 @@
 Selection order: required → pins → conversation → retrieval. No I/O, no clocks, no globals:
 identical inputs give an identical plan, byte for byte, with the same plan id.
 
-One module on purpose (~570 lines): it reads top to bottom in the order the rules apply, and
+One module on purpose (~790 lines): it reads top to bottom in the order the rules apply, and
 every step shares the ledger of what was chosen and why; split, the order would be scattered.
 """
 
@@ -38,6 +38,7 @@ from ctx_lsp.core.items import (
 )
 from ctx_lsp.core.pins import pin_state
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
+from ctx_lsp.errors import Invalid
 
 PLANNER_VERSION = "2"
 # Version 1 hashed every candidate's text into the plan id. Version 2 names a symbol's card or
@@ -53,7 +54,7 @@ CONTEXT_HEADER_ALLOWANCE = 20
 FRAMING_TOKENS = 2 * MESSAGE_OVERHEAD + CONTEXT_HEADER_ALLOWANCE + REPLY_PRIMING
 
 
-class InvalidBudget(ValueError):
+class InvalidBudget(Invalid, ValueError):
     """The budget arithmetic leaves nothing to plan with."""
 
 

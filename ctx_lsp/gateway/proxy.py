@@ -24,7 +24,7 @@ from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.core.runs import assistant_of, one_shot, run_key, trimmed, user_line
-from ctx_lsp.core.savings import Totals, totals
+from ctx_lsp.core.savings import Totals
 from ctx_lsp.core.verdict import SIDE, context_note
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway import body as b
@@ -438,10 +438,7 @@ class Gateway:
 
     def totals(self, session: str | None = None) -> Totals:
         """On the worker: the requests' savings and cost, through vs direct (``core.savings``)."""
-        rows = self.sessions.store.gateway_requests(session)
-        engine = self.sessions.engine
-        prices = {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
-        return totals(rows, prices)
+        return self.sessions.gateway_totals(session)
 
     def _log(self, record: GatewayRecord) -> None:
         line = record.json_line() if self.options.json_log else record.text_line()

@@ -1,20 +1,24 @@
-"""The gateway on a thread of its own (its own event loop, engine worker and watcher), for a
-process whose main thread has other work: ``ctx-lsp wrap`` runs the assistant there."""
+"""The gateway on a thread of its own (its own event loop, and a ``hosting.WorkspaceHost`` with
+its engine worker, watcher and capsules), for a process whose main thread has other work:
+``ctx-lsp wrap`` runs the assistant there."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from ctx_lsp.engine import Engine
 from ctx_lsp.gateway.options import GatewayOptions
 from ctx_lsp.gateway.proxy import Gateway
 from ctx_lsp.gateway.status import Status
-from ctx_lsp.sessions.engine import SessionEngine
-from ctx_lsp.workspace.watch import WorkspaceWatcher
+from ctx_lsp.hosting import WorkspaceHost
+from ctx_lsp.sessions import SessionEngine
+
+T = TypeVar("T")
 
 
 class GatewayThread:
@@ -23,6 +27,7 @@ class GatewayThread:
         self.url: str | None = None
         self.status: Status | None = None
         self.error: BaseException | None = None
+        self.host: WorkspaceHost | None = None  # while it serves
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -38,6 +43,18 @@ class GatewayThread:
         assert self.url is not None
         return self.url
 
+    def call(self, fn: Callable[[SessionEngine], T], timeout: float = 30) -> T:
+        """``fn(sessions)`` on the engine's worker, from another thread, once started."""
+        host, loop = self.host, self._loop
+        if host is None or host.sessions is None or loop is None:
+            raise RuntimeError("the gateway is not serving")
+        sessions = host.sessions
+
+        async def ask() -> T:
+            return await host.run(fn, sessions)
+
+        return asyncio.run_coroutine_threadsafe(ask(), loop).result(timeout)
+
     def stop(self) -> None:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
@@ -51,29 +68,23 @@ class GatewayThread:
             self._ready.set()
 
     async def _serve(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._loop, self._stop = loop, asyncio.Event()
-        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-engine")
-        indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index")
-
-        def run(fn: Any, *args: Any) -> asyncio.Future:
-            return loop.run_in_executor(worker, lambda: fn(*args))
-
-        engine = self._engine or await run(Engine, self.root)
-        sessions = await run(SessionEngine, engine)
-        await loop.run_in_executor(indexer, engine.refresh_index)
-        watcher = WorkspaceWatcher(engine.root, engine.index, indexer)
-        watcher.start()
-        indexer.submit(engine.prepare_search)  # searches use FTS5 until it is done
-        gateway = Gateway(sessions, self.options, run)
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self.host = host = WorkspaceHost()
         try:
-            self.url = await gateway.start()
-            self.status = gateway.status
-            self._ready.set()
-            await self._stop.wait()
+            sessions = await host.open(lambda: self._engine or Engine(self.root))
+            await host.start(_tell)
+            gateway = Gateway(sessions, self.options, host.run)
+            try:
+                self.url = await gateway.start()
+                self.status = gateway.status
+                self._ready.set()
+                await self._stop.wait()
+            finally:
+                await gateway.close()
         finally:
-            await gateway.close()
-            await watcher.close()
-            await run(sessions.close)
-            worker.shutdown(wait=True)
-            indexer.shutdown(wait=True)
+            await host.close()
+
+
+def _tell(message: str) -> None:
+    """Said before the assistant starts (the start-up is over when ``start`` returns)."""
+    print(f"ctx-lsp: {message}", file=sys.stderr)

@@ -5,11 +5,11 @@ from the sessions engine's values, and the readable text an agent reads next to 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from ctx_lsp.core.items import SYMBOL_BODY, SYMBOL_CARD, Item, PlanItem
+from ctx_lsp.core.items import SYMBOL_BODY, SYMBOL_CARD, ExcludedReason, IncludedReason, Item, PlanItem
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.engine import CodeSearch
 from ctx_lsp.sessions.records import Capsule
@@ -83,6 +83,10 @@ class SectionSummary(BaseModel):
     excluded: int
 
 
+# the planner's own lists, so a reason it adds is named here too
+REASONS = f"included: {', '.join(get_args(IncludedReason))}; excluded: {', '.join(get_args(ExcludedReason))}"
+
+
 class PlanEntry(BaseModel):
     """An item of the plan, included or excluded, with the reason."""
 
@@ -91,8 +95,7 @@ class PlanEntry(BaseModel):
     section: str
     tokens: int
     reason: str = Field(
-        description="included: required, pinned, recent, relevant, scaffold, summary, latest_user; "
-        "excluded: budget, ttl_expired, policy, duplicate, stale, mode_off, archived"
+        description=REASONS,
     )
     symbol: str | None = None
     path: str | None = None

@@ -19,16 +19,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from ctx_lsp import __version__
-from ctx_lsp.core.conversation import ConversationError
-from ctx_lsp.core.items import ContextOverflow
-from ctx_lsp.core.planner import InvalidBudget
+from ctx_lsp import __version__, errors
 from ctx_lsp.engine import UserError
 from ctx_lsp.mcp import results
-from ctx_lsp.memory.store import MemoryUnavailable, StoreError
 from ctx_lsp.sessions import PinIntent, SessionEngine
 from ctx_lsp.sessions.values import PinState
-from ctx_lsp.workspace.files import PathRefused, workspace_rel
+from ctx_lsp.workspace.files import workspace_rel
 from ctx_lsp.workspace.languages import language_of
 
 log = logging.getLogger("ctx_lsp.mcp")
@@ -82,15 +78,7 @@ class Face:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.worker, fn, sessions)
-        except (
-            UserError,
-            ContextOverflow,
-            InvalidBudget,
-            ConversationError,
-            MemoryUnavailable,
-            StoreError,
-            PathRefused,
-        ) as err:
+        except errors.CtxError as err:  # every kind: the message says what to do
             raise ToolError(short(str(err))) from None
         except ToolError:
             raise

@@ -1,5 +1,6 @@
-"""CtxServer: what every handler shares — the sessions engine and the one worker thread that
-runs it, the mapping of document URIs to workspace paths, notifications, background tasks."""
+"""CtxServer: what every handler shares — the workspace's host (the sessions engine and the one
+worker thread that runs it, ``hosting.WorkspaceHost``), the mapping of document URIs to workspace
+paths, notifications, background tasks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import msgspec
@@ -16,15 +16,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from ctx_lsp import __version__
-from ctx_lsp.core.conversation import ConversationError
-from ctx_lsp.core.items import ContextOverflow
-from ctx_lsp.core.planner import InvalidBudget
-from ctx_lsp.engine import UserError
-from ctx_lsp.memory.store import MemoryUnavailable, StoreError
+from ctx_lsp import __version__, errors
+from ctx_lsp.hosting import WorkspaceHost
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server import transport
-from ctx_lsp.sessions import DEFAULT_SESSION, NotFound, SessionEngine
+from ctx_lsp.sessions import DEFAULT_SESSION, SessionEngine
 from ctx_lsp.workspace.files import PathRefused, workspace_rel
 
 log = logging.getLogger("ctx_lsp.server")
@@ -44,6 +40,18 @@ def decode(params: Any, kind: type[T]) -> T:
         raise JsonRpcInvalidParams(str(err)) from None
 
 
+def rpc_error(err: errors.CtxError) -> JsonRpcException:
+    """The JSON-RPC error of each kind (a name that is missing is checked before a bad request:
+    ``sessions.NotFound`` is both)."""
+    if isinstance(err, errors.Overflow):
+        return JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by})
+    if isinstance(err, errors.Missing):
+        return JsonRpcServerError(str(err), P.NOT_FOUND)
+    if isinstance(err, errors.Unavailable):
+        return JsonRpcServerError(str(err), P.MEMORY_UNAVAILABLE)
+    return JsonRpcInvalidParams(str(err))
+
+
 class CtxServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
@@ -54,17 +62,14 @@ class CtxServer(LanguageServer):
         )
         self.protocol: transport.CtxProtocol
         self.max_message_bytes = transport.MAX_MESSAGE_BYTES
-        self._sessions: SessionEngine | None = None  # from `initialize` to `shutdown`
+        # The workspace from `initialize` to `shutdown`; its one worker thread owns the engine
+        # (requests are served in order, SQLite stays simple).
+        self.host = WorkspaceHost()
         self.session_id = DEFAULT_SESSION  # unless initializationOptions name one
-        self.config_messages: list[str] = []
-        # One worker thread owns the engine: requests are served in order, SQLite stays simple.
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-engine")
-        self.indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctx-index")
-        self.index_ready = asyncio.Event()
+        self.config_messages: list[str] = []  # settings ignored, from ctx.toml and initializationOptions
         self.pending_index: dict[str, asyncio.TimerHandle] = {}
         self.pending_replan: dict[str, asyncio.TimerHandle] = {}
         self.background: set[asyncio.Task] = set()
-        self.watcher: Any = None  # the workspace watcher, once the start-up indexing is done
         self.gateway: Any = None  # the gateway, when the configuration sets gateway.listen
         self.shut_down = False  # a shutdown request was received
 
@@ -81,37 +86,23 @@ class CtxServer(LanguageServer):
     @property
     def sessions(self) -> SessionEngine:
         """The sessions engine (its ``engine`` is the workspace's); -32003 before `initialize`."""
-        if self._sessions is None:
+        sessions = self.host.sessions
+        if sessions is None:
             raise not_initialized()
-        return self._sessions
+        return sessions
 
     @property
     def serving(self) -> bool:
         """A workspace is open (between a successful `initialize` and `shutdown`)."""
-        return self._sessions is not None
-
-    def attach(self, sessions: SessionEngine) -> None:
-        self._sessions = sessions
-
-    def detach(self) -> SessionEngine | None:
-        """Stop serving the workspace; returns its engine for the caller to close."""
-        sessions, self._sessions = self._sessions, None
-        return sessions
+        return self.host.serving
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run engine work on the worker thread, mapping domain errors to JSON-RPC errors a
         person can act on (no tracebacks leak to the client)."""
-        loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self.worker, lambda: fn(*args))
-        except ContextOverflow as err:
-            raise JsonRpcServerError(str(err), P.CONTEXT_OVERFLOW, data={"overBy": err.over_by}) from None
-        except (NotFound, StoreError) as err:
-            raise JsonRpcServerError(str(err), P.NOT_FOUND) from None
-        except MemoryUnavailable as err:
-            raise JsonRpcServerError(str(err), P.MEMORY_UNAVAILABLE) from None
-        except (UserError, InvalidBudget, ConversationError, P.ParamsError) as err:
-            raise JsonRpcInvalidParams(str(err)) from None
+            return await self.host.run(fn, *args)
+        except errors.CtxError as err:
+            raise rpc_error(err) from None
         except JsonRpcException:
             raise
         except Exception as err:  # a bug: say so plainly, log the traceback, keep serving
@@ -126,7 +117,7 @@ class CtxServer(LanguageServer):
             raise not_initialized()
         if not self.protocol.client_initialized:
             raise not_initialized(": the client has not sent the `initialized` notification")
-        await self.index_ready.wait()
+        await self.host.ready.wait()
 
     def session_of(self, session: str | None) -> str:
         return session or self.session_id

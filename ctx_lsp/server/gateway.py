@@ -75,15 +75,13 @@ async def start(ls: CtxServer) -> None:
         return
     from ctx_lsp.gateway.proxy import Gateway
 
-    loop = asyncio.get_running_loop()
-
-    def run(fn: Any, *args: Any) -> asyncio.Future:  # queued on the server's engine worker, in call order
-        return loop.run_in_executor(ls.worker, lambda: fn(*args))
-
     async def reviewer(review_id: str, planned: Planned) -> str:
         return await _review(ls, review_id, planned)
 
-    gateway = Gateway(ls.sessions, options, run, lambda r: _on_record(ls, r), reviewer if config.review else None)
+    # queued on the server's engine worker, in call order
+    gateway = Gateway(
+        ls.sessions, options, ls.host.run, lambda r: _on_record(ls, r), reviewer if config.review else None
+    )
     try:
         url = await gateway.start()
     except OSError as err:

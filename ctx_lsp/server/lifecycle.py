@@ -1,6 +1,7 @@
 """The server's life: `initialize` opens the workspace (configuration, index, memory);
-`initialized` indexes it with progress, registers the file watcher and pulls the editor's
-settings; `shutdown` and `exit` end it."""
+`initialized` starts its host (``hosting.WorkspaceHost``: the index refreshed with progress,
+capsules, the file watcher, search prepared), registers the client's file watcher, pulls the
+editor's settings and starts the gateway when configured; `shutdown` and `exit` end it."""
 
 from __future__ import annotations
 
@@ -18,17 +19,15 @@ from pygls.exceptions import JsonRpcInvalidParams
 from ctx_lsp import __version__
 from ctx_lsp.config import load_workspace_config, validate
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.server import documents, gateway
+from ctx_lsp.server import convert, gateway
 from ctx_lsp.server import protocol as P
 from ctx_lsp.server.ctx_server import CtxServer
 from ctx_lsp.sessions import SessionEngine
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES
-from ctx_lsp.workspace.watch import drained
 
 log = logging.getLogger("ctx_lsp.server")
 EXIT_GRACE_SECONDS = 2.0
 CONFIGURATION_TIMEOUT_SECONDS = 5
-SHUTDOWN_TIMEOUT_SECONDS = 10
 # every extension the index reads: ``**/*.{py,rs,ts,…}``
 SOURCE_GLOB = "**/*.{" + ",".join(sorted(e[1:] for e in SOURCE_SUFFIXES)) + "}"
 
@@ -66,8 +65,9 @@ def _open_workspace(ls: CtxServer, params: types.InitializeParams) -> None:
         config, more = validate(settings, "initializationOptions", base=config)
         messages += more
     sessions = SessionEngine(Engine(root, config))
-    ls.attach(sessions)
-    ls.config_messages = messages + sessions.startup_messages()
+    ls.host.attach(sessions)
+    ls.host.on_stale = lambda stale, files: ls.notify("ctx/capsulesStale", convert.capsules_stale(stale, files))
+    ls.config_messages = messages  # the host tells the engine's own start-up messages
     sessions.open_session(ls.session_id)
     ls.protocol.workspace_root = str(sessions.engine.root)
     log.info("ctx-lsp %s serving %s (session %s)", __version__, root, ls.session_id)
@@ -155,53 +155,34 @@ async def _index_with_progress(ls: CtxServer) -> None:
                 types.WorkDoneProgressReport(message=f"{done}/{total} {rel}", percentage=pct),
             )
 
-    sessions = ls.sessions
     summary = "stopped"  # the server shut down before indexing ended
     try:
-        # a cold index runs in a process of its own: the server does not keep what indexing leaves
-        stats = await loop.run_in_executor(ls.indexer, lambda: sessions.engine.refresh_index(report, apart=True))
-        summary = f"{stats.symbols} symbols in {stats.files_seen} files ({stats.seconds:.1f} s)"
-        recovered = sessions.engine.index.take_recovered()
-        if recovered:
-            ls.warn(recovered)
-        await loop.run_in_executor(ls.indexer, sessions.ensure_capsules)
-        log.info("indexed: %s", summary)
-    except Exception as err:
-        log.exception("indexing failed")
-        summary = f"indexing failed: {err}"
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"ctx-lsp: {summary}"))
-    finally:
-        ls.index_ready.set()  # requests go ahead: search works from the index alone
-    try:
-        if ls.serving:  # from now on, edits made outside the editor reach the index too
-            documents.start_watcher(ls)
+        summary = await ls.host.start(
+            ls.warn,
+            fail=lambda message: ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"ctx-lsp: {message}")
+            ),
+            progress=report,
+            is_open=lambda rel: ls.uri(rel) in ls.workspace.text_documents,  # buffers keep priority
+        )
+        if ls.serving:
             await gateway.start(ls)
-            await loop.run_in_executor(ls.indexer, sessions.engine.prepare_search)
+        if ls.host.search_prepared is not None:
+            await ls.host.search_prepared
     finally:  # the progress ends once the start-up work is done (search in memory included)
         if use_progress:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=summary))
 
 
 async def shutdown(ls: CtxServer) -> None:
-    """Stop what runs in the background, then close the stores on the worker thread, after the
-    request in flight (the event loop keeps serving meanwhile). The stores close only once no
-    thread uses them: an SQLite connection closed under another thread's query is a crash risk."""
+    """Stop what runs in the background, then close the workspace in the host's one order (the
+    stores on the worker thread once no thread uses them; the event loop keeps serving
+    meanwhile). The worker stays for the requests that may come before `exit`."""
     ls.shut_down = True
     await gateway.stop(ls)
-    if ls.watcher is not None:
-        await ls.watcher.close()
     for task in list(ls.background):
         task.cancel()
-    sessions = ls.detach()
-    if sessions is None:
-        return
-    sessions.engine.index.stop()  # a start-up refresh of a big tree ends after its current file
-    loop = asyncio.get_running_loop()
-    try:
-        await asyncio.wait_for(drained(ls.indexer), SHUTDOWN_TIMEOUT_SECONDS)
-        await asyncio.wait_for(loop.run_in_executor(ls.worker, sessions.close), SHUTDOWN_TIMEOUT_SECONDS)
-    except TimeoutError:
-        log.warning("shutdown: the engine was still busy after 10 s; its stores close on exit")
+    await ls.host.close(end_threads=False)
 
 
 def exit_soon(ls: CtxServer) -> None:

@@ -25,6 +25,7 @@ import msgspec
 
 from ctx_lsp.core.items import ContextPlan, Mode, PinKind, PinPolicy, PlanEstimator, Position, Range
 from ctx_lsp.core.render import RenderedPrompt
+from ctx_lsp.errors import Invalid
 from ctx_lsp.memory.compaction import Compaction
 from ctx_lsp.sessions.records import Branch, Capsule, LedgerTurn, Reflection, Suggestion
 
@@ -519,7 +520,7 @@ NOTIFICATIONS: dict[str, Any] = {
 }
 
 
-class ParamsError(ValueError):
+class ParamsError(Invalid, ValueError):
     """Params that do not match the method's type; the message names the field."""
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ctx_lsp.core.items import Message, Mode, PlanItem
 from ctx_lsp.core.planner import PlanResult
 from ctx_lsp.core.report import GatewayReport
+from ctx_lsp.core.savings import Totals
 from ctx_lsp.core.shrink.excerpt import Excerpt, excerpt
 from ctx_lsp.engine import CodeSearch, Engine, PlanOutcome
 from ctx_lsp.memory.compaction import Compaction
@@ -132,6 +133,12 @@ class SessionEngine:
     def plan(self, req: SessionPlanRequest) -> PlanOutcome:
         return self._planning.plan(req)
 
+    def keep_plan(self, session: str, query: str, outcome: PlanOutcome) -> None:
+        """Keep a plan the workspace engine made on its own (`ctx-lsp plan`) under ``session``,
+        with the inputs that rebuild it (`ctx-lsp replay`)."""
+        self.require_memory()
+        self._plans.keep(self.open_session(session), query, None, outcome)
+
     def flush(self) -> None:
         """Write what was kept for after the reply (a plan made with ``keep_later``)."""
         self.store.flush()
@@ -185,6 +192,11 @@ class SessionEngine:
     def gateway_report(self, session: str | None = None, since: float | None = None) -> GatewayReport:
         """Per session and overall: each request's tokens and cache share, and the totals."""
         return self._exchanges.report(session, since)
+
+    def gateway_totals(self, session: str | None = None, rows: list[dict[str, Any]] | None = None) -> Totals:
+        """The gateway's money and tokens (of one session, or of ``rows`` already read), through
+        vs direct: the one place a request's model is priced."""
+        return self._exchanges.totals(session, rows)
 
     def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
         """A tool output the gateway shortened, whole: (session, kind, text), or None."""

@@ -25,7 +25,7 @@ from ctx_lsp.core.planner import FRAMING_TOKENS
 from ctx_lsp.core.present import present_lines
 from ctx_lsp.core.render import Placement, place
 from ctx_lsp.core.report import GatewayReport, build_report
-from ctx_lsp.core.savings import saved_tokens
+from ctx_lsp.core.savings import Totals, saved_tokens, totals
 from ctx_lsp.core.shrink import can_expand, shrink
 from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.shrink.request import Place, Request
@@ -355,6 +355,13 @@ class Exchanges:
         if since is not None:
             rows = [r for r in rows if r["created"] >= since]
         return build_report(rows, self._prices(rows))
+
+    def totals(self, session: str | None = None, rows: list[dict[str, Any]] | None = None) -> Totals:
+        """What the gateway's requests (of ``session``, or ``rows``) sent, saved and cost, through
+        vs direct (``core.savings``), each at its model's prices."""
+        if rows is None:
+            rows = self.shared.store.gateway_requests(session)
+        return totals(rows, self._prices(rows))
 
     def _prices(self, rows: list[dict[str, Any]]) -> dict[str, Prices | None]:
         """The prices of the models ``rows`` name (None: a model without prices)."""

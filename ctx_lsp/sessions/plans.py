@@ -37,7 +37,7 @@ class Plans:
         self,
         record: SessionRecord,
         query: str,
-        options: PlanOptions,
+        options: PlanOptions | None,
         outcome: PlanOutcome,
         stored: frozenset[str] = frozenset(),
         *,

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 from ctx_lsp.engine import Engine, UserError
+from ctx_lsp.errors import Missing
 from ctx_lsp.memory.store import InsideCompaction, MemoryStore, MemoryUnavailable, SessionRecord, StoreError
 from ctx_lsp.sessions.events import Event
 
@@ -15,8 +16,9 @@ from ctx_lsp.sessions.events import Event
 DEFAULT_SESSION = "default"
 
 
-class NotFound(UserError):
-    """Something named in a request does not exist (session, plan, pin, symbol, message)."""
+class NotFound(Missing, UserError):
+    """Something named in a request does not exist (session, plan, pin, symbol, message); a
+    UserError too, for the callers that catch every request a user can fix."""
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pathspec
 
+from ctx_lsp.errors import Invalid
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES, language_of
 from ctx_lsp.workspace.parse import decode_source
 
@@ -73,7 +74,7 @@ NOT_REGULAR = "not_regular"  # a device, FIFO or socket
 MAX_SMALL_FILE_BYTES = 1024 * 1024  # settings, .gitignore, agent instructions: text a person wrote
 
 
-class PathRefused(ValueError):
+class PathRefused(Invalid, ValueError):
     """A path that names nothing ctx_lsp may read: outside the workspace (after symlinks), not
     a regular file, or too large. The message never depends on what lies outside the root."""
 

@@ -7,7 +7,7 @@ signature, docstring, a compact "card" and the exact source of its body.
 
 Lines are 0-based (LSP). Columns are ``ast``'s, i.e. UTF-8 byte offsets into the line.
 
-One module on purpose (~600 lines): most of it is ``_Builder``, a single pass over the tree
+One module on purpose (~760 lines): most of it is ``_Builder``, a single pass over the tree
 whose parts share its state (the lines, the scope stack, the words seen); split, each part
 would have to take all of it.
 """

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from ctx_lsp.cli.wrap import READ_ONLY_TOOLS
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions import SessionEngine
-from ctx_lsp.wrap import READ_ONLY_TOOLS
 from tests.gateway import assistants
 from tests.gateway.harness import PAID_CONTEXT
 from tests.gateway.netns import netns_unavailable, run_in_netns, run_offline, target_urls

@@ -20,6 +20,7 @@ from tests.gateway.fake_upstream import FakeUpstream
 from tests.gateway.harness import KEY
 from tests.lsp.conftest import server_command, start
 from tests.lsp.test_replies import exactly
+from tests.waiting import eventually
 from tests.workspaces import copy_sample
 
 QUESTION = "How is stock reserved in the inventory?"
@@ -30,15 +31,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-async def _until(predicate, timeout: float = 15.0):
-    for _ in range(int(timeout / 0.05)):
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 # the context is added whatever it costs: these tests look for it in the upstream's bodies
@@ -61,14 +53,14 @@ async def _editor(root: Path, up: FakeUpstream, extra: str = ""):
             client.seen.append((method, params))  # type: ignore[attr-defined]
 
     await start(client, root, session=None)
-    status = await _until(lambda: True)
+    status = await eventually(lambda: True)
     for _ in range(200):
         status = await client.protocol.send_request_async("ctx/gatewayStatus", {})
         if status.listening:
             break
         await asyncio.sleep(0.05)
     assert status.listening == f"http://127.0.0.1:{port}"
-    started = await _until(lambda: _notes(client, "ctx/gatewayStatusChanged"))
+    started = await eventually(lambda: _notes(client, "ctx/gatewayStatusChanged"))
     assert exactly(P.GatewayStatus, started[0]).listening == status.listening  # told, not only polled
     return client, f"http://127.0.0.1:{port}/v1"
 
@@ -85,7 +77,7 @@ async def test_conversations_active_one_and_the_exact_body_sent(tmp_path: Path) 
             async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0) as oai:
                 messages = [{"role": "system", "content": "Agent"}, {"role": "user", "content": QUESTION}]
                 await oai.chat.completions.create(model="gpt-4o", messages=messages)
-                await _until(lambda: _notes(client, "ctx/gatewayRequest"))
+                await eventually(lambda: _notes(client, "ctx/gatewayRequest"))
                 note = _notes(client, "ctx/gatewayRequest")[0]
                 exactly(P.GatewayRequest, note)
                 assert note.label.startswith("⇄ 1 · ") and "/" in note.label
@@ -136,7 +128,7 @@ async def test_the_meter_counts_the_cache_down_and_says_what_was_saved(tmp_path:
                 messages = [{"role": "system", "content": "Agent"}, {"role": "user", "content": QUESTION}]
                 await oai.chat.completions.create(model="gpt-4o", messages=messages)
             sent = time.time()
-            changed = await _until(lambda: _notes(client, "ctx/gatewayStatusChanged")[told:])
+            changed = await eventually(lambda: _notes(client, "ctx/gatewayStatusChanged")[told:])
             note = exactly(P.GatewayStatus, changed[0])
             assert note.requests == 1 and note.saved.startswith(("saved $", "cost +$")), note  # gpt-4o has prices
             status = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
@@ -158,7 +150,7 @@ async def test_review_before_send_replan_send_cancel_and_timeout(tmp_path: Path)
             async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0) as oai:
                 messages = [{"role": "user", "content": QUESTION}]
                 call = asyncio.ensure_future(oai.chat.completions.create(model="gpt-4o", messages=messages))
-                first = await _until(lambda: _notes(client, "ctx/reviewRequest"))
+                first = await eventually(lambda: _notes(client, "ctx/reviewRequest"))
                 review = exactly(P.ReviewRequest, first[0])
                 assert not up.model_requests  # held
                 assert PINNED not in review.preview.text
@@ -175,7 +167,7 @@ async def test_review_before_send_replan_send_cancel_and_timeout(tmp_path: Path)
                     "ctx/reviewDecision", {"reviewId": review.review_id, "decision": "replan"}
                 )
                 assert answer.pending
-                again = await _until(lambda: _notes(client, "ctx/reviewRequest")[1:])
+                again = await eventually(lambda: _notes(client, "ctx/reviewRequest")[1:])
                 assert again[0].reviewId == review.review_id and PINNED in again[0].preview.text
                 await client.protocol.send_request_async(
                     "ctx/reviewDecision", {"reviewId": review.review_id, "decision": "send"}
@@ -187,7 +179,7 @@ async def test_review_before_send_replan_send_cancel_and_timeout(tmp_path: Path)
 
                 messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "now cancel me"}]
                 call = asyncio.ensure_future(oai.chat.completions.create(model="gpt-4o", messages=messages))
-                pending = await _until(lambda: _notes(client, "ctx/reviewRequest")[2:])
+                pending = await eventually(lambda: _notes(client, "ctx/reviewRequest")[2:])
                 await client.protocol.send_request_async(
                     "ctx/reviewDecision", {"reviewId": pending[0].reviewId, "decision": "cancel"}
                 )

@@ -4,7 +4,6 @@ and a pin made over LSP reaches the model in the next request."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from tests.gateway.fake_upstream import FakeUpstream
 from tests.gateway.harness import KEY
 from tests.lsp.conftest import server_command, start
 from tests.lsp.test_replies import exactly
+from tests.waiting import eventually
 from tests.workspaces import copy_sample
 
 
@@ -26,14 +26,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-async def _wait(predicate, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> None:
@@ -56,7 +48,7 @@ async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> No
             await start(client, root, session=None)
             base = f"http://127.0.0.1:{port}/v1"
             async with openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=3) as oai:
-                await _wait(lambda: _listening(port))
+                await eventually(lambda: _listening(port))
                 messages = [
                     {"role": "system", "content": "Agent"},
                     {"role": "user", "content": "How is stock reserved?"},
@@ -64,11 +56,11 @@ async def test_serve_runs_the_gateway_and_tells_the_editor(tmp_path: Path) -> No
                 await oai.chat.completions.create(
                     model="gpt-4o", messages=messages, extra_headers={"X-Ctx-Session": "default"}
                 )
-                await _wait(lambda: bool(seen))
+                await eventually(lambda: bool(seen))
                 note = seen[0]
                 exactly(P.GatewayRequest, note)  # exactly its declared type (docs/protocol.schema.json)
                 assert note.session == "default" and note.planId and note.inputTokens > 0
-                await _wait(lambda: any(m == "ctx/budgetChanged" for m, _ in client.notifications))
+                await eventually(lambda: any(m == "ctx/budgetChanged" for m, _ in client.notifications))
 
                 # a pin made in the editor reaches the model in the session's next request
                 doc = (root / "shop" / "billing" / "discounts.py").as_uri()

@@ -15,9 +15,10 @@ import anthropic
 import openai
 import pytest
 
+from ctx_lsp.engine import Engine
+from ctx_lsp.sessions import SessionEngine
 from tests.gateway.harness import KEY, running_gateway
 from tests.report_page import Page, read_page
-from tests.workspaces import copy_sample
 
 HOSTILE = "<script>alert('gw')</script>"
 TOTAL_FIELDS = (
@@ -31,11 +32,6 @@ TOTAL_FIELDS = (
     "shrunk",
     "injected",
 )
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    return copy_sample(tmp_path / "ws")
 
 
 async def _chat(client: openai.AsyncOpenAI, session: str, model: str, turns: int) -> None:
@@ -144,6 +140,17 @@ async def test_the_report_page_of_a_running_gateway(ws: Path, tmp_path: Path) ->
     assert done.returncode == 0 and done.stdout.strip() == str(out.resolve()), done.stderr
     from_cli = read_page(out.read_text(encoding="utf-8"))
     assert from_cli.sessions == page.sessions and from_cli.totals == page.totals
+
+    # the status line's and the gateway's totals are the sessions engine's, priced as the report prices
+    sessions = SessionEngine(Engine(ws))
+    try:
+        for session in ("report-chat", "report-claude", "report-unpriced"):
+            rows = sessions.store.gateway_requests(session)
+            total = sessions.gateway_report(session).total
+            assert sessions.gateway_totals(rows=rows) == sessions.gateway_totals(session) == total
+            assert (total.cost is None) == (session == "report-unpriced")
+    finally:
+        sessions.close()
 
 
 async def test_the_report_keeps_the_token_rule_of_the_status_page(ws: Path) -> None:

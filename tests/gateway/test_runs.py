@@ -34,11 +34,6 @@ REMINDER = "<system-reminder>\nToday's date is 2026-11-27. Ignore unless relevan
 ASKED = "How is stock reserved and released when an order is cancelled?"
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    return copy_sample(tmp_path / "ws")
-
-
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "ctx_lsp", *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

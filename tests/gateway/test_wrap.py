@@ -18,13 +18,13 @@ import anthropic
 import openai
 import pytest
 
+from ctx_lsp.cli.wrap import launch, summary
+from ctx_lsp.cli.wrap_upstream import probe, probed_faces, unreachable_line, upstream_options, user_provider
 from ctx_lsp.config import GatewayConfig
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.engine import Engine, UserError
 from ctx_lsp.gateway.options import resolve
 from ctx_lsp.gateway.thread import GatewayThread
-from ctx_lsp.wrap import launch, summary
-from ctx_lsp.wrap_upstream import probe, probed_faces, unreachable_line, upstream_options, user_provider
 from tests.gateway import assistants
 from tests.gateway.netns import netns_unavailable, run_offline, target_urls
 from tests.workspaces import copy_sample

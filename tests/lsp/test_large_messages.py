@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.lsp.conftest import server_command, start
 from tests.lsp.test_server import error_of, req
-from tests.workspaces import copy_sample
 
 MB = 1_000_000
 
@@ -20,13 +18,6 @@ MB = 1_000_000
 def log(size: int, tag: str) -> str:
     line = f"{tag} ERROR worker-3 GET /api/v1/items status=500 latency_ms=912 retry=3\n"
     return (line * (size // len(line) + 1))[:size]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    copy_sample(root)
-    return root
 
 
 async def fresh(ws: Path, session: str) -> LanguageClient:

@@ -12,7 +12,6 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.lsp.conftest import capsules_stale, save, server_command, start
 from tests.lsp.test_server import req
-from tests.workspaces import copy_sample
 
 TASK = "Add VAT support to calculate_invoice_total and keep the discount rules working."
 SMALL = {"contextLength": 12_000}  # a small window, so that conversation memory has work to do
@@ -37,13 +36,6 @@ def turn(k: int, result_tokens: int = 600) -> list[dict]:
         {"id": f"r{k}", "role": "assistant", "content": f"We decided to keep Invoice.total for step {k}."},
         {"id": f"u{k + 1}", "role": "user", "content": f"Next, part {k + 1}: check the discount rules for tax {k}."},
     ]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    copy_sample(root)
-    return root
 
 
 async def fresh(ws: Path, session: str, **options) -> LanguageClient:

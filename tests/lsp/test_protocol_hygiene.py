@@ -27,17 +27,8 @@ from typing import Any
 
 import pytest
 
-from tests.workspaces import copy_sample
-
 TIMEOUT = 60  # no answer at all: a hang (what must be prompt is timed on its own, below)
 CAP = 256 * 2**20  # the server's default --max-message-bytes
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    copy_sample(root)
-    return root
 
 
 def frame(body: bytes | str) -> bytes:

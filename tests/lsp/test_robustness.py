@@ -12,14 +12,7 @@ import pytest
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.lsp.conftest import server_command, start
-from tests.workspaces import copy_sample, damage
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    copy_sample(root)
-    return root
+from tests.workspaces import damage
 
 
 async def _serve(root: Path) -> LanguageClient:

@@ -14,6 +14,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from ctx_lsp.memory.store import MemoryStore
 from ctx_lsp.sessions import DEFAULT_SESSION
 from tests.lsp.conftest import SESSION, server_command, start
+from tests.waiting import eventually
 from tests.workspaces import copy_sample
 
 QUERY = "how is the invoice total calculated with tax?"
@@ -50,9 +51,7 @@ async def test_plan_meter_and_notifications(client: LanguageClient):
     assert plan.totals.tokens <= plan.promptBudget
     rag = [i for i in plan.included if i.section == "rag"]
     assert rag and rag[0].symbol and rag[0].path.endswith(".py")
-    await asyncio.sleep(0.1)
-    methods = [m for m, _ in client.notifications]
-    assert "ctx/planChanged" in methods and "ctx/budgetChanged" in methods
+    await eventually(lambda: {"ctx/planChanged", "ctx/budgetChanged"} <= {m for m, _ in client.notifications})
     meter = await req(client, "ctx/showBudget", {})
     assert meter.planId == plan.planId and meter.used == plan.totals.tokens
     assert meter.text.startswith("ctx ") and meter.session == SESSION
@@ -181,9 +180,8 @@ async def test_turn_lifecycle_ttl_usage_and_ask_repin(client: LanguageClient):
     )  # fmt: skip
     assert report.turn == 1 and report.error == 40
     assert report.askRepin == [pin.id]  # TTL ran out under `ask`: kept one more turn, the user is asked
-    await asyncio.sleep(0.1)
-    asks = [p for m, p in client.notifications if m == "ctx/askRepin"]
-    assert asks and asks[0].pins[0].id == pin.id
+    asks = await eventually(lambda: [p for m, p in client.notifications if m == "ctx/askRepin"])
+    assert asks[0].pins[0].id == pin.id
     assert any(m == "ctx/budgetChanged" for m, _ in client.notifications)
     meter = await req(client, "ctx/showBudget", {"session": session})
     assert meter.lastActual == plan.totals.tokens + 40 and meter.lastEstimate == plan.totals.tokens
@@ -239,9 +237,12 @@ async def test_a_plan_is_answered_first_and_replayable_at_once(client: LanguageC
     assert replay.identical and replay.plan.totals.items == plan.totals.items
     rendered = await req(client, "ctx/renderPrompt", {"planId": plan.planId, "format": "text"})
     assert rendered.planId == plan.planId
-    await asyncio.sleep(0.1)
-    changed = [p for m, p in client.notifications if m == "ctx/planChanged"]
-    assert changed and changed[-1].planId == plan.planId
+
+    def latest_changed() -> bool:
+        changed = [p for m, p in client.notifications if m == "ctx/planChanged"]
+        return bool(changed) and changed[-1].planId == plan.planId
+
+    await eventually(latest_changed)
     store = MemoryStore(workspace / ".ctx" / "memory.sqlite3")  # another process's view of the store
     try:
         assert store.plan_row(plan.planId, SESSION)["query"] == QUERY

@@ -3,26 +3,16 @@ capsule staleness) without any document event from the client."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 from pytest_lsp import LanguageClient
+
+from tests.waiting import eventually
 
 
 async def plan_symbols(client: LanguageClient, query: str) -> set[str]:
     plan = await client.protocol.send_request_async("ctx/planContext", {"query": query, "dryRun": True})
     return {i.symbol for i in plan.included if i.section == "rag" and i.symbol}
-
-
-async def eventually(check, timeout: float = 5.0) -> float:
-    t0 = time.perf_counter()
-    while True:
-        if await check():
-            return time.perf_counter() - t0
-        if time.perf_counter() - t0 > timeout:
-            raise AssertionError(f"not within {timeout} s")
-        await asyncio.sleep(0.05)
 
 
 async def test_disk_edits_reach_the_index_and_capsules(client: LanguageClient, workspace: Path):

@@ -6,16 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from ctx_lsp.core.own_tools import CTX_TOOLS
 from tests.mcp.client import TOOLS, call, data, error, mcp_session, text
-from tests.workspaces import copy_sample
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    return copy_sample(tmp_path / "ws")
 
 
 async def test_the_tools_and_their_schemas(ws: Path):

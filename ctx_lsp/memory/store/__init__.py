@@ -8,7 +8,8 @@ be deleted and rebuilt at any time, while this one must never lose a pin or a me
 
 - ``db``: the connection, its lock and short write transactions, opening and migrating a store;
 - ``schema``: every table with every column (one list per table), and ``codec``: rows to values;
-- ``conversation``: sessions, branches, messages (large texts in ``bodies``), compactions;
+- ``conversation``: sessions, branches, messages (large texts in ``bodies``; the rows read back
+  in ``messages``, a kept path in ``paths``), compactions;
 - ``pins``: pins and their TTLs (the TTL rule itself is ``ctx_lsp.core.pins``);
 - ``plans``: plans with their stored inputs, and usage reports (maths in ``ctx_lsp.core.calibration``);
 - ``capsules`` and ``reflection``.
@@ -24,15 +25,9 @@ from __future__ import annotations
 
 from ctx_lsp.memory.store.bodies import BODY_MIN_BYTES, HEAD_CHARS, body_hash
 from ctx_lsp.memory.store.capsules import Capsules
-from ctx_lsp.memory.store.conversation import (
-    BOUND_ENCODING,
-    Conversation,
-    InsideCompaction,
-    MessageMeta,
-    SessionRecord,
-    StoredMessage,
-)
+from ctx_lsp.memory.store.conversation import BOUND_ENCODING, Conversation, InsideCompaction, SessionRecord
 from ctx_lsp.memory.store.db import MemoryUnavailable, StoreError
+from ctx_lsp.memory.store.messages import MessageMeta, StoredMessage
 from ctx_lsp.memory.store.pins import PinRecord, Pins
 from ctx_lsp.memory.store.plans import BodyRef, Plans, UsageStats, decode_inputs, encode_inputs
 from ctx_lsp.memory.store.reflection import Reflection

@@ -14,10 +14,11 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.items import Message, Mode, ToolCall
+from ctx_lsp.core.items import Message, Mode
 from ctx_lsp.memory.store import bodies, pins
 from ctx_lsp.memory.store.codec import Codec, json_or_none
 from ctx_lsp.memory.store.db import Database, StoreError
+from ctx_lsp.memory.store.messages import MessageMeta, StoredMessage, meta_of
 from ctx_lsp.memory.store.paths import KeptPath
 from ctx_lsp.memory.store.pins import PinRecord
 from ctx_lsp.memory.store.schema import BRANCHES, COMPACTIONS, GATEWAY_REQUESTS, MESSAGES, ORIGINALS, SESSIONS
@@ -39,67 +40,6 @@ class SessionRecord(msgspec.Struct, kw_only=True, rename="camel"):
     turn: int
     rolling: bool = False  # trim old turns instead of summarising them
     compaction_threshold: float | None = None  # share of the conversation budget; None = default
-
-
-class MessageRow(msgspec.Struct, kw_only=True, rename="camel"):
-    """What every read of a stored message has, its text aside."""
-
-    id: str
-    parent: str | None
-    role: str
-    tool_calls: list[dict[str, str]] | None
-    tool_call_id: str | None
-    name: str | None
-    turn: int
-    archived_by: int | None  # the compaction that archived it
-    seq: int
-    bytes: int | None = None  # UTF-8 size of the whole content; None until counted (stores of earlier versions)
-
-
-class StoredMessage(MessageRow, kw_only=True):
-    content: str  # whole, or (``turn_messages``) a large text's head with a line saying so
-
-    def to_message(self) -> Message:
-        return _message(self, self.content)
-
-
-class MessageMeta(MessageRow, kw_only=True):
-    """A stored message without its text: what planning reads for every message of a path."""
-
-    tokens: int | None  # raw token count of the content in ``tokens_encoding``
-    tokens_encoding: str | None  # BOUND_ENCODING: ``tokens`` is the UTF-8 size, an upper bound
-
-    def to_message(self, content: str = "") -> Message:
-        return _message(self, content)
-
-
-def _meta(m: StoredMessage, count: tuple[int | None, str | None]) -> MessageMeta:
-    """What ``path_meta`` reads back for a message just appended."""
-    return MessageMeta(
-        id=m.id,
-        parent=m.parent,
-        role=m.role,
-        tool_calls=m.tool_calls,
-        tool_call_id=m.tool_call_id,
-        name=m.name,
-        turn=m.turn,
-        archived_by=m.archived_by,
-        seq=m.seq,
-        bytes=m.bytes,
-        tokens=count[0],
-        tokens_encoding=count[1],
-    )
-
-
-def _message(m: MessageRow, content: str) -> Message:
-    return Message(
-        id=m.id,
-        role=m.role,  # type: ignore[arg-type]
-        content=content,
-        tool_calls=tuple(ToolCall(**c) for c in m.tool_calls or []),
-        tool_call_id=m.tool_call_id,
-        name=m.name,
-    )
 
 
 SESSION = Codec.struct(SESSIONS, SessionRecord, rolling=bool)
@@ -368,7 +308,7 @@ class Conversation(Database):
                 head = m.id
             conn.execute("UPDATE branches SET head = ? WHERE session = ? AND name = ?", (head, session, branch))
             start = out[0].parent if out else head
-            metas = [_meta(m, counts[n] if counts else (None, None)) for n, m in enumerate(out)]
+            metas = [meta_of(m, counts[n] if counts else (None, None)) for n, m in enumerate(out)]
             self.after_commit(lambda: self._extend_path(session, branch, start, head, metas))
         return out
 

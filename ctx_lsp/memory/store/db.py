@@ -24,16 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from ctx_lsp import storage
+from ctx_lsp.errors import Missing, Unavailable
 from ctx_lsp.memory.store import bodies, schema
 
 log = logging.getLogger("ctx_lsp.store")
 
 
-class StoreError(ValueError):
+class StoreError(Missing, ValueError):
     """A request about something that does not exist (unknown session, message, pin)."""
 
 
-class MemoryUnavailable(Exception):
+class MemoryUnavailable(Unavailable):
     """The memory store cannot be read. It is the user's data: nothing is changed or moved; the
     message names the file and says what to do."""
 

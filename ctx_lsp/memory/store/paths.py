@@ -13,15 +13,13 @@ the tuple that replaces it is of its lineage (``Archived``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
-if TYPE_CHECKING:
-    from ctx_lsp.memory.store.conversation import MessageMeta
+from ctx_lsp.memory.store.messages import MessageMeta
 
 
-class Archived(tuple["MessageMeta", ...]):
+class Archived(tuple[MessageMeta, ...]):
     """A path's archived messages. Every tuple of one ``lineage`` begins with all the messages of
     each earlier one: a compaction of the oldest active turns appends to it, and anything else a
     kept path goes through starts a new lineage. So whoever kept an earlier tuple knows, without

@@ -20,10 +20,10 @@ functions over the shared ``IndexDb``:
 """
 
 from ctx_lsp.workspace.index.build import BATCH_FILES, POOL_MIN_FILES, POOL_PROCESSES, IndexStats
-from ctx_lsp.workspace.index.db import SCHEMA_VERSION, IndexedSymbol, RefreshStopped, masking_key
+from ctx_lsp.workspace.index.db import SCHEMA_VERSION, IndexedSymbol, RefreshStopped, SymbolHead, masking_key
 from ctx_lsp.workspace.index.facade import WorkspaceIndex
 from ctx_lsp.workspace.index.lookups import IndexSummary
-from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit, SymbolHead
+from ctx_lsp.workspace.index.search import FTS_WEIGHTS, SearchHit
 from ctx_lsp.workspace.index.terms import (
     FTS_COLUMNS,
     LONG_REQUEST_TERMS,

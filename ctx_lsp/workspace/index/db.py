@@ -22,7 +22,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
@@ -33,9 +33,6 @@ from ctx_lsp.workspace.index.terms import FTS_COLUMNS
 from ctx_lsp.workspace.languages import PARSER_VERSION
 from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
-
-if TYPE_CHECKING:
-    from ctx_lsp.workspace.index.postings import Postings
 
 log = logging.getLogger("ctx_lsp.index")
 # 2: the reference graph (edges, targets, centrality); 3: node degrees; 4: masked secrets; 5: stemmed
@@ -120,6 +117,26 @@ def select_in(conn: sqlite3.Connection, sql: str, values: Iterable[str]) -> Iter
     for i in range(0, len(items), 500):
         chunk = items[i : i + 500]
         yield from conn.execute(sql.format(marks(len(chunk))), chunk).fetchall()  # a row at a time costs more
+
+
+class SymbolHead(msgspec.Struct, frozen=True, gc=False):
+    """What ranking reads of a stored symbol (``IndexedSymbol`` has these fields too, and the
+    texts): its row id, names, kind and place."""
+
+    id: int
+    qualname: str
+    name: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    end_col: int
+    parent: str
+    secrets: int
+
+
+_HEAD_FIELDS = SymbolHead.__struct_fields__
+SELECT_HEADS = f"SELECT {', '.join(_HEAD_FIELDS)} FROM symbols"
 
 
 class IndexedSymbol(Symbol, frozen=True, kw_only=True, gc=False):
@@ -208,6 +225,17 @@ class RefreshStopped(Exception):
     """A refresh ended early because the index is about to close (``WorkspaceIndex.stop``)."""
 
 
+class KeptPostings(Protocol):
+    """What the index keeps of search's in-memory postings (``postings.Postings``, which imports
+    this module: only ``search`` and the facade, above both, use the rest)."""
+
+    lock: threading.Lock
+
+    def worn(self) -> bool: ...
+
+    def sync(self, conn: sqlite3.Connection) -> bool: ...
+
+
 class IndexDb:
     """The database of one workspace's index and what the parts of the index share.
 
@@ -228,7 +256,7 @@ class IndexDb:
         self._closed = False
         self.stopping = threading.Event()  # set by ``stop``: a refresh ends after the file it is on
         self.generation = 0  # bumped by every write that changes symbols or references
-        self.postings: Postings | None = None  # searches score in memory once built (``postings``)
+        self.postings: KeptPostings | None = None  # searches score in memory once built (``postings``)
         # A long-running face keeps whole tables in memory too (``WorkspaceIndex.prepare_search``):
         # every symbol's node stats, by the version of the centrality table they were read from.
         self.keep_tables = False

@@ -163,7 +163,7 @@ class WorkspaceIndex:
     def centrality(self, qualnames: Iterable[str]) -> dict[str, float]:
         """Centrality percentile (0–1, 1 = the most central) of each given symbol that has
         one (symbols no reference touches are absent)."""
-        return refgraph.centrality(self._db, qualnames)
+        return lookups.centrality(self._db, qualnames)
 
     def node_stats(self, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
         """``(centrality percentile, degree)`` of each given symbol in the graph; degree is

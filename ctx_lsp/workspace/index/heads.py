@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ctx_lsp.workspace.index.search import SymbolHead
+from ctx_lsp.workspace.index.db import SymbolHead
 
 # how a qualname is parent + separator + name (its ``qual`` is -1 - the separator's index)
 _SEPARATORS = (".", "::", "/")

@@ -1,4 +1,5 @@
-"""Reading stored symbols: by qualname, by file, by line, all of them; and the index's totals."""
+"""Reading stored symbols: by qualname, by file, by line, all of them, their centrality; and the
+index's totals."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ def get_all(db: IndexDb, qualname: str) -> list[IndexedSymbol]:
 def get(db: IndexDb, qualname: str) -> IndexedSymbol | None:
     found = get_all(db, qualname)
     return _implementation(found) if found else None
+
+
+def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
+    """Centrality percentile of each given symbol that has one (``refgraph`` computes them)."""
+    return dict(select_in(db.reader(), "SELECT qualname, pct FROM centrality WHERE qualname IN ({})", qualnames))
 
 
 def get_many(db: IndexDb, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:

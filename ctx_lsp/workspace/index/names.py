@@ -15,7 +15,7 @@ import sqlite3
 import msgspec
 
 from ctx_lsp.workspace import graph
-from ctx_lsp.workspace.index import lookups, refgraph, search
+from ctx_lsp.workspace.index import lookups, search
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel, select_in
 from ctx_lsp.workspace.languages import language_of, last_part
 from ctx_lsp.workspace.languages.treesitter import by_name_target
@@ -113,7 +113,7 @@ def lookup_name(db: IndexDb, name: str, from_rel: str | None) -> NameLookup:
         return NameLookup(name=name)
     matches = _suffix_matches(db, clean)
     if len(matches) > 1:
-        pct = refgraph.centrality(db, matches)
+        pct = lookups.centrality(db, matches)
         ordered = sorted(matches, key=lambda q: (-pct.get(q, 0.0), q))
         shown = lookups.get_many(db, ordered[:MAX_CANDIDATES])
         candidates = tuple(shown[q] for q in ordered[:MAX_CANDIDATES] if q in shown)

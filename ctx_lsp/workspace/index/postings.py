@@ -46,9 +46,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ctx_lsp.workspace.index.db import marks
+from ctx_lsp.workspace.index.db import SELECT_HEADS, SymbolHead, marks
 from ctx_lsp.workspace.index.heads import Heads
-from ctx_lsp.workspace.index.search import SELECT_HEADS, SymbolHead
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS, FTS_WEIGHTS, fold
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants

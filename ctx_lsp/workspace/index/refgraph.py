@@ -168,11 +168,6 @@ def central_symbols(db: IndexDb, n: int, kinds: Iterable[str]) -> list[str]:
     return [r[0] for r in rows]
 
 
-def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:
-    """Centrality percentile of each given symbol that has one."""
-    return dict(select_in(db.reader(), "SELECT qualname, pct FROM centrality WHERE qualname IN ({})", qualnames))
-
-
 def node_stats(db: IndexDb, qualnames: Iterable[str]) -> dict[str, tuple[float, int]]:
     """``(centrality percentile, degree)`` of each given symbol in the graph."""
     wanted = set(qualnames)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ctx_lsp.workspace.index import memo
-from ctx_lsp.workspace.index.db import IndexDb, marks
+from ctx_lsp.workspace.index.db import SELECT_HEADS, IndexDb, SymbolHead, marks
 from ctx_lsp.workspace.index.terms import (
     FTS_COLUMNS,
     FTS_WEIGHTS,
@@ -37,26 +37,6 @@ _COLUMN_LABELS = {
     "identifiers": "body",
     "path_terms": "path",
 }
-
-
-class SymbolHead(msgspec.Struct, frozen=True, gc=False):
-    """What ranking reads of a stored symbol (``IndexedSymbol`` has these fields too, and the
-    texts): its row id, names, kind and place."""
-
-    id: int
-    qualname: str
-    name: str
-    kind: str
-    path: str
-    start_line: int
-    end_line: int
-    end_col: int
-    parent: str
-    secrets: int
-
-
-_HEAD_FIELDS = SymbolHead.__struct_fields__
-SELECT_HEADS = f"SELECT {', '.join(_HEAD_FIELDS)} FROM symbols"
 
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True, gc=False):

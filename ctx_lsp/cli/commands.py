@@ -1,21 +1,5 @@
-"""`ctx-lsp`: the command line.
-
-    ctx-lsp plan WORKSPACE --query "..."     plan context for a question, print the tree
-    ctx-lsp index WORKSPACE                  build or refresh the workspace index
-    ctx-lsp models                           list the built-in model registry
-    ctx-lsp report [WORKSPACE]               estimator accuracy and plan statistics
-    ctx-lsp report --html [WORKSPACE]        the gateway's savings as an HTML page with charts
-    ctx-lsp replay PLAN_ID                   rebuild a stored plan and check it is identical
-    ctx-lsp serve                            the language server, for editors (stdio)
-    ctx-lsp gateway [WORKSPACE]              the proxy between an assistant and its model provider
-    ctx-lsp wrap ASSISTANT [ARGS…]           run claude, codex, aider (or -- COMMAND) through the gateway
-    ctx-lsp stats [WORKSPACE]                what the gateway sent, saved and cost vs sending direct
-    ctx-lsp statusline                       one line for Claude Code's status line
-    ctx-lsp mcp [WORKSPACE]                  the MCP server for agents (stdio): symbols, search, plans, pins
-    ctx-lsp trust [WORKSPACE] [--forget]     let this folder's ctx.toml set [llm], the gateway's listen…
-
-User errors print one line on stderr and exit 2; nothing a user did prints a traceback.
-"""
+"""The commands of `ctx-lsp` (listed in the package's docstring): a parser, and one function
+per command that turns its options into the engine's requests and prints the answer."""
 
 from __future__ import annotations
 
@@ -29,12 +13,9 @@ from typing import NoReturn
 
 import msgspec
 
-from ctx_lsp import __version__
+from ctx_lsp import __version__, errors
 from ctx_lsp.core.conversation import ConversationError, parse_messages
-from ctx_lsp.core.items import ContextOverflow
-from ctx_lsp.core.planner import InvalidBudget
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.memory.store import MemoryUnavailable
 
 EXIT_USER_ERROR = 2
 EXIT_OVERFLOW = 3
@@ -299,7 +280,7 @@ def _load_conversation(path: Path):
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_render import print_tree
+    from ctx_lsp.cli.render import print_tree
     from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
 
     query = args.query
@@ -349,23 +330,21 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _record(engine, outcome, query: str) -> None:
-    """Keep the plan (and its inputs) in the workspace store, so `ctx-lsp replay` can rebuild it."""
-    from ctx_lsp.memory.store import MemoryStore, MemoryUnavailable
+    """Keep the plan (and its inputs) through the sessions engine, under the CLI's session, so
+    `ctx-lsp replay` can rebuild it. The caller closes ``engine``."""
+    from ctx_lsp.sessions import SessionEngine
 
+    sessions = SessionEngine(engine)
     try:
-        store = MemoryStore(engine.root / engine.config.store_dir / "memory.sqlite3")
-    except MemoryUnavailable as err:  # the plan is still printed; only its record for replay is missing
+        sessions.keep_plan(CLI_SESSION, query, outcome)
+    except errors.Unavailable as err:  # the plan is still printed; only its record for replay is missing
         print(f"ctx-lsp: the plan is not kept for replay: {err}", file=sys.stderr)
-        return
-    try:
-        store.ensure_session(CLI_SESSION)
-        store.save_plan(CLI_SESSION, "main", 0, query, outcome.inputs, outcome.result.plan, outcome.timings_ms)
     finally:
-        store.close()
+        sessions.store.close()
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_render import index_with_progress
+    from ctx_lsp.cli.render import index_with_progress
     from ctx_lsp.engine import Engine
 
     engine = Engine(args.workspace)
@@ -397,7 +376,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from ctx_lsp.memory.telemetry import estimator_accuracy, plan_stats, session_feedback
 
     if args.html:
-        from ctx_lsp.cli_stats import html_report
+        from ctx_lsp.cli.stats import html_report
 
         return html_report(args.workspace, args.session, args.output)
     if args.output is not None:
@@ -464,7 +443,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_render import print_plan
+    from ctx_lsp.cli.render import print_plan
 
     engine = _session_engine(args.workspace)
     try:
@@ -508,13 +487,13 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    from ctx_lsp.cli_stats import stats
+    from ctx_lsp.cli.stats import stats
 
     return stats(args.workspace, args.session, args.json, requests=args.requests)
 
 
 def _cmd_wrap(args: argparse.Namespace) -> int:
-    from ctx_lsp.wrap import run
+    from ctx_lsp.cli.wrap import run
 
     assistant, rest = args.assistant, list(args.args)
     raw = args.argv[args.argv.index("wrap") + 1 :] if "wrap" in args.argv else []
@@ -533,7 +512,7 @@ def _cmd_wrap(args: argparse.Namespace) -> int:
 
 
 def _cmd_statusline(args: argparse.Namespace) -> int:
-    from ctx_lsp.statusline import main as statusline
+    from ctx_lsp.cli.statusline import main as statusline
 
     return statusline(args.workspace)
 
@@ -623,12 +602,9 @@ def main(argv: list[str] | None = None) -> int:
     }[args.command]
     try:
         return handler(args)
-    except ContextOverflow as err:
+    except errors.CtxError as err:  # every kind: one line that says what to do
         print(f"ctx-lsp: {err}", file=sys.stderr)
-        return EXIT_OVERFLOW
-    except (UserError, InvalidBudget, MemoryUnavailable) as err:
-        print(f"ctx-lsp: {err}", file=sys.stderr)
-        return EXIT_USER_ERROR
+        return EXIT_OVERFLOW if isinstance(err, errors.Overflow) else EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

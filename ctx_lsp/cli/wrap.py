@@ -3,7 +3,7 @@ workspace — started on a free loopback port, or joined when one already serves
 exactly the settings it needs for that run, and nothing changed in its configuration files.
 
 The gateway forwards where the assistant would have sent its requests (the user's own provider:
-``ctx_lsp.wrap_upstream``) unless ``--openai-upstream`` / ``--anthropic-upstream`` say otherwise.
+``ctx_lsp.cli.wrap_upstream``) unless ``--openai-upstream`` / ``--anthropic-upstream`` say otherwise.
 
 Fail open: when the gateway cannot start, the assistant runs straight to its provider, with a
 warning; an upstream that cannot be reached is said in one line, and the assistant runs anyway.
@@ -27,15 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ctx_lsp.cli_stats import gateway_totals
-from ctx_lsp.core.meter import format_tokens
-from ctx_lsp.core.savings import Totals
-from ctx_lsp.core.verdict import context_clause
-from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.gateway.options import DEFAULT_LISTEN, GatewayOptions, is_loopback, parse_listen, resolve
-from ctx_lsp.gateway.status import Status
-from ctx_lsp.gateway.thread import GatewayThread
-from ctx_lsp.wrap_upstream import (
+from ctx_lsp.cli.stats import gateway_totals
+from ctx_lsp.cli.wrap_upstream import (
     DEFAULT_SOURCE,
     FACE_NAMES,
     FLAGS,
@@ -47,6 +40,13 @@ from ctx_lsp.wrap_upstream import (
     upstream_options,
     user_provider,
 )
+from ctx_lsp.core.meter import format_tokens
+from ctx_lsp.core.savings import Totals
+from ctx_lsp.core.verdict import context_clause
+from ctx_lsp.engine import Engine, UserError
+from ctx_lsp.gateway.options import DEFAULT_LISTEN, GatewayOptions, is_loopback, parse_listen, resolve
+from ctx_lsp.gateway.status import Status
+from ctx_lsp.gateway.thread import GatewayThread
 
 EXIT_NOT_INSTALLED = 2
 INSTALL = {

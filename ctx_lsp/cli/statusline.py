@@ -18,7 +18,6 @@ from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.prompt_cache import cache_label, savings_label
 from ctx_lsp.core.runs import run_key
-from ctx_lsp.core.savings import totals
 from ctx_lsp.core.verdict import context_label
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions.engine import SessionEngine
@@ -47,9 +46,7 @@ def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> s
                 budget = json.loads(budget)["promptBudget"]
             except Exception:  # a plan of an earlier version: no budget shown
                 budget = None
-        engine = sessions.engine
-        prices = {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in mine} if m}
-        t = totals(mine, prices)
+        t = sessions.gateway_totals(rows=mine)
     finally:
         sessions.close()
     used = last["input_tokens"] or last["forwarded_tokens"]

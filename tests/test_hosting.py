@@ -1,0 +1,68 @@
+"""The one host every long-running face serves a workspace with (ctx_lsp/hosting.py): a save under
+`ctx-lsp wrap`'s gateway makes its capsule stale, and closing while search is being prepared
+never crashes, whenever it comes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.config import GatewayConfig
+from ctx_lsp.engine import Engine
+from ctx_lsp.gateway.options import resolve
+from ctx_lsp.gateway.thread import GatewayThread
+from ctx_lsp.hosting import WorkspaceHost
+from tests.waiting import until
+from tests.workspaces import copy_sample
+
+NOWHERE = "http://127.0.0.1:9"  # no request is sent in these tests: the upstream is never reached
+
+
+def test_a_save_under_wraps_gateway_makes_its_capsule_stale(tmp_path: Path) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    options = resolve(
+        GatewayConfig(), listen="127.0.0.1:0", openai_upstream=NOWHERE + "/v1", anthropic_upstream=NOWHERE
+    )
+    gateway = GatewayThread(ws, options)
+    gateway.start()
+    try:
+        capsules = gateway.call(lambda s: s.capsules())
+        assert capsules and not any(c.stale for c in capsules)  # made at start-up, like the editor's server
+        path = capsules[0].path
+        with (ws / path).open("a") as f:
+            f.write("\n\ndef added_by_the_assistant():\n    return 42\n")
+
+        def stale() -> bool:
+            return any(c.stale for c in gateway.call(lambda s: s.capsules()) if c.path == path)
+
+        until(stale, what=f"{path}'s capsule marked stale")
+        assert [c.path for c in gateway.call(lambda s: s.capsules()) if c.stale] == [path]
+    finally:
+        gateway.stop()
+
+
+async def test_closing_while_search_is_being_prepared_never_crashes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ws = copy_sample(tmp_path / "ws")
+    told: list[str] = []
+    during = 0  # closes that came while the preparation was still queued or running
+    rng = random.Random(34)
+    caplog.set_level(logging.WARNING, logger="ctx_lsp")
+    for _ in range(300):
+        host = WorkspaceHost()
+        await host.open(lambda: Engine(ws))
+        await host.start(told.append)
+        prepared = host.search_prepared
+        assert prepared is not None
+        await asyncio.sleep(rng.choice((0, 0, 0.0005, 0.001, 0.002, 0.004)))
+        during += not prepared.done()
+        await host.close()
+        assert prepared.done() and not host.serving
+    assert during >= 30, during  # the race was run, not only its easy side
+    assert told == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
