@@ -451,6 +451,7 @@ class Priced:
     marks: int = 0  # requests with more than 4 cache_control blocks (Anthropic refuses them)
     breaks: list[tuple[int, str, int]] = field(default_factory=list)  # (request, why, tokens billed again)
     shares: list[float] = field(default_factory=list)  # per request
+    largest: int = 0  # tokens of the largest request
 
 
 def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -> Priced:
@@ -464,6 +465,7 @@ def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -
         data, marks = serialise(shape, body)
         c, r, t = cache.price(data, marks, p)
         out.cost, out.tokens = out.cost + c, out.tokens + t
+        out.largest = max(out.largest, t)
         out.over += t > window
         out.marks += len(marks) > MAX_MARKS
         out.shares.append(r / t if t else 0.0)
@@ -526,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     window = f" · window {args.window:,}" if args.window else ""
     print(f"gateway cost · {workspace} · {os.cpu_count()} cores · input cost, cache simulated{window}")
     head = f"{'session':<16} {'mode':<6} {'direct $':>9} {'through $':>10} {'ratio':>6} {'cache≥10 d/t':>11}"
-    print(f"{head} {'tokens d → t':>20} {'over window d/t':>16}")
+    print(f"{head} {'tokens d → t':>20} {'over window d/t':>16} {'raw/window':>10}")
     for shape in args.shapes:
         make = {"claude": claude_session, "sdk": sdk_session}.get(shape, codex_session)
         small = ([(p, t[:SMALL_CHARS]) for p, t in files], [g[:SMALL_CHARS] for g in greps], log[-SMALL_CHARS:])
@@ -545,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
                 moved = f"{d.tokens / 1e6:>8.2f}M → {t.tokens / 1e6:.2f}M"
                 if t.tokens < 100_000:  # a short script: its tokens, not millions
                     moved = f"{d.tokens / 1e3:>8.1f}k → {t.tokens / 1e3:.1f}k"
-                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d.over:>8}/{t.over:<7}")
+                grown = f"{d.largest / (args.window or SHAPES[shape][1]):>5.1f}×"
+                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d.over:>8}/{t.over:<7} {grown}")
                 if args.breaks and shape != "sdk":
                     print(f"{'':<23} {breaks_line(t)}")
                     print(f"{'':<23} cache share by tenths: {share_curve(t)}")

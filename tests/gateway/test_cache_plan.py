@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import anthropic
@@ -119,3 +120,62 @@ async def test_an_openai_agent_loop_only_appends(ws: Path) -> None:
     assert _appends("chat", bodies) == []
     blocks = [_blocks(json.dumps(b["messages"], ensure_ascii=False)) for b in bodies]
     assert blocks[0] and all(b[0] == blocks[0][0] for b in blocks)  # computed once, resent byte for byte
+
+
+# a window small enough that a short agent loop takes several compaction steps (the model's own
+# name: its prices, which the step rule reads, stay the built-in ones)
+SMALL_WINDOW = """
+[[models]]
+name = "claude-sonnet-4-5"
+context_length = 9000
+max_output = 1000
+"""
+STEP = re.compile(r"\[Compaction #(\d+)")
+
+
+def _step(body: dict) -> int:
+    """The compaction step a forwarded body is in (0: none yet)."""
+    found = STEP.findall(json.dumps(body, ensure_ascii=False))
+    return max(map(int, found), default=0)
+
+
+async def test_through_compaction_steps_the_prefix_changes_only_at_a_step(tmp_path: Path) -> None:
+    """A long agent loop in a small window, tool results different every step: the gateway takes
+    compaction steps, and between two steps every forwarded request repeats the one before byte
+    for byte and appends — no tool result masked, no message shed, no stable block changed a
+    little at a time. Each step is taken in one go."""
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(PAID_CONTEXT + SMALL_WINDOW)
+    http_client = anthropic.DefaultAsyncHttpxClient()
+    async with (
+        running_gateway(ws) as gw,
+        anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as client,
+    ):
+        system = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
+        tools = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
+        messages: list[dict] = []
+        for turn in range(3):
+            messages.append({"role": "user", "content": [{"type": "text", "text": f"{TASKS[turn % 2]} (task {turn})"}]})
+            for step in range(12):
+                for m in messages:  # Claude Code marks the newest block only
+                    for block in m["content"] if isinstance(m["content"], list) else []:
+                        block.pop("cache_control", None)
+                messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+                await client.messages.create(
+                    model="claude-sonnet-4-5", max_tokens=1000, system=system, tools=tools, messages=messages
+                )
+                tid = f"toolu_{turn}_{step}"
+                messages.append(
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Read", "input": {}}]}
+                )
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tid, "content": _result(turn, step)}],
+                    }
+                )
+        bodies = [r.json for r in gw.up.model_requests]
+    steps = [_step(b) for b in bodies]
+    assert steps[-1] >= 3  # the loop outgrew the window several times
+    for n in _appends("messages", bodies):
+        assert steps[n] > steps[n - 1], f"request {n} rewrote the prefix between steps"
