@@ -10,6 +10,7 @@ import pytest
 from ctx_lsp.core.items import Message
 from ctx_lsp.core.models import Prices
 from ctx_lsp.core.render import Placement
+from ctx_lsp.gateway.status import GatewayRecord
 from ctx_lsp.sessions.cache_plan import KEEP_SHARE, TRIGGER_FLOOR, CachePlan, step_pays, step_sizes
 
 ANTHROPIC = Prices(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
@@ -69,3 +70,11 @@ def test_a_request_that_would_rewrite_what_the_epoch_sent_does_not_hold() -> Non
     smaller = _placement({"a": "result a", "b": "result b"}, "st")  # the frozen block is 4 longer
     assert plan.holds(smaller, ids, 2, count) == "stable block does not fit"
     assert plan.holds(smaller, ids, 4, count) is None  # it still fits
+
+
+def test_the_meter_says_when_a_request_rebuilt_the_prefix() -> None:
+    rec = GatewayRecord(time=0.0, requests=41, input_tokens=20_000, cached_input_tokens=4_000)
+    assert rec.label() == "⇄ 41 · 20% cached"
+    rec.rebuilt = "compaction step, instead of: tool result masked"
+    assert rec.label() == "⇄ 41 · 20% cached · prefix rebuilt: compaction step"  # why the share dropped
+    assert "prefix rebuilt: compaction step, instead of: tool result masked" in rec.text_line()

@@ -403,6 +403,7 @@ class Gateway:
                 "one_shot": int(one_shot(messages, tool_names(parsed.tools) if parsed else ())),
                 "context": context,
                 "context_items": items,
+                "prefix": plan.rebuilt,
             }
         )
 

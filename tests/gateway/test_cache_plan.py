@@ -175,7 +175,47 @@ async def test_through_compaction_steps_the_prefix_changes_only_at_a_step(tmp_pa
                     }
                 )
         bodies = [r.json for r in gw.up.model_requests]
+        rows = await gw.call(gw.sessions.store.gateway_requests)  # after the replies' records, queued first
     steps = [_step(b) for b in bodies]
     assert steps[-1] >= 3  # the loop outgrew the window several times
     for n in _appends("messages", bodies):
         assert steps[n] > steps[n - 1], f"request {n} rewrote the prefix between steps"
+    # the ledger says where the prefix was rebuilt, and why: at each step, nowhere else
+    assert len(rows) == len(bodies)
+    stepped = [n for n in range(1, len(steps)) if steps[n] > steps[n - 1]]
+    assert [n for n, r in enumerate(rows) if r["prefix"]] == stepped
+    assert all(r["prefix"].startswith("compaction step") for r in rows if r["prefix"])
+
+
+async def test_a_conversation_the_client_asked_the_provider_to_compact_goes_as_sent(ws: Path) -> None:
+    """Anthropic's context editing and server-side compaction, OpenAI's Responses compaction: the
+    provider manages that conversation, so the gateway neither compacts it again nor adds to it —
+    and says so. Clearing old thinking only (as Claude Code asks) leaves the conversation to us."""
+    http_client = anthropic.DefaultAsyncHttpxClient()
+    async with (
+        running_gateway(ws) as gw,
+        anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as ant,
+        openai.AsyncOpenAI(base_url=gw.openai_url, api_key=KEY, max_retries=0) as oai,
+    ):
+
+        async def ask(edits: list[dict]) -> str:
+            await ant.messages.create(
+                model="claude-sonnet-4-5",
+                max_tokens=512,
+                system="You are a coding agent.",
+                messages=[{"role": "user", "content": f"{TASKS[0]} ({edits[0]['type']})"}],
+                extra_body={"context_management": {"edits": edits}},
+            )
+            return gw.up.model_requests[-1].body.decode()
+
+        assert CONTEXT_HEADER not in await ask([{"type": "clear_tool_uses_20250919"}])
+        assert "clear_tool_uses_20250919): forwarded as sent" in (gw.gateway.status.last.note or "")
+        assert CONTEXT_HEADER not in await ask([{"type": "compact_20260112"}])
+        assert CONTEXT_HEADER in await ask([{"type": "clear_thinking_20251015", "keep": "all"}])  # ours to plan
+        await oai.responses.create(
+            model="gpt-5",
+            input=TASKS[1],
+            extra_body={"context_management": [{"type": "compaction", "compact_threshold": 200_000}]},
+        )
+        assert CONTEXT_HEADER not in gw.up.model_requests[-1].body.decode()
+        assert "(compaction): forwarded as sent" in (gw.gateway.status.last.note or "")

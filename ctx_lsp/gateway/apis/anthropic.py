@@ -13,7 +13,7 @@ from typing import Any
 from ctx_lsp.core.exchange import canonical_arguments
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Parsed
+from ctx_lsp.gateway.apis import Parsed, provider_compaction
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -117,6 +117,7 @@ class Anthropic:
             items=items,
             messages=messages,
             client_session=_client_session(b.value(fields.get("metadata"))),
+            opaque=provider_compaction(b.value(fields.get("context_management"))),
         )
 
     def _blocks(self, item: dict[str, b.Raw]) -> list[b.Raw]:
