@@ -41,6 +41,7 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     prompt_budget: int | None = None  # of the plan
     requests: int = 0  # through the gateway so far, this one included
     rebuilt: str | None = None  # why this request rebuilt the prefix the provider caches (None: it appended)
+    cache_miss: str | None = None  # the provider's own reason its cache missed (Anthropic's cache diagnostics)
 
     def label(self) -> str:
         """For a status bar: requests, input of this request / its budget, the cached share."""
@@ -70,6 +71,8 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
             parts.append(self.plan_id)
         if self.rebuilt:
             parts.append(f"prefix rebuilt: {self.rebuilt}")
+        if self.cache_miss:
+            parts.append(f"provider cache miss: {self.cache_miss}")
         if self.note:
             parts.append(f"({self.note})")
         return " · ".join(parts)
@@ -122,6 +125,7 @@ class Status:
         if usage is not None:
             rec.input_tokens, rec.cached_input_tokens = usage.input_tokens, usage.cached_input_tokens
             rec.output_tokens = usage.output_tokens
+            rec.cache_miss = usage.cache_miss
             self.counts["input_tokens"] += usage.input_tokens
             self.counts["cached_tokens"] += usage.cached_input_tokens
         self.counts["requests"] += 1

@@ -130,6 +130,8 @@ class Usage:
     output_tokens: int
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0  # input the provider wrote to its prompt cache (Anthropic charges a premium)
+    # the provider's own reason its cache missed part of the prompt (Anthropic's cache diagnostics)
+    cache_miss: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -219,3 +219,33 @@ async def test_a_conversation_the_client_asked_the_provider_to_compact_goes_as_s
         )
         assert CONTEXT_HEADER not in gw.up.model_requests[-1].body.decode()
         assert "(compaction): forwarded as sent" in (gw.gateway.status.last.note or "")
+
+
+async def test_the_providers_own_cache_diagnostics_are_read_and_shown(ws: Path) -> None:
+    """A client that asks Anthropic for cache diagnostics (``diagnostics.previous_message_id``) gets
+    them through the gateway, and the gateway reads them: where the client's own request diverged
+    from the one before goes into the ledger and the status when ctx_lsp had no reason of its own."""
+    http_client = anthropic.DefaultAsyncHttpxClient()
+    async with (
+        running_gateway(ws, mode="off") as gw,
+        anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as client,
+    ):
+        messages: list[dict] = [{"role": "user", "content": TASKS[0]}]
+        previous = None
+        for system in ("You are an agent. " * 300, "You are an agent. " * 300, "You are a careful agent. " * 300):
+            reply = await client.messages.with_raw_response.create(
+                model="claude-sonnet-4-5",
+                max_tokens=512,
+                system=system,
+                messages=messages,
+                extra_body={"diagnostics": {"previous_message_id": previous}},
+            )
+            body = json.loads(reply.http_response.text)
+            previous = body["id"]
+            messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]
+        rows = await gw.call(gw.sessions.store.gateway_requests)
+        last = gw.gateway.status.last
+    assert body["diagnostics"]["cache_miss_reason"]["type"] == "system_changed"  # relayed as the provider sent it
+    assert [r["prefix"] for r in rows[:2]] == [None, None]  # the second request appended: no miss
+    assert rows[2]["prefix"].startswith("provider: system_changed (") and "tokens after it)" in rows[2]["prefix"]
+    assert last.cache_miss is not None and "provider cache miss: system_changed" in last.text_line()

@@ -182,11 +182,13 @@ class AnthropicReader(Reader):
     def __init__(self, stream: bool) -> None:
         super().__init__(stream)
         self._counts: dict[str, int] = {}
+        self._miss: str | None = None
 
     def on_event(self, name: str | None, data: Any) -> None:
         kind = data.get("type", name)
         reply = self.reply
         if kind == "message_start":
+            self._diagnose(data["message"].get("diagnostics"))
             self._usage(data["message"].get("usage") or {})
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
@@ -201,6 +203,7 @@ class AnthropicReader(Reader):
             elif delta.get("type") == "input_json_delta" and data["index"] in reply.calls:
                 reply.calls[data["index"]]["arguments"] += delta.get("partial_json", "")
         elif kind == "message_delta":
+            self._diagnose(data.get("diagnostics"))
             self._usage(data.get("usage") or {})
         elif kind == "message_stop":
             for call in reply.calls.values():
@@ -214,8 +217,19 @@ class AnthropicReader(Reader):
             elif block.get("type") in ("tool_use", "server_tool_use"):
                 args = json.dumps(block.get("input", {}))
                 self.reply.calls[n] = {"id": block.get("id", ""), "name": block.get("name", ""), "arguments": args}
+        self._diagnose(body.get("diagnostics"))
         self._usage(body.get("usage") or {})
         self.reply.complete = True
+
+    def _diagnose(self, diagnostics: Any) -> None:
+        """Anthropic's cache diagnostics, when the client asked for them (``diagnostics`` with the
+        previous reply's id): where its request diverged from the one before — "messages_changed
+        (12,345 tokens after it)". None or no reason: no divergence, or the comparison was not done."""
+        reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+        if isinstance(reason, dict) and isinstance(reason.get("type"), str):
+            missed = reason.get("cache_missed_input_tokens")
+            after = f" ({missed:,} tokens after it)" if isinstance(missed, int) else ""
+            self._miss = reason["type"] + after
 
     def _usage(self, u: dict[str, Any]) -> None:
         """Anthropic counts cache reads and writes apart from ``input_tokens``: the input is their
@@ -229,4 +243,5 @@ class AnthropicReader(Reader):
             output_tokens=c.get("output_tokens", 0),
             cached_input_tokens=read,
             cache_write_tokens=c.get("cache_creation_input_tokens", 0),
+            cache_miss=self._miss,
         )
