@@ -249,3 +249,49 @@ async def test_the_providers_own_cache_diagnostics_are_read_and_shown(ws: Path) 
     assert [r["prefix"] for r in rows[:2]] == [None, None]  # the second request appended: no miss
     assert rows[2]["prefix"].startswith("provider: system_changed (") and "tokens after it)" in rows[2]["prefix"]
     assert last.cache_miss is not None and "provider cache miss: system_changed" in last.text_line()
+
+
+async def test_breakpoints_for_a_client_that_places_none_never_for_one_that_does(ws: Path) -> None:
+    """A script on the SDK places no cache_control: once its conversation is resent, the gateway
+    marks the growing tail and the end of the system prompt (two of the four allowed). A client
+    with its own markers (Claude Code) keeps exactly those: none added, none moved."""
+    http_client = anthropic.DefaultAsyncHttpxClient()
+    async with (
+        running_gateway(ws) as gw,
+        anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as client,
+    ):
+
+        async def loop(system: list[dict], task: str) -> list[dict]:
+            messages: list[dict] = [{"role": "user", "content": [{"type": "text", "text": task}]}]
+            sent = []
+            for step in range(3):
+                await client.messages.create(
+                    model="claude-sonnet-4-5", max_tokens=512, system=system, messages=messages
+                )
+                sent.append(gw.up.model_requests[-1].json)
+                messages += [
+                    {"role": "assistant", "content": [{"type": "text", "text": f"step {step}"}]},
+                    {"role": "user", "content": [{"type": "text", "text": f"go on ({step})"}]},
+                ]
+            return sent
+
+        plain = await loop([{"type": "text", "text": "You are a script's assistant. " * 40}], TASKS[0])
+        own = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
+        marked = await loop(own, TASKS[1])
+
+    def marks(body: dict) -> list[str]:
+        where = [f"system.{n}" for n, x in enumerate(body["system"]) if "cache_control" in x]
+        for n, m in enumerate(body["messages"]):
+            blocks = m["content"] if isinstance(m["content"], list) else []
+            where += [f"messages.{n}.{k}" for k, x in enumerate(blocks) if "cache_control" in x]
+        return where
+
+    assert CONTEXT_HEADER in json.dumps(plain[0])  # rewritten (light, context paid), yet the first goes unmarked
+    assert marks(plain[0]) == []
+    for body in plain[1:]:
+        last = len(body["messages"]) - 1
+        assert marks(body) == [
+            f"system.{len(body['system']) - 1}",
+            f"messages.{last}.{len(body['messages'][last]['content']) - 1}",
+        ]
+    assert all(marks(body) == ["system.0"] for body in marked)  # the client's own, where it put it

@@ -75,6 +75,17 @@ def _result_text(content: Any) -> str:
     return ""
 
 
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _marked_last(blocks: b.Raw) -> b.Raw:
+    """An array of content blocks with a cache_control marker on its last block."""
+    items = b.arr(blocks)
+    last = b.obj(items[-1])
+    last["cache_control"] = b.raw(EPHEMERAL)
+    return b.join_array([*items[:-1], b.join_object(last)])
+
+
 PARSED_KEPT = 4096  # messages whose parse is remembered, by their bytes
 
 
@@ -167,6 +178,29 @@ class Anthropic:
             else:
                 fields["system"] = b.join_array([*b.arr(system), block])
         return fields
+
+    def mark_cache(self, fields: dict[str, b.Raw]) -> dict[str, b.Raw]:
+        """Breakpoints where they pay, for a client that places none (a script on the SDK): a
+        conversation the gateway has seen before is resent, so a ``cache_control`` marker on its
+        newest block (the growing tail) is read back by the next request, and one on the end of
+        the system prompt (with ctx_lsp's stable block, frozen between steps) by any request that
+        diverges later. Two of the four allowed. A client that placed its own keeps them as they
+        are, none added or moved; a newest message sent as a plain string is left as sent (a block
+        of its own would change its bytes in the next request)."""
+        if any(b'"cache_control"' in bytes(fields[k]) for k in ("system", "tools", "messages") if k in fields):
+            return fields
+        items = b.arr(fields["messages"])
+        tail = b.obj(items[-1]) if items else {}
+        content = tail.get("content")
+        if content is None or not b.is_array(content) or not b.arr(content):
+            return fields
+        out = dict(fields)
+        tail["content"] = _marked_last(content)
+        out["messages"] = b.join_array([*items[:-1], b.join_object(tail)])
+        system = out.get("system")
+        if system is not None and b.is_array(system) and b.arr(system):
+            out["system"] = _marked_last(system)
+        return out
 
     def error(self, status: int, message: str) -> bytes:
         kind = {400: "invalid_request_error", 401: "authentication_error", 502: "api_error", 504: "api_error"}
