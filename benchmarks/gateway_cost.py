@@ -25,8 +25,13 @@ Printed per run: the cache share from the 10th request on (the first ones warm t
 share per tenth of the session, and every request whose forwarded body does not repeat the one
 before and append — with what changed first (the tools, the system prompt, ctx_lsp's stable
 block, a compaction step, the per-turn block, a tool result masked, history shed) and the
-tokens billed again. ``--window 32000 --result-chars 2500`` replays issue 32's session (a 32k
-window, history ~4× it at 200 turns).
+tokens billed again; a request whose compaction summary names a later step than the one before
+is one compaction step, whatever changed first. ``--per-request`` prints every request's cache
+share, ``--html PAGE`` charts them per run (direct against through) with the breaks.
+
+``--window 48000 --result-chars 3500`` replays issue 32's case: at 200 turns the raw history
+outgrows the window 3.9× (Claude Code's shape) and 3.6× (Codex's), printed as "raw/window". The
+issue's 32k window leaves Claude Code's own system prompt and tools (21k tokens) too little room.
 
 Tokens are counted as UTF-8 bytes / 4 on the provider-ordered body (tools, system, messages), the
 same for both sides. Sent direct, a request over the model's window would be refused: it is still
@@ -53,6 +58,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -77,6 +83,8 @@ from ctx_lsp.engine import Engine  # noqa: E402
 from ctx_lsp.gateway.direct import shared_prefix  # noqa: E402
 from ctx_lsp.gateway.options import GatewayOptions  # noqa: E402
 from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
+from ctx_lsp.report_html import _figure, _page  # noqa: E402
+from ctx_lsp.report_svg import Series, line_chart  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
 from ctx_lsp.workspace.files import WorkspaceWalker  # noqa: E402
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES  # noqa: E402
@@ -90,6 +98,7 @@ SHAPES = {
 READ, WRITE = 0.1, 1.25
 RESULT_CHARS = 9_000
 MASK_MARK = "masked by ctx_lsp"
+STEP_MARK = re.compile(r"\[Compaction #(\d+)")  # the compaction summary names its step
 TOOL_OUTPUT_CHARS = 30_000  # what Claude Code keeps of a command's output
 SMALL_CHARS = 1_500  # a session that fits: each tool output well under the shrink threshold
 
@@ -451,6 +460,12 @@ class Priced:
     marks: int = 0  # requests with more than 4 cache_control blocks (Anthropic refuses them)
     breaks: list[tuple[int, str, int]] = field(default_factory=list)  # (request, why, tokens billed again)
     shares: list[float] = field(default_factory=list)  # per request
+    largest: int = 0  # tokens of the largest request
+
+
+def step_of(body: dict[str, Any]) -> int:
+    """The compaction step a forwarded body is in (0: none yet), from the summary it carries."""
+    return max(map(int, STEP_MARK.findall(json.dumps(body, ensure_ascii=False))), default=0)
 
 
 def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -> Priced:
@@ -460,17 +475,21 @@ def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -
     out = Priced()
     read_late = total_late = 0
     prev: tuple[list[tuple[str, str]], bytes] | None = None
+    step = 0
     for n, body in enumerate(bodies):
         data, marks = serialise(shape, body)
         c, r, t = cache.price(data, marks, p)
         out.cost, out.tokens = out.cost + c, out.tokens + t
+        out.largest = max(out.largest, t)
         out.over += t > window
         out.marks += len(marks) > MAX_MARKS
         out.shares.append(r / t if t else 0.0)
         if n >= FROM_TURN:
             read_late, total_late = read_late + r, total_late + t
         parts = regions(shape, body)
+        stepped, step = step_of(body) > step, max(step, step_of(body))
         if prev is not None and (why := break_reason(prev[0], parts)) is not None:
+            why = "compaction step" if stepped else why  # one step, in one go, whatever changed first
             out.breaks.append((n, why, (len(prev[1]) - shared_prefix(data, prev[1])) // 4))
         prev = (parts, data)
     out.share = read_late / total_late if total_late else 0.0
@@ -517,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
         help="characters of each tool output",
     )
     ap.add_argument("--no-breaks", dest="breaks", action="store_false", help="no per-run break lines")
+    ap.add_argument("--per-request", action="store_true", help="print every request's cache share")
+    ap.add_argument("--html", type=Path, help="write a page with each run's cache share per request, charted")
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     files, greps, log = corpus(workspace)
@@ -526,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     window = f" · window {args.window:,}" if args.window else ""
     print(f"gateway cost · {workspace} · {os.cpu_count()} cores · input cost, cache simulated{window}")
     head = f"{'session':<16} {'mode':<6} {'direct $':>9} {'through $':>10} {'ratio':>6} {'cache≥10 d/t':>11}"
-    print(f"{head} {'tokens d → t':>20} {'over window d/t':>16}")
+    print(f"{head} {'tokens d → t':>20} {'over window d/t':>16} {'raw/window':>10}")
+    figures: list[str] = []
     for shape in args.shapes:
         make = {"claude": claude_session, "sdk": sdk_session}.get(shape, codex_session)
         small = ([(p, t[:SMALL_CHARS]) for p, t in files], [g[:SMALL_CHARS] for g in greps], log[-SMALL_CHARS:])
@@ -545,13 +567,45 @@ def main(argv: list[str] | None = None) -> int:
                 moved = f"{d.tokens / 1e6:>8.2f}M → {t.tokens / 1e6:.2f}M"
                 if t.tokens < 100_000:  # a short script: its tokens, not millions
                     moved = f"{d.tokens / 1e3:>8.1f}k → {t.tokens / 1e3:.1f}k"
-                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d.over:>8}/{t.over:<7}")
+                grown = f"{d.largest / (args.window or SHAPES[shape][1]):>5.1f}×"
+                print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d.over:>8}/{t.over:<7} {grown}")
                 if args.breaks and shape != "sdk":
                     print(f"{'':<23} {breaks_line(t)}")
                     print(f"{'':<23} cache share by tenths: {share_curve(t)}")
                     if t.marks:
                         print(f"{'':<23} {t.marks} requests with more than {MAX_MARKS} cache_control blocks")
+                if args.per_request:
+                    print(f"{'':<23} cache share per request: {' '.join(f'{x:.2f}' for x in t.shares)}")
+                figures.append(share_figure(f"{shape} {label}, {mode}", d, t, len(figures)))
+    if args.html:
+        args.html.write_text(_page("gateway cost: cache share per request", figures))
+        print(f"charts: {args.html}")
     return 0
+
+
+def share_figure(label: str, direct: Priced, through: Priced, n: int) -> str:
+    """A run's cache share per request, through the gateway against direct, with its breaks."""
+    chart = line_chart(
+        chart_id=f"b{n}",
+        kind="cache",
+        title=f"Cache share per request: {label}",
+        desc=f"{len(through.shares)} requests in order: the share of each request's input read from the "
+        "simulated provider cache, direct and through the gateway.",
+        x_label="request (1 = first)",
+        y_label="input read from cache (%)",
+        series=[
+            Series("direct", "direct", direct.shares, "dashed"),
+            Series("forwarded", "through the gateway", through.shares),
+        ],
+        y_format=lambda v: f"{v:.0%}",
+        y_max=1.0,
+        combine=lambda vs: sum(vs) / len(vs),
+    )
+    ratio = through.cost / direct.cost if direct.cost else 0.0
+    where = "; ".join(f"#{k + 1} {why}" for k, why, _ in through.breaks[:12])
+    more = f" and {len(through.breaks) - 12} more" if len(through.breaks) > 12 else ""
+    caption = f"<h2>{label}</h2>cost {ratio:.2f} of direct; the prefix broke at: {where or 'no request'}{more}."
+    return _figure(chart, len(through.shares), "mean", caption)
 
 
 if __name__ == "__main__":

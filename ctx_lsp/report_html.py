@@ -15,7 +15,7 @@ from html import escape
 from pathlib import PurePath
 
 from ctx_lsp.core.meter import format_tokens
-from ctx_lsp.core.report import GatewayReport, RunReport
+from ctx_lsp.core.report import GatewayReport, RequestPoint, RunReport
 from ctx_lsp.core.savings import Totals
 from ctx_lsp.core.verdict import context_clause, request_context, run_label
 from ctx_lsp.report_svg import MAX_POINTS, Chart, Series, line_chart
@@ -330,6 +330,7 @@ def _charts(n: int, s: RunReport) -> list[str]:
         combine=lambda vs: sum(vs) / len(vs),
     )
     unreported = len(reqs) - reported
+    rebuilt = [r for r in reqs if r.prefix]
     out.append(
         _figure(
             cache,
@@ -337,10 +338,17 @@ def _charts(n: int, s: RunReport) -> list[str]:
             "mean",
             "Share of each request's input read from the provider's prompt cache: through ctx_lsp (solid) against "
             "sending the client's request direct (dashed)."
-            + (f" {unreported} request(s) without a usage report are not drawn." if unreported else ""),
+            + (f" {unreported} request(s) without a usage report are not drawn." if unreported else "")
+            + (f" ctx_lsp rebuilt the cached prefix at {_rebuilt(rebuilt)}." if rebuilt else ""),
         )
     )
     return out
+
+
+def _rebuilt(requests: list[RequestPoint], shown: int = 6) -> str:
+    """Where and why ctx_lsp rebuilt the prefix: "request 41 (compaction step: …), …"."""
+    named = ", ".join(f"request {r.n} ({r.prefix})" for r in requests[:shown])
+    return named + (f" and {len(requests) - shown} more (the table lists them)" if len(requests) > shown else "")
 
 
 def _figure(chart: Chart, requests: int, how: str, caption: str) -> str:
@@ -364,6 +372,7 @@ REQUEST_HEAD = (
     "cache share",
     "direct cache share",
     "what ctx_lsp added",
+    "prefix rebuilt",
     "the user's line",
 )
 
@@ -388,6 +397,7 @@ def _requests_table(s: RunReport, open_: bool) -> str:
         ]
         row = "".join(f"<td>{c}</td>" for c in cells)
         row += f'<td class="note" data-ctx="{escape(r.context)}">{escape(request_context(r))}</td>'
+        row += f'<td class="note prefix">{escape(r.prefix) if r.prefix else "—"}</td>'
         row += f'<td class="note">{asked}</td>'
         rows.append(f'<tr class="request{" side" if r.side else ""}">{row}</tr>')
     n = len(s.requests)

@@ -218,3 +218,17 @@ def test_side_requests_fold_into_their_run() -> None:
     report = build_report([{**r, "model": "m"} for r in rows], {})
     assert report.runs[0].side_requests == 4 and [p.side for p in report.runs[0].requests][:2] == [True, False]
     assert report.verdict.startswith("4 runs, 9 requests") and RUN_GAP < 1000 - 7
+
+
+def test_the_page_says_where_and_why_ctx_lsp_rebuilt_the_cached_prefix() -> None:
+    rows = [_row("loop", n) for n in range(12)]
+    rows[5]["prefix"] = "compaction step: the conversation reached its step size"
+    rows[9]["prefix"] = "compaction step, instead of: tool result masked"
+    report = build_report(rows, {"priced": PRICES})
+    assert [p.prefix for p in report.runs[0].requests if p.prefix] == [rows[5]["prefix"], rows[9]["prefix"]]
+    page = read_page(render(report, "/ws"))
+    assert (
+        "ctx_lsp rebuilt the cached prefix at request 6 (compaction step: the conversation reached its step size), "
+        "request 10 (compaction step, instead of: tool result masked)." in page.captions[1]
+    )
+    assert "prefix rebuilt" in page.text and page.text.count("instead of: tool result masked") == 2  # caption, table

@@ -39,6 +39,7 @@ class RequestPoint(msgspec.Struct, frozen=True, kw_only=True):
     injected: int  # tokens of ctx_lsp's own blocks
     context_items: int  # items in them
     context: str  # why (``core.verdict``): "added", "cost", "off"…
+    prefix: str = ""  # why the prefix the provider caches was rebuilt here ("": it appended)
 
 
 class RunReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,6 +117,7 @@ def _point(n: int, r: Mapping[str, Any], side: bool) -> RequestPoint:
         injected=r.get("injected") or 0,
         context_items=items,
         context=why,
+        prefix=r.get("prefix") or "",
     )
 
 

@@ -429,6 +429,8 @@ class Gateway:
                 "one_shot": int(one_shot(messages, tool_names(parsed.tools) if parsed else ())),
                 "context": context,
                 "context_items": items,
+                # ours first; else the provider's own reason, when it gave one (cache diagnostics)
+                "prefix": plan.rebuilt or (f"provider: {usage.cache_miss}" if usage and usage.cache_miss else None),
             }
         )
 

@@ -40,6 +40,8 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     note: str | None = None  # why the client's body went as it was
     prompt_budget: int | None = None  # of the plan
     requests: int = 0  # through the gateway so far, this one included
+    rebuilt: str | None = None  # why this request rebuilt the prefix the provider caches (None: it appended)
+    cache_miss: str | None = None  # the provider's own reason its cache missed (Anthropic's cache diagnostics)
 
     def label(self) -> str:
         """For a status bar: requests, input of this request / its budget, the cached share."""
@@ -49,6 +51,8 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
             parts.append(f"{format_tokens(used)}/{format_tokens(self.prompt_budget)}")
         if self.input_tokens and self.cached_input_tokens is not None:
             parts.append(f"{round(100 * self.cached_input_tokens / self.input_tokens)}% cached")
+        if self.rebuilt:  # the cache was rebuilt on purpose here: a lower share is expected, and why
+            parts.append(f"prefix rebuilt: {self.rebuilt.split(':')[0].split(',')[0]}")
         return " · ".join(parts)
 
     def text_line(self) -> str:
@@ -65,6 +69,10 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
         ]
         if self.plan_id:
             parts.append(self.plan_id)
+        if self.rebuilt:
+            parts.append(f"prefix rebuilt: {self.rebuilt}")
+        if self.cache_miss:
+            parts.append(f"provider cache miss: {self.cache_miss}")
         if self.note:
             parts.append(f"({self.note})")
         return " · ".join(parts)
@@ -102,6 +110,7 @@ class Status:
             shown = plan.placement.shown
             rec.plan_id = p.plan_id
             rec.estimated_input = p.totals.tokens
+            rec.rebuilt = plan.rebuilt
             rec.prompt_budget = p.prompt_budget
             rec.client_input = plan.client_tokens
             self.counts["client_tokens"] += plan.client_tokens
@@ -116,6 +125,7 @@ class Status:
         if usage is not None:
             rec.input_tokens, rec.cached_input_tokens = usage.input_tokens, usage.cached_input_tokens
             rec.output_tokens = usage.output_tokens
+            rec.cache_miss = usage.cache_miss
             self.counts["input_tokens"] += usage.input_tokens
             self.counts["cached_tokens"] += usage.cached_input_tokens
         self.counts["requests"] += 1

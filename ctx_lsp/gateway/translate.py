@@ -126,4 +126,8 @@ def rewrite(api: Api, parsed: Parsed, plan: ExchangePlan) -> bytes | None:
         items.append(item)
     if not changed:
         return None
-    return bytes(b.join_object(api.assemble(parsed, items, placement.stable)))
+    fields = api.assemble(parsed, items, placement.stable)
+    mark = getattr(api, "mark_cache", None)  # Anthropic's explicit breakpoints
+    if mark is not None and plan.appended < len(plan.ids):  # a conversation seen before: it is resent
+        fields = mark(fields)
+    return bytes(b.join_object(fields))

@@ -11,15 +11,20 @@ one before byte for byte and appends.
   at the next compaction step, with the history it sits in.
 
 A compaction step (the store's count of compactions changes) starts a new epoch: the prefix is
-rebuilt there once, in one go. The plan lives in memory: after a restart the provider's cache
-is cold anyway."""
+rebuilt there once, in one go. A request that would have to change the frozen prefix anyway (an
+old tool result masked, a message shed, a stable block that no longer fits) is not sent that
+way: it takes a step instead (``CachePlan.holds``). When a step is taken and how far down it goes
+is the money's call (``step_sizes``). The plan lives in memory: after a restart the provider's
+cache is cold anyway."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctx_lsp.core.items import Mode
+from ctx_lsp.core.models import Prices
 from ctx_lsp.core.render import Placement
 
 Epoch = tuple[int, Mode]  # (compaction steps so far, mode)
@@ -33,6 +38,7 @@ class CachePlan:
     # theirs to see at once, and changes the block there
     inputs: str = ""
     blocks: dict[str, str] = field(default_factory=dict)  # user message id → its per-turn block ("" none)
+    sent: dict[str, str] = field(default_factory=dict)  # message id → its text as last sent in this epoch
 
     def turn_block(self, user_id: str | None) -> str | None:
         """The per-turn block the turn of ``user_id`` was given (None: its first request)."""
@@ -47,6 +53,24 @@ class CachePlan:
         turn's stays (its agent loop goes on)."""
         kept = {user_id: self.blocks[user_id]} if user_id in self.blocks and user_id is not None else {}
         return CachePlan(epoch=epoch, blocks=kept)
+
+    def holds(self, placement: Placement, ids: set[str], slack: int, count: Callable[[str], int]) -> str | None:
+        """Whether ``placement`` only appends to what this epoch sent (None), or why not: a message
+        the client still sends that went whole is masked or left out now, or the frozen stable
+        block no longer fits the ``slack`` the plan leaves. Either rewrites the cached prefix from
+        there on: that is a compaction step's to do, in one go."""
+        for mid, text in self.sent.items():
+            if mid not in ids:
+                continue  # the client rewound or forked: its own change
+            shown = placement.shown.get(mid)
+            if shown is None:
+                return "history shed"
+            if shown.content != text:
+                return "tool result masked"
+        stable = placement.stable
+        if self.stable is not None and stable != self.stable and count(self.stable) - count(stable) > slack:
+            return "stable block does not fit"
+        return None
 
     def lay(
         self, placement: Placement, user_id: str | None, slack: int, count: Callable[[str], int], inputs: str = ""
@@ -66,6 +90,7 @@ class CachePlan:
         changed = inputs != self.inputs
         if self.stable is None or changed or (stable != self.stable and count(self.stable) - count(stable) > slack):
             self.stable, self.inputs = stable, inputs
+        self.sent = {mid: m.content for mid, m in placement.shown.items()}
         return Placement(
             stable=self.stable,
             per_turn=per_turn,
@@ -73,3 +98,59 @@ class CachePlan:
             latest_user_id=placement.latest_user_id,
             earlier=earlier,
         )
+
+
+# Step sizes chosen by the money. Between steps each request reads the frozen prefix at the
+# cache-read price and writes only what it appends; a step writes the rebuilt prefix once (at the
+# cache-write price, where a read would have done) and then every request reads less. Per request,
+# over the cycle from one step to the next, with k the tokens a step keeps (the summary with it),
+# C the conversation when the step is taken, g the tokens a request appends, r and w the read and
+# write prices as shares of the input price:
+#
+#     cost(k, C) = r·(k + C)/2 + (w − r)·k·g/(C − k)
+#
+# It grows with k whatever C is: a step goes as deep as the kept-turn floor allows (KEEP_SHARE of
+# the room). For that k it is least at C* = k + √(2·(w − r)·k·g / r): sooner, the step is not paid
+# back; later, every request reads the history it could have shed. C* is bounded below by
+# TRIGGER_FLOOR of the room (the model keeps a working history) and above by the threshold (the
+# window). Anthropic (r 0.1, w 1.25), a 20k room, g 900: k 5k, C* 16.5k — against the threshold's
+# 17k; a 150k room: k 37.5k, C* 65k rather than 127k. A step below the threshold is taken only
+# when the requests still expected (as many again as the conversation has had) pay it back.
+KEEP_SHARE = 0.25
+DEFAULT_RATES = (0.1, 1.25)  # a model without known prices: read and write as Anthropic bills them
+TRIGGER_FLOOR = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class StepSizes:
+    trigger: int  # the conversation (tokens) at which a step is taken
+    keep: int  # what a step keeps of the newest turns (tokens)
+    limit: int  # the threshold: a step here whatever it costs (the window)
+
+
+def step_sizes(room: int, threshold: float, growth: float, prices: Prices | None, summary: int = 0) -> StepSizes:
+    """When to take a compaction step and how far down, for a conversation ``room`` (tokens),
+    its ``threshold`` share, ``growth`` tokens appended per request and the model's ``prices``
+    (None: none known — the threshold, cache prices as Anthropic's)."""
+    keep = int(room * KEEP_SHARE)
+    limit = int(room * threshold)
+    r, w = _rates(prices)
+    if r <= 0 or w <= r or growth <= 0:
+        return StepSizes(trigger=limit, keep=keep, limit=limit)
+    best = keep + summary + math.sqrt(2 * (w - r) * (keep + summary) * growth / r)
+    return StepSizes(trigger=int(min(limit, max(room * TRIGGER_FLOOR, best))), keep=keep, limit=limit)
+
+
+def step_pays(conversation: int, keep: int, remaining: float, prices: Prices | None) -> bool:
+    """Whether a step now (``conversation`` tokens down to ``keep``) is paid back by the
+    ``remaining`` requests expected: each reads the shed part at the read price; the step writes
+    what it keeps once at the write price."""
+    r, w = _rates(prices)
+    return r * max(0, conversation - keep) * remaining >= max(0.0, w - r) * keep
+
+
+def _rates(prices: Prices | None) -> tuple[float, float]:
+    """The cache read and write prices as shares of the input price."""
+    if prices is None or prices.input <= 0:
+        return DEFAULT_RATES
+    return prices.cache_read / prices.input, prices.cache_write / prices.input

@@ -17,12 +17,13 @@ from ctx_lsp.engine import ResolvedModel, UserError
 from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
 from ctx_lsp.memory.llm import WINDOW_ENCODING, ChatClient
 from ctx_lsp.memory.store import MessageMeta, SessionRecord
+from ctx_lsp.sessions.cache_plan import step_pays, step_sizes
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Compacted
 from ctx_lsp.sessions.shared import Shared
 
-COMPACTION_KEEP_SHARE = 0.5  # after a compaction, the recent turns kept fill at most half the budget
+COMPACTION_KEEP_SHARE = 0.5  # a compaction asked for without a budget keeps at most half of it
 
 
 def conversation_budget(budget: BudgetSpec) -> int:
@@ -72,28 +73,45 @@ class Compactions:
         parts: tuple[Sequence[MessageMeta], list[MessageMeta]],
         sizes: dict[str, Sized],
         live_turn: bool = False,
+        force: bool = False,
     ) -> bool:
-        """Threshold compaction before a plan with ``budget``: when the active conversation
-        reaches the threshold share of the conversation budget — measured from the last actual
-        usage when there is one (scaled by how far off the estimate was), from stored counts
-        otherwise — summarise older turns. ``live_turn``: the path ends in the turn being asked
-        (the gateway), which may then give up its own oldest tool exchanges. Returns whether it
-        compacted. ``parts``: the branch's path as (archived, active) messages."""
+        """Threshold compaction before a plan with ``budget``: a step when the active conversation
+        (with the compaction summary it carries) reaches the size the money chooses
+        (``cache_plan.step_sizes``: at the latest the threshold share of the conversation budget)
+        — measured from the last actual usage when there is one (scaled by how far off the
+        estimate was), from stored counts otherwise — summarising older turns down to the kept
+        share. ``force``: now, whatever the size (the plan would otherwise mask or shed between
+        steps). ``live_turn``: the path ends in the turn being asked (the gateway), which may then
+        give up its own oldest tool exchanges. Returns whether it compacted. ``parts``: the
+        branch's path as (archived, active) messages."""
         active = [m.to_message() for m in parts[1]]
         if len(active) < 2:
             return False
         cal = model.estimator.calibration
         estimate = sum(scaled(sized_cost(model.counter, m, sizes[m.id]), cal) for m in active)
+        done = self.shared.store.compactions(record.id)
+        summary = scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0
+        estimate += summary
         stats = self.shared.store.usage_stats(model.spec.name, record.id)
         if stats.last_actual and stats.last_estimate:
             estimate = round(estimate * max(1.0, stats.last_actual / stats.last_estimate))
         threshold = record.compaction_threshold or self.shared.engine.config.compaction_threshold
         room = conversation_budget(budget)
-        if estimate < threshold * room:
+        # each request appends about one reply and what answers it
+        replies = sum(m.role == "assistant" for m in active)
+        growth = estimate / replies if replies else 0.0
+        sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary)
+        if not force and estimate < sizes_now.trigger:
             return False
-        keep = int(room * COMPACTION_KEEP_SHARE)
+        requests = replies + sum(m.role == "assistant" for m in parts[0])
+        if (
+            not force
+            and estimate < sizes_now.limit
+            and not step_pays(estimate, sizes_now.keep + summary, requests, model.spec.prices)
+        ):
+            return False  # below the window's limit, a step the rest of the session would not pay back
         compaction = self.compact(
-            record.id, "summary", auto=True, keep_tokens=keep, parts=parts, split_current=live_turn
+            record.id, "summary", auto=True, keep_tokens=sizes_now.keep, parts=parts, split_current=live_turn
         )
         if compaction is None:
             return False

@@ -48,6 +48,7 @@ TITLE_MESSAGES = 8  # user messages read for a conversation's title
 # estimate of "direct" is unsure of
 MIN_ALLOWANCE = 1_000
 CHAINED_KEPT = 20_000  # messages whose chained ids are remembered
+TURN_BLOCK_SHARE = 0.05  # of the room the client's system prompt and tools leave: a turn's block at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,9 @@ class ExchangePlan:
     client_tokens: int  # what the client's request holds (its system prompt, tools, whole conversation)
     savings: Savings
     side: str | None = None  # the kind of side request this is (``core.side_requests``): no context added
+    # why this request rebuilt the prefix the provider caches (a compaction step, and what took it);
+    # None: it repeats the one before and appends
+    rebuilt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +174,7 @@ class Exchanges:
         mode: Mode = "off" if side else ex.mode or store.session(ex.session).mode or shared.engine.config.mode
         users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
         user_id = users[-1] if users else None
+        previous = self.cache_plans.get(ex.session)
         cache = None if side else self._cache_plan(ex.session, (len(store.compactions(ex.session)), mode), user_id)
         # the blocks this conversation holds already (this turn's too, after its first request):
         # resent as they were, so counted as the client's system prompt is; no new search this turn
@@ -178,6 +183,9 @@ class Exchanges:
         system += carried_tokens
         turn_block = cache.turn_block(user_id) if cache else None
         cap = min(int(prompt * budget.shares.rag), shared.engine.config.gateway.context_budget)
+        # a turn's block stays in the prompt until the next compaction step: what it takes of the
+        # conversation's room brings that step sooner, so it gets at most a share of the room
+        cap = min(cap, int((prompt - system) * TURN_BLOCK_SHARE))
         rag = 0 if mode == "off" or turn_block is not None else max(0, min(cap, prompt - system - talk))
         system_share = min(1.0, system / prompt)
         overrides = BudgetOverrides(
@@ -216,20 +224,41 @@ class Exchanges:
             allowance = self._allowance(ex, model, mode, None, kept_context)
             request = replace(request, scaffold=None, allowance=allowance)
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
+        placement = place(outcome.result)
+        count = lambda t: scaled(model.counter.count(t), cal)  # noqa: E731
+        rebuilt = None
+        if cache is not None and after[0] == cache.epoch[0]:
+            # a request that would rewrite the cached prefix between steps takes a step instead
+            why = cache.holds(placement, set(ids), budget.prompt_budget - outcome.result.plan.totals.tokens, count)
+            if why is not None:
+                allowance = self._allowance(ex, model, mode, None, kept_context)
+                request = replace(request, scaffold=None, allowance=allowance)
+                outcome = self.planning.plan(
+                    SessionPlanRequest(session=ex.session, request=request, keep_later=True, compact=True)
+                )
+                stepped = len(store.compactions(ex.session)) != after[0]
+                after = (len(store.compactions(ex.session)), mode, versions)
+                placement = place(outcome.result)
+                rebuilt = f"compaction step, instead of: {why}" if stepped else why
         # what was chosen is kept: what was not paid for stays out too (a side request chose nothing)
         if not side and request.scaffold is None:
             chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
             self.scaffolds[ex.session] = (after, chosen_scaffold)
-        placement = place(outcome.result)
         if cache is not None:
             epoch = (len(store.compactions(ex.session)), mode)
             if epoch != cache.epoch:  # a compaction step: the prefix is rebuilt here, once
                 cache = cache.next_epoch(epoch, user_id)
+                rebuilt = rebuilt or "compaction step: the conversation reached its step size"
+            elif previous is not None and previous.epoch[1] != mode:
+                rebuilt = f"mode changed to {mode}"
             self.cache_plans[ex.session] = cache
             slack = budget.prompt_budget - outcome.result.plan.totals.tokens
             pinned = sorted(c.item.id for c in outcome.result.chosen if c.pin is not None)
             inputs = content_id(versions, *pinned)  # the user's pins and capsules: theirs to see at once
-            placement = cache.lay(placement, user_id, slack, lambda t: scaled(model.counter.count(t), cal), inputs)
+            frozen = cache.stable
+            placement = cache.lay(placement, user_id, slack, count, inputs)
+            if rebuilt is None and frozen is not None and cache.stable != frozen:
+                rebuilt = "stable block: a pin or a capsule changed"
         chosen = outcome.result.chosen
         # ctx_lsp's MCP tools ride in the client's tool list: ours, not the client's own
         ours = [t for n, t in zip(ex.tools, ex.tool_texts, strict=False) if is_ctx_tool(n)]
@@ -255,6 +284,7 @@ class Exchanges:
             client_tokens=max(0, sent + savings.shrunk - tools),
             savings=savings,
             side=side,
+            rebuilt=rebuilt,
         )
 
     def _cache_plan(self, session: str, epoch: Epoch, user_id: str | None) -> CachePlan:

@@ -48,7 +48,7 @@ class Planning:
             not req.dry_run
             and not record.rolling
             and self.compactions.maybe_compact(
-                record, model, budget, (archived, active), sizes, ask.query_in_conversation
+                record, model, budget, (archived, active), sizes, ask.query_in_conversation, force=req.compact
             )
         )
         if compacted:

@@ -48,6 +48,9 @@ class SessionPlanRequest:
     # read or write of the store, whichever comes first), not before: writing it costs a few
     # milliseconds the reply need not wait for
     keep_later: bool = False
+    # take a compaction step before planning, whatever the conversation's size (the gateway's cache
+    # plan: the plan would otherwise mask or shed between steps)
+    compact: bool = False
 
 
 class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -127,6 +130,8 @@ class Usage:
     output_tokens: int
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0  # input the provider wrote to its prompt cache (Anthropic charges a premium)
+    # the provider's own reason its cache missed part of the prompt (Anthropic's cache diagnostics)
+    cache_miss: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,6 +211,27 @@ def _arg_pieces(args: str, size: int = 12) -> list[str]:
     return [args[i : i + size] for i in range(0, len(args), size)] or [""]
 
 
+DIAGNOSED = (("model", "model_changed"), ("tools", "tools_changed"), ("system", "system_changed"))
+
+
+def _diagnose(body: dict[str, Any], previous: dict[str, Any] | None, missed: int) -> dict[str, Any] | None:
+    """Anthropic's cache diagnostics, played: for a request that asks (``diagnostics``), where it
+    diverged from the previous request — the model, the tools, the system prompt, or earlier
+    messages (a request that only appends diverges nowhere: the reason is null)."""
+    asked = body.get("diagnostics")
+    if not isinstance(asked, dict):
+        return None
+    if previous is None or not asked.get("previous_message_id"):
+        return {"cache_miss_reason": None}
+    for name, kind in DIAGNOSED:
+        if _without_cache_control(body.get(name)) != _without_cache_control(previous.get(name)):
+            return {"cache_miss_reason": {"type": kind, "cache_missed_input_tokens": missed}}
+    before, now = (_without_cache_control(x.get("messages") or []) for x in (previous, body))
+    if now[: len(before)] != before:
+        return {"cache_miss_reason": {"type": "messages_changed", "cache_missed_input_tokens": missed}}
+    return {"cache_miss_reason": None}
+
+
 def _sse(data: Any, event: str | None = None) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
@@ -229,6 +250,8 @@ class FakeUpstream:
         self.record_path = Path(record) if record else None
         self._queues: dict[str | None, deque[Reply]] = {None: deque(), **{a: deque() for a in APIS}}
         self._previous: dict[str, bytes] = {}
+        self._previous_body: dict[str, Any] = {}  # the previous request of each API, for cache diagnostics
+        self._diagnosis: dict[str, Any] | None = None
         self._counter = 0
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -252,6 +275,7 @@ class FakeUpstream:
         for q in self._queues.values():
             q.clear()
         self._previous.clear()
+        self._previous_body.clear()
 
     def _next_reply(self, api: str) -> Reply:
         for key in (api, None):
@@ -418,8 +442,10 @@ class FakeUpstream:
         self._counter += 1
         prompt = tokens(raw) if reply.input_tokens is None else reply.input_tokens
         key = cacheable(rec.api, body)
-        prefix = _common_prefix(key, self._previous.get(rec.api, b""))
-        self._previous[rec.api] = key
+        before = self._previous.get(rec.api, b"")
+        prefix = _common_prefix(key, before)
+        self._diagnosis = _diagnose(body, self._previous_body.get(rec.api), (len(before) - prefix) // 4)
+        self._previous[rec.api], self._previous_body[rec.api] = key, body
         cached = min(prefix // 4, prompt)
         if rec.api != "messages":
             cached -= cached % 128
@@ -671,6 +697,8 @@ class FakeUpstream:
             "stop_sequence": None,
             "usage": usage,
         }
+        if self._diagnosis is not None:  # on the message, and so on message_start when streamed
+            message["diagnostics"] = self._diagnosis
         if not streamed:
             return message
         start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}

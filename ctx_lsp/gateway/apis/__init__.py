@@ -28,6 +28,26 @@ class Parsed:
     media_tokens: int = 0  # its images and documents as the provider counts them (``core.media``)
 
 
+# The provider's own context management, asked for in the body: Anthropic's context editing
+# (``clear_tool_uses_…``) and server-side compaction (``compact_…``), OpenAI's Responses
+# ``context_management`` compaction. A conversation the client asked the provider to compact is
+# never compacted a second time by us: the body goes as sent. Clearing old thinking blocks only
+# (Claude Code's ``clear_thinking_…``) leaves the conversation to us.
+PROVIDER_COMPACTS = ("clear_tool_uses", "compact")
+
+
+def provider_compaction(value: object) -> str | None:
+    """Why a body goes as sent because its ``context_management`` asks the provider to compact
+    or clear the conversation (None: it does not)."""
+    entries = value.get("edits") if isinstance(value, dict) else value
+    kinds = [str(e.get("type", "")) for e in entries or [] if isinstance(e, dict)] if isinstance(entries, list) else []
+    asked = [k for k in kinds if k.startswith(PROVIDER_COMPACTS)]
+    if not asked:
+        return None
+    asked_for = ", ".join(asked)
+    return f"the client asked the provider to manage its context ({asked_for}): forwarded as sent, not compacted twice"
+
+
 class Api(Protocol):
     name: str  # "anthropic", "chat", "responses"
 

@@ -13,7 +13,7 @@ from typing import Any
 from ctx_lsp.core.exchange import canonical_arguments
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Parsed
+from ctx_lsp.gateway.apis import Parsed, provider_compaction
 from ctx_lsp.gateway.kept import Kept, digest
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
@@ -76,6 +76,17 @@ def _result_text(content: Any) -> str:
     return ""
 
 
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _marked_last(blocks: b.Raw) -> b.Raw:
+    """An array of content blocks with a cache_control marker on its last block."""
+    items = b.arr(blocks)
+    last = b.obj(items[-1])
+    last["cache_control"] = b.raw(EPHEMERAL)
+    return b.join_array([*items[:-1], b.join_object(last)])
+
+
 PARSED_KEPT = 4096  # messages whose parse is remembered, by a digest of their bytes
 PARSED_BYTES = 64 * 1024 * 1024  # their texts weigh at most this
 PARSED_AGE = 3600.0  # seconds a parse unused is kept
@@ -126,6 +137,7 @@ class Anthropic:
             messages=messages,
             client_session=_client_session(b.value(fields.get("metadata"))),
             media_tokens=media,
+            opaque=provider_compaction(b.value(fields.get("context_management"))),
         )
 
     def _blocks(self, item: dict[str, b.Raw]) -> list[b.Raw]:
@@ -176,6 +188,29 @@ class Anthropic:
                 fields["system"] = b.join_array([*b.arr(system), block])
         return fields
 
+    def mark_cache(self, fields: dict[str, b.Raw]) -> dict[str, b.Raw]:
+        """Breakpoints where they pay, for a client that places none (a script on the SDK): a
+        conversation the gateway has seen before is resent, so a ``cache_control`` marker on its
+        newest block (the growing tail) is read back by the next request, and one on the end of
+        the system prompt (with ctx_lsp's stable block, frozen between steps) by any request that
+        diverges later. Two of the four allowed. A client that placed its own keeps them as they
+        are, none added or moved; a newest message sent as a plain string is left as sent (a block
+        of its own would change its bytes in the next request)."""
+        if any(b'"cache_control"' in bytes(fields[k]) for k in ("system", "tools", "messages") if k in fields):
+            return fields
+        items = b.arr(fields["messages"])
+        tail = b.obj(items[-1]) if items else {}
+        content = tail.get("content")
+        if content is None or not b.is_array(content) or not b.arr(content):
+            return fields
+        out = dict(fields)
+        tail["content"] = _marked_last(content)
+        out["messages"] = b.join_array([*items[:-1], b.join_object(tail)])
+        system = out.get("system")
+        if system is not None and b.is_array(system) and b.arr(system):
+            out["system"] = _marked_last(system)
+        return out
+
     def error(self, status: int, message: str) -> bytes:
         kind = {
             400: "invalid_request_error",
@@ -196,11 +231,13 @@ class AnthropicReader(Reader):
     def __init__(self, stream: bool) -> None:
         super().__init__(stream)
         self._counts: dict[str, int] = {}
+        self._miss: str | None = None
 
     def on_event(self, name: str | None, data: Any) -> None:
         kind = data.get("type", name)
         reply = self.reply
         if kind == "message_start":
+            self._diagnose(data["message"].get("diagnostics"))
             self._usage(data["message"].get("usage") or {})
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
@@ -215,6 +252,7 @@ class AnthropicReader(Reader):
             elif delta.get("type") == "input_json_delta" and data["index"] in reply.calls:
                 reply.calls[data["index"]]["arguments"] += delta.get("partial_json", "")
         elif kind == "message_delta":
+            self._diagnose(data.get("diagnostics"))
             self._usage(data.get("usage") or {})
         elif kind == "message_stop":
             for call in reply.calls.values():
@@ -228,8 +266,19 @@ class AnthropicReader(Reader):
             elif block.get("type") in ("tool_use", "server_tool_use"):
                 args = json.dumps(block.get("input", {}))
                 self.reply.calls[n] = {"id": block.get("id", ""), "name": block.get("name", ""), "arguments": args}
+        self._diagnose(body.get("diagnostics"))
         self._usage(body.get("usage") or {})
         self.reply.complete = True
+
+    def _diagnose(self, diagnostics: Any) -> None:
+        """Anthropic's cache diagnostics, when the client asked for them (``diagnostics`` with the
+        previous reply's id): where its request diverged from the one before — "messages_changed
+        (12,345 tokens after it)". None or no reason: no divergence, or the comparison was not done."""
+        reason = diagnostics.get("cache_miss_reason") if isinstance(diagnostics, dict) else None
+        if isinstance(reason, dict) and isinstance(reason.get("type"), str):
+            missed = reason.get("cache_missed_input_tokens")
+            after = f" ({missed:,} tokens after it)" if isinstance(missed, int) else ""
+            self._miss = reason["type"] + after
 
     def _usage(self, u: dict[str, Any]) -> None:
         """Anthropic counts cache reads and writes apart from ``input_tokens``: the input is their
@@ -243,4 +292,5 @@ class AnthropicReader(Reader):
             output_tokens=c.get("output_tokens", 0),
             cached_input_tokens=read,
             cache_write_tokens=c.get("cache_creation_input_tokens", 0),
+            cache_miss=self._miss,
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Parsed
+from ctx_lsp.gateway.apis import Parsed, provider_compaction
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -100,7 +100,7 @@ class Responses:
             media_tokens=b.media_tokens(decoded, "openai"),
             opaque="the history is kept by the provider (previous_response_id)"
             if b.value(fields.get("previous_response_id"))
-            else None,
+            else provider_compaction(b.value(fields.get("context_management"))),
         )
 
     def mask(self, item: b.Raw, stubs: dict[int, str]) -> b.Raw:

@@ -289,6 +289,9 @@ GATEWAY_REQUESTS = Table(
         "one_shot INTEGER NOT NULL DEFAULT 0",  # 1: no tools, one user message (a side request's shape)
         "context TEXT",  # why ctx_lsp added what it added (``core.verdict``)
         "context_items INTEGER NOT NULL DEFAULT 0",  # how many items ctx_lsp's blocks held
+        # why the prefix the provider caches was rebuilt at this request (a compaction step and what
+        # took it); NULL: it repeated the one before and appended (``sessions.cache_plan``)
+        "prefix TEXT",
     ),
 )
 

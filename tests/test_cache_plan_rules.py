@@ -1,0 +1,80 @@
+"""The cache plan's rules (``sessions.cache_plan``, issue 32). Step sizes chosen by the money: a
+compaction step goes as deep as the kept share allows, and is taken where the cycle from one step
+to the next costs least per request — within the working history's floor and the window's
+threshold. Between steps a request only appends, or it takes a step."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctx_lsp.core.items import Message
+from ctx_lsp.core.models import Prices
+from ctx_lsp.core.render import Placement
+from ctx_lsp.gateway.status import GatewayRecord
+from ctx_lsp.sessions.cache_plan import KEEP_SHARE, TRIGGER_FLOOR, CachePlan, step_pays, step_sizes
+
+ANTHROPIC = Prices(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
+OPENAI = Prices(input=1.25, output=10.0, cache_read=0.125, cache_write=1.25)
+GROWTH = 900  # tokens a request appends (a tool call and its result)
+
+
+def per_request(keep: int, at: int, prices: Prices) -> float:
+    """What a request costs on average over one cycle (shares of the input price): the prefix
+    read, and the step's rewrite of what it kept spread over the requests until the next."""
+    r, w = prices.cache_read / prices.input, prices.cache_write / prices.input
+    return r * (keep + at) / 2 + (w - r) * keep * GROWTH / (at - keep)
+
+
+@pytest.mark.parametrize("prices", [ANTHROPIC, OPENAI], ids=["anthropic", "openai"])
+def test_in_a_large_room_the_step_comes_where_a_cycle_costs_least(prices: Prices) -> None:
+    s = step_sizes(150_000, 0.85, GROWTH, prices)
+    assert s.keep == int(150_000 * KEEP_SHARE) and s.limit == int(150_000 * 0.85)
+    assert 150_000 * TRIGGER_FLOOR <= s.trigger < s.limit  # sooner than the window forces
+    grid = range(s.keep + 500, s.limit, 250)
+    cheapest = min(grid, key=lambda at: per_request(s.keep, at, prices))
+    assert abs(s.trigger - max(cheapest, 150_000 * TRIGGER_FLOOR)) <= 250
+    # and it is cheaper than waiting for the threshold, as the rule promises
+    assert per_request(s.keep, s.trigger, prices) < per_request(s.keep, s.limit, prices)
+
+
+def test_a_small_room_or_unknown_growth_steps_at_the_threshold() -> None:
+    small = step_sizes(14_000, 0.85, GROWTH, ANTHROPIC)
+    assert small.trigger == small.limit  # the cheapest cycle lies beyond the window's limit
+    assert step_sizes(150_000, 0.85, 0, ANTHROPIC).trigger == int(150_000 * 0.85)
+    unknown = step_sizes(150_000, 0.85, GROWTH, None)  # no prices: Anthropic's shares
+    assert unknown.trigger == step_sizes(150_000, 0.85, GROWTH, ANTHROPIC).trigger
+
+
+def test_a_step_before_the_threshold_must_be_paid_back_by_the_requests_to_come() -> None:
+    # 70k down to 37.5k: the write premium on 37.5k is 43k tokens' worth; each later request saves 3.25k
+    assert not step_pays(70_000, 37_500, 5, ANTHROPIC)
+    assert step_pays(70_000, 37_500, 20, ANTHROPIC)
+    assert not step_pays(38_000, 37_500, 50, ANTHROPIC)  # almost nothing shed
+
+
+def _placement(shown: dict[str, str], stable: str = "") -> Placement:
+    return Placement(stable=stable, shown={i: Message(id=i, role="tool", content=t) for i, t in shown.items()})
+
+
+def test_a_request_that_would_rewrite_what_the_epoch_sent_does_not_hold() -> None:
+    """Between steps a request only appends: an old result masked, a message shed or a stable
+    block that no longer fits is a step's to do (the gateway then takes one)."""
+    count = len
+    plan = CachePlan(epoch=(1, "light"))
+    plan.lay(_placement({"a": "result a", "b": "result b"}, "stable"), None, 100, count)
+    ids = {"a", "b", "c"}
+    assert plan.holds(_placement({"a": "result a", "b": "result b", "c": "new"}, "stable"), ids, 0, count) is None
+    assert plan.holds(_placement({"a": "[masked]", "b": "result b"}, "stable"), ids, 0, count) == "tool result masked"
+    assert plan.holds(_placement({"b": "result b"}, "stable"), ids, 0, count) == "history shed"
+    assert plan.holds(_placement({"b": "result b"}, "stable"), {"b"}, 0, count) is None  # the client rewound
+    smaller = _placement({"a": "result a", "b": "result b"}, "st")  # the frozen block is 4 longer
+    assert plan.holds(smaller, ids, 2, count) == "stable block does not fit"
+    assert plan.holds(smaller, ids, 4, count) is None  # it still fits
+
+
+def test_the_meter_says_when_a_request_rebuilt_the_prefix() -> None:
+    rec = GatewayRecord(time=0.0, requests=41, input_tokens=20_000, cached_input_tokens=4_000)
+    assert rec.label() == "⇄ 41 · 20% cached"
+    rec.rebuilt = "compaction step, instead of: tool result masked"
+    assert rec.label() == "⇄ 41 · 20% cached · prefix rebuilt: compaction step"  # why the share dropped
+    assert "prefix rebuilt: compaction step, instead of: tool result masked" in rec.text_line()
