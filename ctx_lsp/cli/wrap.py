@@ -150,7 +150,7 @@ def launch(
 
 
 # Where `make assistants` installs them: this checkout's .tools/, or $CTX_LSP_TOOLS (its TOOLS=)
-TOOLS = Path(__file__).resolve().parents[1] / ".tools"
+TOOLS = Path(__file__).resolve().parents[2] / ".tools"  # ctx_lsp/cli/wrap.py → the checkout
 
 
 def find_program(program: str) -> str | None:
