@@ -408,6 +408,8 @@ function expectedLabel(last) {
   const parts = [`⇄ ${last.requests}`];
   if (used !== undefined && last.promptBudget) parts.push(`${formatTokens(used)}/${formatTokens(last.promptBudget)}`);
   if (last.inputTokens && last.cachedInputTokens !== undefined) parts.push(`${Math.round((100 * last.cachedInputTokens) / last.inputTokens)}% cached`);
+  // a request that rebuilt the cached prefix says so, with the first words of why (a pin: "stable block")
+  if (last.rebuilt) parts.push(`prefix rebuilt: ${last.rebuilt.split(":")[0].split(",")[0]}`);
   return `ctx ${parts.join(" · ")}`;
 }
 
