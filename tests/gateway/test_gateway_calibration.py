@@ -18,6 +18,8 @@ import pytest
 from ctx_lsp.core import calibration, media
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis.anthropic import Anthropic
+from ctx_lsp.gateway.apis.chat import Chat
+from ctx_lsp.gateway.apis.responses import Responses
 from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
 from tests.workspaces import copy_sample
 
@@ -181,3 +183,17 @@ async def test_screenshots_count_in_the_window_as_the_provider_counts_them(ws: P
     assert set(kept) <= set(_images(messages))  # kept ones unaltered
     text = sum(len(json.dumps(m)) for m in got) - sum(len(k) for k in kept)  # all but the images' base64
     assert per_image * len(kept) + text // 3 <= 6000 - 500, f"{len(kept)} images forwarded"
+
+
+def test_each_api_puts_an_items_media_on_its_message() -> None:
+    """Chat and Responses too: the plan counts an image with the message that carries it."""
+    data = "data:image/png;base64," + png(1024, 1024, 100)
+    tokens = media.openai_image_tokens(1024, 1024)
+    chat = {"type": "image_url", "image_url": {"url": data}}
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [chat]}]}
+    parsed = Chat().parse(b.obj(b.raw(body)))
+    assert [[m.media_tokens for m in ms] for ms in parsed.messages] == [[tokens]]
+    image = {"type": "input_image", "image_url": data}
+    body = {"model": "gpt-4o", "input": [{"role": "user", "content": [image]}, {"role": "user", "content": "hi"}]}
+    parsed = Responses().parse(b.obj(b.raw(body)))
+    assert [[m.media_tokens for m in ms] for ms in parsed.messages] == [[tokens], [0]]
