@@ -44,7 +44,7 @@ from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.savings import Totals
 from ctx_lsp.core.verdict import context_clause
 from ctx_lsp.engine import Engine, UserError
-from ctx_lsp.gateway.options import DEFAULT_LISTEN, GatewayOptions, is_loopback, parse_listen, resolve
+from ctx_lsp.gateway.options import DEFAULT_LISTEN, GatewayOptions, address_of, is_loopback, parse_listen, resolve
 from ctx_lsp.gateway.status import Status
 from ctx_lsp.gateway.thread import GatewayThread
 
@@ -275,7 +275,8 @@ def run(
             url = gateway.start()
         except OSError as err:
             if listen:  # the port asked for is taken: say so, do not guess another
-                print(f"ctx-lsp: cannot listen on {listen}: {err.strerror or err}", file=sys.stderr)
+                where = address_of(*parse_listen(listen))
+                print(f"ctx-lsp: cannot listen on {where}: {err.strerror or err}", file=sys.stderr)
                 return EXIT_NOT_INSTALLED
             _warn_direct(program, err)
         except Exception as err:

@@ -46,6 +46,7 @@ class Sized(msgspec.Struct, frozen=True, kw_only=True):
     bytes: int
     exact: bool = True
     loaded: bool = True
+    media: int = 0  # its images and documents as the provider counts them: kept by a stub too
 
 
 class Window(msgspec.Struct, frozen=True):
@@ -160,7 +161,7 @@ def _size(m: Message, counter: TokenCounter, sizes: Mapping[str, Sized] | None) 
     if known is not None:
         return known
     tokens, exact = counter.measure(m.content)
-    return Sized(tokens=tokens, bytes=utf8_size(m.content), exact=exact)
+    return Sized(tokens=tokens, bytes=utf8_size(m.content), exact=exact, media=m.media_tokens)
 
 
 def _framing(counter: TokenCounter, m: Message) -> int:
@@ -170,8 +171,8 @@ def _framing(counter: TokenCounter, m: Message) -> int:
 
 
 def sized_cost(counter: TokenCounter, m: Message, size: Sized) -> int:
-    """Raw tokens a message costs whole, its text's count taken from ``size``."""
-    return _framing(counter, m) + size.tokens
+    """Raw tokens a message costs whole, its text's count taken from ``size``, its images too."""
+    return _framing(counter, m) + size.tokens + size.media
 
 
 def _stub(m: Message, size: Sized, tool_names: dict[str, str]) -> Message:
@@ -200,7 +201,7 @@ def _message_costs(
 ) -> tuple[int, Message | None, int]:
     """(raw cost of the message whole, its stub or None, raw cost of the stub). A message gets a
     stub when it may be masked or when its text was not loaded."""
-    extra = _framing(counter, m)
+    extra = _framing(counter, m) + size.media  # a stub replaces the text only: its images stay
     if not (size.loaded and not maskable(m.role, size.tokens, calibration, mask_over)):
         stub = _stub(m, size, tool_names)
         return extra + size.tokens, stub, extra + counter.count(stub.content)
@@ -370,7 +371,7 @@ def conversation_window(
     floor = 0
     if position is not None:
         m = messages[position]
-        floor = scaled(_framing(counter, m) + _size(m, counter, sizes).tokens, calibration)
+        floor = scaled(sized_cost(counter, m, _size(m, counter, sizes)), calibration)
     start = 0
     for turn in reversed(turns[:-1]):  # newest first, computed only as far as the window reaches
         cost = least(turn)
@@ -382,7 +383,7 @@ def conversation_window(
     allowance = available
     if position is not None and position >= start:
         m = messages[position]
-        cost = scaled(_framing(counter, m) + _size(m, counter, sizes).tokens, calibration)
+        cost = scaled(sized_cost(counter, m, _size(m, counter, sizes)), calibration)
         if cost <= available:
             load.add(latest)
             allowance -= cost
@@ -393,7 +394,7 @@ def conversation_window(
         if not maskable(m.role, size.tokens, calibration, mask_over):
             load.add(m.id)
             continue
-        cost = scaled(_framing(counter, m) + size.tokens, calibration)
+        cost = scaled(sized_cost(counter, m, size), calibration)
         if cost <= allowance:
             load.add(m.id)
             allowance -= cost

@@ -72,6 +72,9 @@ class Message(msgspec.Struct, frozen=True, gc=False, kw_only=True, rename="camel
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    # its images and documents as the provider counts them (``core.media``): a gateway's request
+    # says; its text shows them as ``[image]``. Not part of what identifies the message.
+    media_tokens: int = 0
 
 
 class Item(msgspec.Struct, frozen=True, gc=False, kw_only=True):

@@ -38,9 +38,14 @@ class GatewayOptions:
         return " or ".join(dict.fromkeys(self.upstream(f) for f in self.faces))
 
 
+def address_of(host: str, port: int) -> str:
+    """``host:port`` as a client writes it: an IPv6 address in brackets (``[::1]:8788``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def url_of(host: str, port: int) -> str:
     """``http://host:port``, an IPv6 address in brackets (``http://[::1]:8788``)."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    return f"http://{address_of(host, port)}"
 
 
 def parse_listen(text: str) -> tuple[str, int]:

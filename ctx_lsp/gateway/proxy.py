@@ -388,9 +388,8 @@ class Gateway:
     def _store_reply(
         self, planned: Planned, reply: Any, record: GatewayRecord, plan: ExchangePlan, client: tuple[str, str | None]
     ) -> None:
-        media = planned.parsed.media_tokens if planned.parsed else 0
         self.sessions.record_reply(
-            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage, media
+            plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )
         key = cacheable(planned.api, planned.client_body)
         previous = self._previous.pop(plan.session, None)

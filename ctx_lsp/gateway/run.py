@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ctx_lsp.engine import Engine
-from ctx_lsp.gateway.options import GatewayOptions
+from ctx_lsp.gateway.options import GatewayOptions, address_of
 from ctx_lsp.gateway.proxy import Gateway
 from ctx_lsp.hosting import WorkspaceHost
 
@@ -41,7 +41,7 @@ async def _main(root: Path, options: GatewayOptions, engine: Engine | None) -> i
     try:
         url = await gateway.start()
     except OSError as err:
-        log.error("ctx-lsp: cannot listen on %s:%d: %s", options.host, options.port, err.strerror or err)
+        log.error("ctx-lsp: cannot listen on %s: %s", address_of(options.host, options.port), err.strerror or err)
         await host.close()
         return 2
     log.info(

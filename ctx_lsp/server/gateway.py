@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcServerError
 
 from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, cache_label, cache_read_price, savings_label, warm_until
 from ctx_lsp.engine import UserError
-from ctx_lsp.gateway.options import resolve
+from ctx_lsp.gateway.options import address_of, resolve
 from ctx_lsp.gateway.planned import Planned, Sent
 from ctx_lsp.gateway.preview import preview
 from ctx_lsp.gateway.status import GatewayRecord
@@ -85,7 +85,8 @@ async def start(ls: CtxServer) -> None:
     try:
         url = await gateway.start()
     except OSError as err:
-        ls.warn(f"gateway not started: cannot listen on {config.listen}: {err.strerror or err}")
+        where = address_of(options.host, options.port)
+        ls.warn(f"gateway not started: cannot listen on {where}: {err.strerror or err}")
         await gateway.close()
         ls.notify("ctx/gatewayStatusChanged", status(ls))
         return

@@ -31,6 +31,16 @@ class Conversation:
     # per session: the archived messages (the store's tuple), their turns (texts left out), and
     # the chunks' generation when every turn was read into a chunk
     archived: dict[str, tuple[tuple[MessageMeta, ...], list[list[Message]], int]] = field(default_factory=dict)
+    # per session: the messages with images or documents, and their tokens as the provider counts
+    # them. Kept here, not in the store: a gateway's client resends them with every request
+    media: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def note_media(self, session: str, ids: list[str], messages: list[Message]) -> None:
+        """The images and documents of a request's messages (``ids`` their stored ids), counted in
+        every later count of them (``sizes``)."""
+        found = {i: m.media_tokens for i, m in zip(ids, messages, strict=True) if m.media_tokens > 0}
+        if found or session in self.media:
+            self.media[session] = found
 
     def append_raw(self, session: str, branch: str | None, raw: list[dict[str, Any]]) -> list[StoredMessage]:
         """Append chat messages as clients send them (OpenAI's or our camelCase spelling). A
@@ -93,8 +103,14 @@ class Conversation:
                 m.tokens_encoding = counter.encoding if exact else BOUND_ENCODING
                 counted.append((m.id, m.bytes, m.tokens, m.tokens_encoding))
             store.set_counts(session, counted)
+        media = self.media.get(session, {})
         return {
-            m.id: Sized(tokens=m.tokens or 0, bytes=m.bytes or 0, exact=m.tokens_encoding != BOUND_ENCODING)
+            m.id: Sized(
+                tokens=m.tokens or 0,
+                bytes=m.bytes or 0,
+                exact=m.tokens_encoding != BOUND_ENCODING,
+                media=media.get(m.id, 0),
+            )
             for m in meta
         }
 

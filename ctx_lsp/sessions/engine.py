@@ -163,8 +163,8 @@ class SessionEngine:
     def excluded_item(self, session: str, item_id: str, plan_id: str | None) -> PlanItem:
         return self._plans.excluded_item(session, item_id, plan_id)
 
-    def report_usage(self, session: str, plan_id: str, usage: Usage, media_tokens: int = 0) -> UsageReport:
-        return self._usage.report_usage(session, plan_id, usage, media_tokens)
+    def report_usage(self, session: str, plan_id: str, usage: Usage) -> UsageReport:
+        return self._usage.report_usage(session, plan_id, usage)
 
     def meter(self, session: str) -> Meter:
         return self._usage.meter(session)
@@ -182,9 +182,8 @@ class SessionEngine:
         parent: str | None,
         reply: Message | None,
         usage: Usage | None,
-        media_tokens: int = 0,
     ) -> UsageReport | None:
-        return self._exchanges.record_reply(session, plan_id, parent, reply, usage, media_tokens)
+        return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
 
     def record_gateway_request(self, row: dict[str, int | str | None]) -> None:
         self._exchanges.record_request(row)

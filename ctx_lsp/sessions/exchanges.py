@@ -150,6 +150,7 @@ class Exchanges:
             self.chained.clear()
         ids = chain_ids(ex.messages, known=self.chained)
         ex, known, branch = self._follow(ex, ids)
+        self.conversation.note_media(ex.session, ids, ex.messages)
         new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
         new = self._shrink(ex, new)
         if new:
@@ -168,7 +169,7 @@ class Exchanges:
         done = store.compactions(ex.session)
         talk = sum(scaled(sized_cost(model.counter, m.to_message(), every[m.id]), cal) for m in path if m.id in active)
         talk += FRAMING_TOKENS + (scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0)
-        sent = system + sum(scaled(s.tokens, cal) for s in every.values())  # what the client sent, whole
+        sent = system + sum(scaled(s.tokens + s.media, cal) for s in every.values())  # what the client sent, whole
         # a side request (a title, a summary, a check) gets no added context: it cannot use it
         side = side_request(ex.system, ex.messages, ex.tools, ex.max_output)
         mode: Mode = "off" if side else ex.mode or store.session(ex.session).mode or shared.engine.config.mode
@@ -264,7 +265,7 @@ class Exchanges:
         ours = [t for n, t in zip(ex.tools, ex.tool_texts, strict=False) if is_ctx_tool(n)]
         tools = scaled(model.counter.count("\n".join(ours)), cal) if ours else 0
         savings = Savings(
-            shed=sum(scaled(size.tokens, cal) for i, size in every.items() if i not in placement.shown),
+            shed=sum(scaled(size.tokens + size.media, cal) for i, size in every.items() if i not in placement.shown),
             masked=sum(c.item.tokens - c.tokens for c in chosen if c.masked),
             shrunk=store.shrunk_saving(ex.session, ids) if self.shared.engine.config.gateway.shrink_tokens else 0,
             injected=tools
@@ -432,7 +433,6 @@ class Exchanges:
         parent: str | None,
         reply: Message | None,
         usage: Usage | None,
-        media_tokens: int = 0,
     ) -> UsageReport | None:
         """The model's reply, read from what streamed back, appended after the request's last
         message (with the id the client's resend of it will have) — unless the branch moved on
@@ -447,4 +447,4 @@ class Exchanges:
                 self.conversation.append(session, None, [msgspec.structs.replace(reply, id=rid)])
         if usage is None:
             return None
-        return self.usage.report_usage(session, plan_id, usage, media_tokens)
+        return self.usage.report_usage(session, plan_id, usage)

@@ -24,9 +24,10 @@ class UsageAndMeter:
     pins: Pins
     reflections: Reflections
 
-    def report_usage(self, session: str, plan_id: str, usage: Usage, media_tokens: int = 0) -> UsageReport:
-        """``media_tokens``: the request's images and documents as the provider counts them, which
-        the plan's text estimate leaves out (``core.media``): counted in, they are no outliers."""
+    def report_usage(self, session: str, plan_id: str, usage: Usage) -> UsageReport:
+        """The plan's estimate counts the images and documents of the messages it kept the
+        provider's way (``core.media``, per message): estimate and actual stay comparable, and
+        images are no outliers. They are not added again here."""
         shared = self.shared
         shared.require_memory()
         for label, value in (
@@ -40,8 +41,7 @@ class UsageAndMeter:
         model_name = outcome.inputs.model
         before, _ = self.calibration.model(model_name)
         estimate = outcome.result.plan.totals.tokens
-        raw = max(1, round(estimate / outcome.inputs.estimator.calibration)) + max(0, media_tokens)
-        estimate += max(0, media_tokens)
+        raw = max(1, round(estimate / outcome.inputs.estimator.calibration))
         shared.store.record_usage(
             plan_id,
             session,

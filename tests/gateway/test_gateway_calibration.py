@@ -5,6 +5,7 @@ shown by ``ctx-lsp report`` and can be reset."""
 from __future__ import annotations
 
 import base64
+import json
 import struct
 import subprocess
 import sys
@@ -17,7 +18,9 @@ import pytest
 from ctx_lsp.core import calibration, media
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis.anthropic import Anthropic
-from tests.gateway.harness import KEY, PAID_CONTEXT, running_gateway
+from ctx_lsp.gateway.apis.chat import Chat
+from ctx_lsp.gateway.apis.responses import Responses
+from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
 from tests.workspaces import copy_sample
 
 MODEL = "claude-sonnet-4-5"
@@ -137,3 +140,60 @@ async def test_report_shows_the_factor_and_reset_forgets_it(ws: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "calibration reset: 4 usage reports" in out.stdout
     assert "none: the registry's factors are used" in out.stdout
+
+
+def _screenshot_conversation(turns: int) -> list[dict]:
+    """``turns`` user messages, each a 1000x1000 screenshot (1,334 tokens as Anthropic counts it,
+    ~10 as text) and a question, with short answers between."""
+    messages: list[dict] = []
+    for i in range(turns):
+        source = {"type": "base64", "media_type": "image/png", "data": png(1000, 1000, 4096 + i)}
+        content = [{"type": "image", "source": source}, {"type": "text", "text": f"what is wrong in screenshot {i}?"}]
+        messages.append({"role": "user", "content": content})
+        if i < turns - 1:
+            messages.append({"role": "assistant", "content": f"in screenshot {i} the total is off by one cent."})
+    return messages
+
+
+def _images(messages: list[dict]) -> list[str]:
+    return [
+        block["source"]["data"]
+        for m in messages
+        if isinstance(m["content"], list)
+        for block in m["content"]
+        if block.get("type") == "image"
+    ]
+
+
+async def test_screenshots_count_in_the_window_as_the_provider_counts_them(ws: Path) -> None:
+    """Eight screenshots, ~10.7k tokens as Anthropic counts them, in a 6,000-token window: the
+    plan counts each at 1,334 (not as the text ``[image]``), so older turns are compacted and what
+    is forwarded fits the window as the provider counts it. Before, the request went whole (the
+    estimate ~200 tokens) and the provider would refuse it. Images kept are forwarded byte for
+    byte; the latest one is always kept."""
+    (ws / "ctx.toml").write_text(TINY_MODEL)
+    messages = _screenshot_conversation(8)
+    per_image = media.anthropic_image_tokens(1000, 1000)
+    assert per_image * len(_images(messages)) > 6000  # over the window as the provider counts it
+    async with running_gateway(ws, mode="off") as gw, _ant(gw.url) as client:
+        await client.messages.create(model="tiny-model", max_tokens=500, messages=messages)
+        got = gw.up.model_requests[-1].json["messages"]
+    kept = _images(got)
+    assert kept and kept[-1] == _images(messages)[-1]  # the question's own screenshot
+    assert set(kept) <= set(_images(messages))  # kept ones unaltered
+    text = sum(len(json.dumps(m)) for m in got) - sum(len(k) for k in kept)  # all but the images' base64
+    assert per_image * len(kept) + text // 3 <= 6000 - 500, f"{len(kept)} images forwarded"
+
+
+def test_each_api_puts_an_items_media_on_its_message() -> None:
+    """Chat and Responses too: the plan counts an image with the message that carries it."""
+    data = "data:image/png;base64," + png(1024, 1024, 100)
+    tokens = media.openai_image_tokens(1024, 1024)
+    chat = {"type": "image_url", "image_url": {"url": data}}
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [chat]}]}
+    parsed = Chat().parse(b.obj(b.raw(body)))
+    assert [[m.media_tokens for m in ms] for ms in parsed.messages] == [[tokens]]
+    image = {"type": "input_image", "image_url": data}
+    body = {"model": "gpt-4o", "input": [{"role": "user", "content": [image]}, {"role": "user", "content": "hi"}]}
+    parsed = Responses().parse(b.obj(b.raw(body)))
+    assert [[m.media_tokens for m in ms] for ms in parsed.messages] == [[tokens], [0]]

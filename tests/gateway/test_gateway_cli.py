@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
 import openai
+import pytest
 
+from ctx_lsp.gateway.options import address_of, parse_listen, url_of
 from tests.gateway.fake_upstream import FakeUpstream
 from tests.gateway.harness import KEY
 from tests.workspaces import copy_sample
@@ -91,3 +94,25 @@ def test_a_public_address_needs_a_token(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "X-Ctx-Token" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_listen_addresses_bracket_ipv6() -> None:
+    assert address_of("::1", 8788) == "[::1]:8788" and url_of("::1", 8788) == "http://[::1]:8788"
+    assert address_of("127.0.0.1", 8788) == "127.0.0.1:8788"
+    assert parse_listen("[::1]:8788") == ("::1", 8788)
+
+
+def test_a_taken_ipv6_port_is_named_as_a_client_writes_it(tmp_path: Path) -> None:
+    """``cannot listen on [::1]:PORT``, not ``::1:PORT`` (which reads as another address)."""
+    try:
+        taken = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        taken.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    with taken:
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _gateway(copy_sample(tmp_path / "ws"), "--listen", f"[::1]:{port}")
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert f"cannot listen on [::1]:{port}:" in err, err

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 from ctx_lsp.core.items import Message
 from ctx_lsp.gateway.body import Raw
 from ctx_lsp.gateway.replies import Reader
@@ -26,6 +28,14 @@ class Parsed:
     client_session: str | None = None  # an id the client sends for its conversation
     opaque: str | None = None  # why this body is forwarded as it is (e.g. history kept by the provider)
     media_tokens: int = 0  # its images and documents as the provider counts them (``core.media``)
+
+
+def with_media(messages: list[Message], tokens: int) -> list[Message]:
+    """An item's messages with its images and documents (``tokens``, the provider's count) on
+    its last one: the plan counts them with the message, so the window check sees them."""
+    if tokens <= 0 or not messages:
+        return messages
+    return [*messages[:-1], msgspec.structs.replace(messages[-1], media_tokens=tokens)]
 
 
 # The provider's own context management, asked for in the body: Anthropic's context editing

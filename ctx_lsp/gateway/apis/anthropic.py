@@ -13,7 +13,7 @@ from typing import Any
 from ctx_lsp.core.exchange import canonical_arguments
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Parsed, provider_compaction
+from ctx_lsp.gateway.apis import Parsed, provider_compaction, with_media
 from ctx_lsp.gateway.kept import Kept, digest
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
@@ -119,7 +119,8 @@ class Anthropic:
                 if not isinstance(m, dict):
                     raise b.BodyError(f"messages.{n}: expected an object")
                 content = m.get("content")
-                found = (_messages(n, m.get("role"), content), b.media_tokens(content, "anthropic"))
+                counted = b.media_tokens(content, "anthropic")
+                found = (with_media(_messages(n, m.get("role"), content), counted), counted)
                 self._parsed.put(key, found)
             messages.append(found[0])
             media += found[1]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Parsed
+from ctx_lsp.gateway.apis import Parsed, with_media
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -64,7 +64,10 @@ class Chat:
             tools=tools,
             head=raws[:lead],
             items=raws[lead:],
-            messages=[[_message(lead + n, m)] for n, m in enumerate(decoded[lead:])],
+            messages=[
+                with_media([_message(lead + n, m)], b.media_tokens(m.get("content"), "openai"))
+                for n, m in enumerate(decoded[lead:])
+            ],
             client_session=b.value(fields.get("user")) if isinstance(b.value(fields.get("user")), str) else None,
             media_tokens=sum(b.media_tokens(m.get("content"), "openai") for m in decoded if isinstance(m, dict)),
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
-from ctx_lsp.gateway.apis import Parsed, provider_compaction
+from ctx_lsp.gateway.apis import Parsed, provider_compaction, with_media
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -95,7 +95,7 @@ class Responses:
             tools=_tools(fields, decoded),
             head=raws[:lead],
             items=raws[lead:],
-            messages=[_messages(d) for d in decoded[lead:]],
+            messages=[with_media(_messages(d), b.media_tokens([d], "openai")) for d in decoded[lead:]],
             client_session=key if isinstance(key, str) else None,
             media_tokens=b.media_tokens(decoded, "openai"),
             opaque="the history is kept by the provider (previous_response_id)"
