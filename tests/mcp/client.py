@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -72,3 +75,53 @@ def text(result: CallToolResult) -> str:
 def data(result: CallToolResult) -> dict[str, Any]:
     assert result.structured_content is not None
     return result.structured_content
+
+
+def message(msg_id: int | None, method: str, params: dict | None = None) -> bytes:
+    """One JSON-RPC line as a client writes it (no id: a notification)."""
+    body: dict = {"jsonrpc": "2.0", "method": method}
+    if msg_id is not None:
+        body["id"] = msg_id
+    if params is not None:
+        body["params"] = params
+    return json.dumps(body).encode() + b"\n"
+
+
+def tool_line(msg_id: int, tool: str, **arguments: Any) -> bytes:
+    return message(msg_id, "tools/call", {"name": tool, "arguments": arguments})
+
+
+def raw_exchange(workspace: Path, stdin: bytes, expected: set, timeout: float = 90) -> tuple[dict, bytes, str]:
+    """Write ``stdin`` to a real `ctx-lsp mcp`, read its stdout until every ``expected`` id has a
+    reply (each line checked to be JSON-RPC), then close stdin as a leaving client does. Returns
+    the replies by id, what stdout carried after stdin closed, and stderr."""
+    params = server_params(workspace)
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=params.env,
+        cwd=params.cwd,
+    )
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    replies: dict = {}
+    try:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
+        while not expected <= set(replies):  # a client waits for its answers before it leaves
+            line = proc.stdout.readline()
+            assert line, f"stdout ended; replies {sorted(replies, key=str)}"
+            reply = json.loads(line)  # each line is JSON ...
+            assert reply.get("jsonrpc") == "2.0"  # ... and JSON-RPC
+            if "id" in reply:
+                replies[reply["id"]] = reply
+        proc.stdin.close()  # the client leaves: the server ends, and writes nothing more
+        rest, err = proc.stdout.read(), proc.stderr.read().decode()
+        assert proc.wait(15) == 0, err
+    finally:
+        killer.cancel()
+        proc.kill()
+    return replies, rest, err

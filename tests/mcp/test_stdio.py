@@ -3,32 +3,16 @@ the calls (errors and a malformed line included); logs go to stderr; closing std
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
-from tests.mcp.client import TOOLS, server_params
+from tests.mcp.client import TOOLS, message, raw_exchange, tool_line
 from tests.workspaces import copy_sample
-
-
-def _message(msg_id: int | None, method: str, params: dict | None = None) -> bytes:
-    body: dict = {"jsonrpc": "2.0", "method": method}
-    if msg_id is not None:
-        body["id"] = msg_id
-    if params is not None:
-        body["params"] = params
-    return json.dumps(body).encode() + b"\n"
-
-
-def _call(msg_id: int, tool: str, **arguments) -> bytes:
-    return _message(msg_id, "tools/call", {"name": tool, "arguments": arguments})
 
 
 def test_stdout_carries_nothing_but_protocol(tmp_path: Path):
     ws = copy_sample(tmp_path / "ws")
-    params = server_params(ws)
     init = {
         "protocolVersion": "2025-11-25",
         "capabilities": {},
@@ -36,48 +20,19 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path):
     }
     stdin = b"".join(
         [
-            _message(1, "initialize", init),
-            _message(None, "notifications/initialized"),
-            _message(2, "tools/list"),
-            _call(3, "get_symbol", name="Inventory"),
-            _call(4, "get_symbol", name="apply"),  # a tool error
-            _call(5, "pin", name_or_path="reserve", ttl=-3),  # rejected arguments
+            message(1, "initialize", init),
+            message(None, "notifications/initialized"),
+            message(2, "tools/list"),
+            tool_line(3, "get_symbol", name="Inventory"),
+            tool_line(4, "get_symbol", name="apply"),  # a tool error
+            tool_line(5, "pin", name_or_path="reserve", ttl=-3),  # rejected arguments
             b"this is not json\n",
-            _call(6, "search_code", query="invoice tax", budget=300),
-            _call(7, "plan_context", query="invoice tax", budget=300),
-            _call(8, "list_pins"),
+            tool_line(6, "search_code", query="invoice tax", budget=300),
+            tool_line(7, "plan_context", query="invoice tax", budget=300),
+            tool_line(8, "list_pins"),
         ]
     )
-    proc = subprocess.Popen(
-        [params.command, *params.args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=params.env,
-        cwd=params.cwd,
-    )
-    killer = threading.Timer(60, proc.kill)
-    killer.start()
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(stdin)
-        proc.stdin.flush()
-        lines: list[bytes] = []
-        replies: dict[int, dict] = {}
-        while not set(range(1, 9)) <= set(replies):  # a client waits for its answers before it leaves
-            line = proc.stdout.readline()
-            assert line, f"stdout ended; replies {sorted(replies)}"
-            lines.append(line)
-            message = json.loads(line)  # each line is JSON ...
-            assert message.get("jsonrpc") == "2.0"  # ... and JSON-RPC
-            if "id" in message:
-                replies[message["id"]] = message
-        proc.stdin.close()  # the client leaves: the server ends, and writes nothing more
-        rest, err = proc.stdout.read(), proc.stderr.read() if proc.stderr else b""
-        assert proc.wait(15) == 0, err.decode()
-    finally:
-        killer.cancel()
-        proc.kill()
+    replies, rest, err = raw_exchange(ws, stdin, set(range(1, 9)), timeout=60)
     assert rest == b"", rest
     assert replies[1]["result"]["serverInfo"]["name"] == "ctx"
     assert len(replies[2]["result"]["tools"]) == len(TOOLS)
@@ -87,8 +42,7 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path):
     assert replies[6]["result"]["structuredContent"]["items"]
     assert replies[7]["result"]["structuredContent"]["plan_id"].startswith("plan-")
     assert replies[8]["result"]["structuredContent"]["pins"] == []
-    stderr = err.decode()
-    assert "serving" in stderr and "Traceback" not in stderr
+    assert "serving" in err and "Traceback" not in err
 
 
 def test_a_workspace_that_is_not_there_is_one_line_on_stderr(tmp_path: Path):
