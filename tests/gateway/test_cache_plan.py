@@ -58,14 +58,17 @@ def _blocks(text: str) -> list[str]:
     return out
 
 
+# An agent's system prompt with the client's own breakpoint, and one tool, as Claude Code sends them
+AGENT_SYSTEM = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
+AGENT_TOOLS = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
+
+
 async def test_an_anthropic_agent_loop_only_appends_and_keeps_each_turns_block(ws: Path) -> None:
     http_client = anthropic.DefaultAsyncHttpxClient()
     async with (
         running_gateway(ws) as gw,
         anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as client,
     ):
-        system = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
-        tools = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
         messages: list[dict] = []
         for turn, task in enumerate(TASKS):
             messages.append({"role": "user", "content": [{"type": "text", "text": task}]})
@@ -75,7 +78,11 @@ async def test_an_anthropic_agent_loop_only_appends_and_keeps_each_turns_block(w
                         block.pop("cache_control", None)
                 messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
                 await client.messages.create(
-                    model="claude-sonnet-4-5", max_tokens=1024, system=system, tools=tools, messages=messages
+                    model="claude-sonnet-4-5",
+                    max_tokens=1024,
+                    system=AGENT_SYSTEM,
+                    tools=AGENT_TOOLS,
+                    messages=messages,
                 )
                 if step == STEPS:
                     break
@@ -151,8 +158,6 @@ async def test_through_compaction_steps_the_prefix_changes_only_at_a_step(tmp_pa
         running_gateway(ws) as gw,
         anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0, http_client=http_client) as client,
     ):
-        system = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
-        tools = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
         messages: list[dict] = []
         for turn in range(3):
             messages.append({"role": "user", "content": [{"type": "text", "text": f"{TASKS[turn % 2]} (task {turn})"}]})
@@ -162,7 +167,11 @@ async def test_through_compaction_steps_the_prefix_changes_only_at_a_step(tmp_pa
                         block.pop("cache_control", None)
                 messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
                 await client.messages.create(
-                    model="claude-sonnet-4-5", max_tokens=1000, system=system, tools=tools, messages=messages
+                    model="claude-sonnet-4-5",
+                    max_tokens=1000,
+                    system=AGENT_SYSTEM,
+                    tools=AGENT_TOOLS,
+                    messages=messages,
                 )
                 tid = f"toolu_{turn}_{step}"
                 messages.append(
@@ -276,7 +285,7 @@ async def test_breakpoints_for_a_client_that_places_none_never_for_one_that_does
             return sent
 
         plain = await loop([{"type": "text", "text": "You are a script's assistant. " * 40}], TASKS[0])
-        own = [{"type": "text", "text": "You are an agent. " * 40, "cache_control": {"type": "ephemeral"}}]
+        own = AGENT_SYSTEM
         marked = await loop(own, TASKS[1])
 
     def marks(body: dict) -> list[str]:
