@@ -135,8 +135,11 @@ async def cmd_plan(ls: CtxServer, *args: Any) -> Reply:
 
 
 @server.feature("ctx/gatewayStatus")
-async def gateway_status(ls: CtxServer, params: Any) -> Reply:
-    """Where the gateway listens, its counts, the active conversation, the latest request."""
+def gateway_status(ls: CtxServer, params: Any) -> Reply:
+    """Where the gateway listens, its counts, the active conversation, the latest request.
+    Not async: pygls writes a sync handler's reply at once, an async one's a loop turn later,
+    when a ``ctx/gatewayStatusChanged`` written in between would arrive first and be overwritten
+    by this older status (the savings lost from the status bar)."""
     decode(params, P.NoParams)
     return P.encode(gateway.status(ls))
 
