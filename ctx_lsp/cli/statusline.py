@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctx_lsp.core.ids import content_id
+import msgspec
+
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.core.prompt_cache import cache_label, savings_label
-from ctx_lsp.core.runs import run_key
 from ctx_lsp.core.verdict import context_label
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions.engine import SessionEngine
@@ -26,35 +26,19 @@ from ctx_lsp.sessions.engine import SessionEngine
 def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> str:
     sessions = SessionEngine(Engine(workspace))
     try:
-        store = sessions.store
-        rows = store.gateway_requests()
-        if not rows:
-            return "ctx · no requests through the gateway yet"
         sid = claude.get("session_id")
-        key = run_key(None, sid) if isinstance(sid, str) else None
-        prefix = f"claude-{content_id(sid)[:12]}" if isinstance(sid, str) else None  # rows of earlier versions
-        mine = [r for r in rows if key and (r.get("run") == key or r["session"].startswith(prefix or "\0"))] or [
-            r for r in rows if r["session"] == rows[-1]["session"]
-        ]
-        # the run's own conversation, not its title or quota request, says where the budget stands
-        conversation = [r for r in mine if not r.get("one_shot")] or mine
-        last = conversation[-1]
-        budget = None
-        if last["plan_id"]:
-            try:
-                budget = store.plan_row(last["plan_id"])["plan"]
-                budget = json.loads(budget)["promptBudget"]
-            except Exception:  # a plan of an earlier version: no budget shown
-                budget = None
-        t = sessions.gateway_totals(rows=mine)
+        run = sessions.gateway_run("anthropic", sid if isinstance(sid, str) else None)
     finally:
         sessions.close()
-    used = last["input_tokens"] or last["forwarded_tokens"]
+    if run is None:
+        return "ctx · no requests through the gateway yet"
+    last, budget = run.last, run.prompt_budget
+    used = last.input_tokens or last.forwarded_tokens
     parts = [f"ctx {format_tokens(used)}" + (f"/{format_tokens(budget)}" if budget else "")]
-    parts.append(f"cache {cache_label(last['created'], now or time.time())}")
-    if saved := savings_label(t, with_share=True):
+    parts.append(f"cache {cache_label(last.created, now or time.time())}")
+    if saved := savings_label(run.totals, with_share=True):
         parts.append(saved)
-    parts.append(context_label(last))
+    parts.append(context_label(msgspec.structs.asdict(last)))
     return " · ".join(parts)
 
 

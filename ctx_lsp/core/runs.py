@@ -103,6 +103,17 @@ def one_shot(messages: Sequence[Message], tools: Sequence[str]) -> bool:
     return not tools and len(said) == 1 and said[0].role == "user"
 
 
+# the first word of a session named by the client's own conversation id, by the API it speaks
+CLIENT_PREFIX = {"anthropic": "claude", "chat": "chat", "responses": "codex"}
+
+
+def client_conversation(api: str, client_session: str) -> str:
+    """How the sessions of a client's own conversation id (Claude Code's session id, Codex's
+    prompt_cache_key) are named, for the client speaking ``api``: this, then what tells its
+    sub-agents apart (``gateway.translate.session_of``)."""
+    return f"{CLIENT_PREFIX[api]}-{content_id(client_session)[:12]}"
+
+
 def run_key(named: str | None, client_session: str | None) -> str | None:
     """What ties a request to its run when recorded: a session the client named (``named``, the
     ``X-Ctx-Session`` header) is its own run; else the client's own conversation id, hashed; None

@@ -23,9 +23,8 @@ from aiohttp import web
 from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.planner import InvalidBudget
-from ctx_lsp.core.runs import assistant_of, one_shot, run_key, trimmed, user_line
+from ctx_lsp.core.runs import assistant_of
 from ctx_lsp.core.savings import Totals
-from ctx_lsp.core.verdict import SIDE, context_note
 from ctx_lsp.engine import UserError
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Api
@@ -41,6 +40,7 @@ from ctx_lsp.gateway.status import GatewayRecord, Status
 from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of, tool_names
 from ctx_lsp.sessions.engine import SessionEngine
 from ctx_lsp.sessions.exchanges import ExchangePlan
+from ctx_lsp.sessions.ledger import Forwarded
 from ctx_lsp.sessions.shared import NotFound
 from ctx_lsp.workspace.secrets import DEFAULT_MASKER
 
@@ -123,7 +123,7 @@ class Gateway:
         await self._runner.setup()
         # the secret masker loads its detectors on first use (~0.5 s on the engine's one thread):
         # now, not while the first requests (thirty sub-agents at once) wait behind it
-        await self.run(self._masked, "warm-up")
+        await self.run(self._warm_masker)
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
         self.client = aiohttp.ClientSession(
@@ -395,47 +395,24 @@ class Gateway:
         previous = self._previous.pop(plan.session, None)
         self._previous[plan.session] = key
         trim(self._previous, SENT_KEPT, KEPT_BYTES, len)
-        shared = shared_prefix(key, previous) / len(key) if previous and key else 0.0
-        usage = reply.usage
-        s = plan.savings
-        as_sent = not (s.shed or s.masked or s.shrunk or s.injected)
-        context, items = (SIDE, 0) if plan.side else context_note(plan.outcome.result, plan.outcome.inputs)
         assistant, named = client
         parsed = planned.parsed
-        messages = [m for ms in parsed.messages for m in ms] if parsed else []
-        if as_sent and usage and usage.input_tokens:  # the client's own prompt: cached as the provider said
-            shared = usage.cached_input_tokens / usage.input_tokens
-        self.sessions.record_gateway_request(
-            {
-                "session": plan.session,
-                "plan_id": record.plan_id,
-                "model": record.model,
-                "client_tokens": plan.client_tokens,
-                "forwarded_tokens": record.estimated_input or 0,
-                "direct_cached": round(plan.client_tokens * shared),
-                "input_tokens": usage.input_tokens if usage else 0,
-                "cached_tokens": usage.cached_input_tokens if usage else 0,
-                "cache_write_tokens": usage.cache_write_tokens if usage else 0,
-                "output_tokens": usage.output_tokens if usage else 0,
-                "shed": s.shed,
-                "masked": s.masked,
-                "shrunk": s.shrunk,
-                "injected": s.injected,
-                "as_sent": int(as_sent),
-                "client": assistant,
-                "run": run_key(named, parsed.client_session if parsed else None),
-                "title": self._masked(user_line(messages)),
-                "one_shot": int(one_shot(messages, tool_names(parsed.tools) if parsed else ())),
-                "context": context,
-                "context_items": items,
-                # ours first; else the provider's own reason, when it gave one (cache diagnostics)
-                "prefix": plan.rebuilt or (f"provider: {usage.cache_miss}" if usage and usage.cache_miss else None),
-            }
+        self.sessions.account_exchange(
+            plan,
+            Forwarded(
+                model=record.model,
+                usage=reply.usage,
+                client=assistant,
+                named=named,
+                client_session=parsed.client_session if parsed else None,
+                messages=[m for ms in parsed.messages for m in ms] if parsed else [],
+                tools=tool_names(parsed.tools) if parsed else (),
+                repeated=shared_prefix(key, previous) / len(key) if previous and key else 0.0,
+            ),
         )
 
-    def _masked(self, line: str) -> str:
-        """The user's line as the store may keep it: secrets masked, whatever the settings say."""
-        return trimmed((self.sessions.engine.masker or DEFAULT_MASKER).mask(line).text) if line else ""
+    def _warm_masker(self) -> None:
+        (self.sessions.engine.masker or DEFAULT_MASKER).mask("warm-up")
 
     def totals(self, session: str | None = None) -> Totals:
         """On the worker: the requests' savings and cost, through vs direct (``core.savings``)."""

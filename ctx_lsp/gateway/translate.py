@@ -12,13 +12,13 @@ import msgspec
 from ctx_lsp.core.harness import first_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Mode
+from ctx_lsp.core.runs import CLIENT_PREFIX, client_conversation
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Api, Parsed
 from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan
 
 SESSION_HEADER = "X-Ctx-Session"
 SESSION_NAME = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
-CLIENT_PREFIX = {"anthropic": "claude", "chat": "chat", "responses": "codex"}
 FIRST_USER_MESSAGES = 8  # user messages read for a conversation's first words
 
 
@@ -33,7 +33,7 @@ def session_of(api: Api, parsed: Parsed, header: str | None) -> str:
         return header
     system = content_id(parsed.system)[:8]
     if parsed.client_session:
-        return f"{CLIENT_PREFIX[api.name]}-{content_id(parsed.client_session)[:12]}-{system}"
+        return f"{client_conversation(api.name, parsed.client_session)}-{system}"
     # the user's first words: aider's worked example, the same in every run, is not its question
     users = (m.content for ms in parsed.messages for m in ms if m.role == "user")
     first = first_words(itertools.islice(users, FIRST_USER_MESSAGES))

@@ -134,10 +134,8 @@ async def _sum_money(ls: CtxServer, state: EditorGateway, session: str) -> None:
     sessions = ls.sessions
 
     def summed() -> Money:
-        t = state.gateway.totals(session)
-        model = seen.model if seen else sessions.conversation_summary(session).model
-        prices = sessions.engine.resolve_model(model).spec.prices if model else None
-        return Money(savings_label(t), cache_read_price(prices))
+        money = sessions.gateway_money(session, seen.model if seen else None)
+        return Money(savings_label(money.totals), cache_read_price(money.prices))
 
     try:
         state.money[session] = await ls.run(summed)
@@ -248,31 +246,19 @@ def status(ls: CtxServer) -> P.GatewayStatus:
 
 
 async def conversations(ls: CtxServer) -> list[P.GatewayConversation]:
-    """The conversations the gateway served: since this server started, and before (the store)."""
-    state: EditorGateway | None = ls.gateway
-    known = dict(state.seen) if state else {}
-    stored: dict[str, Seen] = {}
-    for row in await ls.run(ls.sessions.store.gateway_requests):
-        seen = stored.setdefault(row["session"], Seen(row["model"], 0, row["created"]))
-        seen.model, seen.requests, seen.last = row["model"], seen.requests + 1, row["created"]
-    for session, seen in stored.items():
-        mine = known.get(session)
-        known[session] = seen if mine is None else Seen(mine.model, max(mine.requests, seen.requests), mine.last)
-    out = []
-    for session, seen in sorted(known.items(), key=lambda kv: -kv[1].last):
-        s = await ls.run(ls.sessions.conversation_summary, session)
-        out.append(
-            P.GatewayConversation(
-                session=session,
-                title=s.title,
-                model=seen.model or s.model,
-                messages=s.messages,
-                requests=seen.requests,
-                last_activity=seen.last,
-                active=session == ls.session_id,
-            )
+    """The conversations the gateway served (the store's, whichever process served them)."""
+    return [
+        P.GatewayConversation(
+            session=c.session,
+            title=c.title,
+            model=c.model,
+            messages=c.messages,
+            requests=c.requests,
+            last_activity=c.last_activity,
+            active=c.session == ls.session_id,
         )
-    return out
+        for c in await ls.run(ls.sessions.gateway_conversations)
+    ]
 
 
 async def set_active(ls: CtxServer, session: str) -> P.GatewayStatus:

@@ -3,6 +3,7 @@ involves memory. It composes the rooms of this package and holds no logic of its
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,16 @@ from ctx_lsp.sessions.code import Code
 from ctx_lsp.sessions.compaction import Compactions
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Event
-from ctx_lsp.sessions.exchanges import ConversationSummary, Exchange, ExchangePlan, Exchanges
+from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan, Exchanges
+from ctx_lsp.sessions.ledger import (
+    ConversationSummary,
+    Forwarded,
+    GatewayConversation,
+    GatewayMoney,
+    GatewayRequest,
+    GatewayRun,
+    Ledger,
+)
 from ctx_lsp.sessions.pins import Pins
 from ctx_lsp.sessions.planning import Planning
 from ctx_lsp.sessions.plans import LEDGER_TURNS, Plans
@@ -71,8 +81,9 @@ class SessionEngine:
             self._plans,
         )
         self._usage = UsageAndMeter(shared, calibration, self._plans, self._pins, self._reflections)
+        self._ledger = Ledger(shared)
         self._exchanges = Exchanges(
-            shared, calibration, self._conversation, self._planning, self._usage, self._capsules
+            shared, calibration, self._conversation, self._planning, self._usage, self._capsules, self._ledger
         )
         self._code = Code(shared, calibration, self._planning)
 
@@ -185,17 +196,38 @@ class SessionEngine:
     ) -> UsageReport | None:
         return self._exchanges.record_reply(session, plan_id, parent, reply, usage)
 
-    def record_gateway_request(self, row: dict[str, int | str | None]) -> None:
-        self._exchanges.record_request(row)
+    def account_exchange(self, plan: ExchangePlan, sent: Forwarded) -> GatewayRequest:
+        """The record of a request the gateway planned and forwarded (what it sent, saved and
+        cost), made from its plan and what the gateway saw, and kept."""
+        return self._ledger.account(plan, sent)
+
+    def record_gateway_request(self, record: GatewayRequest | Mapping[str, Any]) -> None:
+        """A record kept as given (a mapping: by the store's column names)."""
+        self._ledger.keep(record)
+
+    def gateway_requests(self, session: str | None = None) -> list[GatewayRequest]:
+        return self._ledger.requests(session)
 
     def gateway_report(self, session: str | None = None, since: float | None = None) -> GatewayReport:
         """Per session and overall: each request's tokens and cache share, and the totals."""
-        return self._exchanges.report(session, since)
+        return self._ledger.report(session, since)
 
     def gateway_totals(self, session: str | None = None, rows: list[dict[str, Any]] | None = None) -> Totals:
         """The gateway's money and tokens (of one session, or of ``rows`` already read), through
         vs direct: the one place a request's model is priced."""
-        return self._exchanges.totals(session, rows)
+        return self._ledger.totals(session, rows)
+
+    def gateway_money(self, session: str, model: str | None = None) -> GatewayMoney:
+        """A conversation's totals and its model's prices (``model``, else the session's)."""
+        return self._ledger.money(session, model)
+
+    def gateway_conversations(self) -> list[GatewayConversation]:
+        """The conversations the gateway served, the latest first: every face's one list."""
+        return self._ledger.conversations()
+
+    def gateway_run(self, api: str, client_session: str | None) -> GatewayRun | None:
+        """Where the run of a client's conversation id stands (else the latest conversation's)."""
+        return self._ledger.run(api, client_session)
 
     def original(self, message_id: str, session: str | None = None) -> tuple[str, str, str] | None:
         """A tool output the gateway shortened, whole: (session, kind, text), or None."""
@@ -220,7 +252,7 @@ class SessionEngine:
         return kind, part, self.engine.resolve_model(None).counter.count(text)
 
     def conversation_summary(self, session: str) -> ConversationSummary:
-        return self._exchanges.summary(session)
+        return self._ledger.summary(session)
 
     def count_sample(self, model: str, text: str, actual: int, media_tokens: int = 0) -> None:
         self._exchanges.count_sample(model, text, actual, media_tokens)

@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import msgspec
 
 from ctx_lsp.core.conversation import sized_cost
 from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
-from ctx_lsp.core.harness import first_words
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
-from ctx_lsp.core.models import Prices
 from ctx_lsp.core.own_tools import is_ctx_tool
 from ctx_lsp.core.planner import FRAMING_TOKENS
 from ctx_lsp.core.present import present_lines
 from ctx_lsp.core.render import Placement, place
-from ctx_lsp.core.report import GatewayReport, build_report
-from ctx_lsp.core.savings import Totals, saved_tokens, totals
 from ctx_lsp.core.shrink import can_expand, shrink
 from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.shrink.request import Place, Request
@@ -37,13 +32,12 @@ from ctx_lsp.sessions.cache_plan import CachePlan, Epoch
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
+from ctx_lsp.sessions.ledger import Ledger
 from ctx_lsp.sessions.planning import Planning
-from ctx_lsp.sessions.shared import NotFound, Shared
+from ctx_lsp.sessions.shared import Shared
 from ctx_lsp.sessions.usage import UsageAndMeter
 from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 
-TITLE_CHARS = 80
-TITLE_MESSAGES = 8  # user messages read for a conversation's title
 # savings below this buy no automatic context yet: too little for a useful block, and what the
 # estimate of "direct" is unsure of
 MIN_ALLOWANCE = 1_000
@@ -96,16 +90,6 @@ class ExchangePlan:
     rebuilt: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationSummary:
-    """A gateway conversation as a list shows it."""
-
-    session: str
-    title: str  # the first line the user wrote
-    model: str | None
-    messages: int
-
-
 @dataclass(slots=True)
 class Exchanges:
     shared: Shared
@@ -114,6 +98,7 @@ class Exchanges:
     planning: Planning
     usage: UsageAndMeter
     capsules: Capsules
+    ledger: Ledger
     # per session: the scaffold its requests carry, kept until a compaction changes the prompt's
     # start anyway (an agent that edits files would otherwise change it, and miss the cache, each turn)
     scaffolds: dict[str, tuple[tuple[int, str, str], list[Item]]] = field(default_factory=dict)
@@ -313,8 +298,7 @@ class Exchanges:
             return None
         if kept_scaffold is not None and kept_context is not None:
             return None
-        rows = self.shared.store.gateway_requests(ex.session)
-        saved = saved_tokens(rows, self._prices(rows), model.spec.name)
+        saved = self.ledger.saved(ex.session, model.spec.name)
         p = model.spec.prices
         new = int(saved * p.input / p.cache_write) if p and p.cache_write > p.input else saved
         new = new if new >= MIN_ALLOWANCE else 0
@@ -366,53 +350,8 @@ class Exchanges:
                 found.append(Place(sym.path, sym.start_line + 1, sym.end_line + 1))
         return tuple(found)
 
-    def record_request(self, row: dict[str, int | str | None]) -> None:
-        """What one request through the gateway sent, saved and cost (``ctx-lsp stats``)."""
-        self.shared.require_memory()
-        self.shared.store.record_gateway_request(row)
-
-    def report(self, session: str | None = None, since: float | None = None) -> GatewayReport:
-        """The gateway report (``core.report``) of every session, or of one: NotFound when no
-        request of that session went through the gateway. ``since``: only the requests recorded
-        at or after that time (seconds since the epoch)."""
-        self.shared.require_memory()
-        store = self.shared.store
-        if session is None:
-            rows = store.gateway_requests()
-        elif not (rows := store.gateway_requests(session) if session else []):  # the store reads "" as all
-            known = list(dict.fromkeys(r["session"] for r in store.gateway_requests()))
-            hint = f"; sessions with requests: {', '.join(known[:5])}{' …' if len(known) > 5 else ''}" if known else ""
-            raise NotFound(f"no requests through the gateway in session {session!r}{hint}")
-        if since is not None:
-            rows = [r for r in rows if r["created"] >= since]
-        return build_report(rows, self._prices(rows))
-
-    def totals(self, session: str | None = None, rows: list[dict[str, Any]] | None = None) -> Totals:
-        """What the gateway's requests (of ``session``, or ``rows``) sent, saved and cost, through
-        vs direct (``core.savings``), each at its model's prices."""
-        if rows is None:
-            rows = self.shared.store.gateway_requests(session)
-        return totals(rows, self._prices(rows))
-
-    def _prices(self, rows: list[dict[str, Any]]) -> dict[str, Prices | None]:
-        """The prices of the models ``rows`` name (None: a model without prices)."""
-        engine = self.shared.engine
-        return {m: engine.resolve_model(m).spec.prices for m in {r["model"] for r in rows} if m}
-
     def original(self, mid: str, session: str | None = None) -> tuple[str, str, str] | None:
         return self.shared.store.original(mid, session)
-
-    def summary(self, session: str) -> ConversationSummary:
-        store = self.shared.store
-        record = self.shared.open_session(session)
-        meta = store.path_meta(session)
-        # the first user messages: an assistant's own (aider's example, its file listings) come first
-        users = [m.id for m in meta if m.role == "user"][:TITLE_MESSAGES]
-        texts = store.contents(session, users, prefix=True) if users else {}
-        words = first_words(texts.get(i, "") for i in users)
-        lines = [line.strip() for line in words.splitlines() if line.strip()]
-        title = lines[0][:TITLE_CHARS] if lines else "(no user message yet)"
-        return ConversationSummary(session=session, title=title, model=record.model, messages=len(meta))
 
     def count_sample(self, model_name: str, text: str, actual: int, media_tokens: int = 0) -> None:
         """A provider's exact count of a request (Anthropic's count_tokens) against ours of the same
