@@ -279,3 +279,11 @@ def test_any_json_shrinks_without_error(value, query: str, indent: int | None) -
     out = shrink(text, tool="Bash", query=query, count=COUNT, threshold=50, expand_id="m", command="curl x")
     if out is not None:
         assert out.tokens <= COUNT(text)
+
+
+def test_a_json_string_holding_a_unicode_line_break_shrinks() -> None:
+    """One line of JSON is printed before it is cut, and the printer leaves U+0085 and U+2028 in
+    strings as they are: the printed lines break at newlines only."""
+    text = json.dumps({"items": [{"": {"\x85]": None, "\u2028": 1}}] * 30})
+    out = shrink(text, tool="Bash", query="", count=COUNT, threshold=50, expand_id="m", command="curl x")
+    assert out is None or out.tokens <= COUNT(text)

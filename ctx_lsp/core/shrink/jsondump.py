@@ -90,7 +90,8 @@ def shrink(text: str, request: Request, budget_chars: int) -> tuple[str, str]:
     lines = text.splitlines()
     if len(lines) < 20:  # one line of JSON: print it, then cut the printed lines
         data = msgspec.json.decode(text)
-        lines = msgspec.json.format(msgspec.json.encode(data), indent=2).decode().splitlines()
+        # at "\n" only: a string may hold U+0085 or U+2028 unescaped, which splitlines() breaks at
+        lines = msgspec.json.format(msgspec.json.encode(data), indent=2).decode().split("\n")
     found = entries(lines)
     terms = request.pointing(lines)
     odd = _odd_lines(lines, found)
