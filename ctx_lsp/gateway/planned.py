@@ -4,15 +4,10 @@ aiohttp (10 MB of a server's resident memory on sympy)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ctx_lsp.gateway.apis import Parsed
 from ctx_lsp.sessions.exchanges import ExchangePlan
-
-# Review before send: the editor sees each planned request and answers "send", "cancel" or
-# "replan" (after changing pins); "timeout" when it did not answer in time (sent as planned).
-Reviewer = Callable[[str, "Planned"], Awaitable[str]]
 
 
 @dataclass(slots=True)

@@ -32,10 +32,12 @@ from ctx_lsp.gateway.apis.anthropic import Anthropic
 from ctx_lsp.gateway.apis.chat import Chat, is_usage_only
 from ctx_lsp.gateway.apis.responses import Responses
 from ctx_lsp.gateway.direct import cacheable, shared_prefix
+from ctx_lsp.gateway.events import Decision, GatewayEvent, GatewaySnapshot, Listener, RequestDone
 from ctx_lsp.gateway.kept import trim
 from ctx_lsp.gateway.options import GatewayOptions, url_of
-from ctx_lsp.gateway.planned import Planned, Reviewer, Sent
+from ctx_lsp.gateway.planned import Planned, Sent
 from ctx_lsp.gateway.replies import SseSplitter
+from ctx_lsp.gateway.review import ReviewDesk
 from ctx_lsp.gateway.status import GatewayRecord, Status
 from ctx_lsp.gateway.translate import SESSION_HEADER, exchange, rewrite, session_of, tool_names
 from ctx_lsp.sessions.engine import SessionEngine
@@ -82,14 +84,16 @@ class Gateway:
         sessions: SessionEngine,
         options: GatewayOptions,
         run: Runner,
-        on_record: Callable[[GatewayRecord], None] | None = None,
-        reviewer: Reviewer | None = None,
+        listener: Listener | None = None,
+        review: bool = False,
     ) -> None:
         self.sessions = sessions
         self.options = options
         self.run = run
-        self.on_record = on_record
-        self.reviewer = reviewer
+        self.listener = listener
+        # review before send: each planned request waits at the desk for the listener's decision
+        timeout = lambda: sessions.engine.config.gateway.review_timeout  # noqa: E731
+        self.desk = ReviewDesk(timeout, self._emit) if review else None
         self.sent: dict[str, Sent] = {}  # by session, newest last
         self._previous: dict[str, bytes] = {}  # by session: its client's previous request, cacheable part
         self.status = Status(options)
@@ -213,7 +217,7 @@ class Gateway:
             planned = Planned(body=raw, note=f"fail-open: {type(err).__name__}: {err}")
         added = (time.perf_counter() - started) * 1000
         planned.client_body = raw
-        if self.reviewer is not None and planned.plan is not None:
+        if self.desk is not None and planned.plan is not None:
             review_id = f"review-{uuid.uuid4().hex[:12]}"
             while (decision := await self._review(review_id, planned)) == "replan":
                 try:
@@ -235,13 +239,25 @@ class Gateway:
             if planned.plan is not None:  # the plan is kept for replay once the reply is on its way
                 await self.run(self.sessions.flush)
 
-    async def _review(self, review_id: str, planned: Planned) -> str:
-        assert self.reviewer is not None
+    async def _review(self, review_id: str, planned: Planned) -> Decision:
+        assert self.desk is not None
         try:
-            return await self.reviewer(review_id, planned)
+            return await self.desk.ask(review_id, planned)
         except Exception:  # a review that fails must not hold the assistant
             log.exception("gateway: the review failed; sending as planned")
             return "send"
+
+    def _emit(self, event: GatewayEvent) -> Awaitable[None] | None:
+        """``event`` to the listener; what it returns is for the caller to await."""
+        return self.listener(event) if self.listener is not None else None
+
+    def snapshot(self) -> GatewaySnapshot:
+        """Where the gateway stands, for whoever runs it."""
+        st = self.status
+        counts = st.counts
+        return GatewaySnapshot(
+            st.url, counts["requests"], counts["planned"], counts["fail_open"], self.desk is not None, st.last
+        )
 
     def _keep_sent(self, api: Api, planned: Planned) -> None:
         assert planned.session is not None and planned.parsed is not None
@@ -370,11 +386,10 @@ class Gateway:
         if plan is not None:
             stored = self.run(self._store, planned, reply, record, client)
         self._log(record)
-        if self.on_record is not None:
-            try:
-                self.on_record(record)
-            except Exception:
-                log.exception("gateway: notifying the editor failed")
+        try:
+            self._emit(RequestDone(record))
+        except Exception:
+            log.exception("gateway: notifying the editor failed")
         return stored
 
     def _store(self, planned: Planned, reply: Any, record: GatewayRecord, client: tuple[str, str | None]) -> None:

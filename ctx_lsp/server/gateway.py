@@ -13,9 +13,9 @@ so the editor follows every request an assistant sends.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +23,9 @@ from pygls.exceptions import JsonRpcServerError
 
 from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, cache_label, cache_read_price, savings_label, warm_until
 from ctx_lsp.engine import UserError
+from ctx_lsp.gateway.events import GatewayEvent, RequestDone, ReviewAsked, ReviewResolved
 from ctx_lsp.gateway.options import address_of, resolve
-from ctx_lsp.gateway.planned import Planned, Sent
+from ctx_lsp.gateway.planned import Sent
 from ctx_lsp.gateway.preview import preview
 from ctx_lsp.gateway.status import GatewayRecord
 from ctx_lsp.server import convert, replan
@@ -59,7 +60,6 @@ class EditorGateway:
     gateway: Gateway
     chosen: bool = False  # the user picked the active conversation: it no longer follows traffic
     seen: dict[str, Seen] = field(default_factory=dict)
-    reviews: dict[str, asyncio.Future[str]] = field(default_factory=dict)
     money: dict[str, Money] = field(default_factory=dict)  # by session
 
 
@@ -75,13 +75,8 @@ async def start(ls: CtxServer) -> None:
         return
     from ctx_lsp.gateway.proxy import Gateway
 
-    async def reviewer(review_id: str, planned: Planned) -> str:
-        return await _review(ls, review_id, planned)
-
-    # queued on the server's engine worker, in call order
-    gateway = Gateway(
-        ls.sessions, options, ls.host.run, lambda r: _on_record(ls, r), reviewer if config.review else None
-    )
+    # engine calls queued on the server's engine worker, in call order
+    gateway = Gateway(ls.sessions, options, ls.host.run, lambda e: _on_event(ls, e), config.review)
     try:
         url = await gateway.start()
     except OSError as err:
@@ -98,10 +93,20 @@ async def start(ls: CtxServer) -> None:
 async def stop(ls: CtxServer) -> None:
     state, ls.gateway = ls.gateway, None
     if state is not None:
-        for fut in state.reviews.values():
-            if not fut.done():
-                fut.set_result("send")  # nothing waits on an editor that is gone
+        if state.gateway.desk is not None:
+            state.gateway.desk.close()  # nothing waits on an editor that is gone
         await state.gateway.close()
+
+
+def _on_event(ls: CtxServer, event: GatewayEvent) -> Awaitable[None] | None:
+    """The gateway's events as the editor's messages."""
+    if isinstance(event, RequestDone):
+        _on_record(ls, event.record)
+    elif isinstance(event, ReviewAsked):
+        return _show_review(ls, event)
+    elif isinstance(event, ReviewResolved):
+        ls.notify("ctx/reviewResolved", P.ReviewResolved(review_id=event.review_id, outcome=event.outcome))
+    return None
 
 
 def _on_record(ls: CtxServer, record: GatewayRecord) -> None:
@@ -154,48 +159,31 @@ async def _announce(ls: CtxServer, session: str, plan_id: str) -> None:
 # ---- review before send ---------------------------------------------------------------------
 
 
-async def _review(ls: CtxServer, review_id: str, planned: Planned) -> str:
-    state: EditorGateway | None = ls.gateway
-    if state is None or planned.parsed is None or planned.session is None:
-        return "send"
-    if not state.chosen:  # a pin made while the request waits goes to its conversation, shown in the view
-        ls.session_id = planned.session
-        if planned.plan is not None:
-            await replan.announce(ls, planned.session, planned.plan.outcome.result.plan)
-    sent = Sent(planned.api, planned.parsed.model, planned.body, _plan_id(planned), time.time())
-    shown = await _preview(ls, planned.session, sent)
-    timeout = ls.sessions.engine.config.gateway.review_timeout
-    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    state.reviews[review_id] = future
-    title = (await ls.run(ls.sessions.conversation_summary, planned.session)).title
+async def _show_review(ls: CtxServer, asked: ReviewAsked) -> None:
+    """A request held for review, shown: its conversation made active (a pin made while it waits
+    goes there, shown in the view), then ``ctx/reviewRequest`` with the body as it would go."""
+    if not (ls.gateway and ls.gateway.chosen):
+        ls.session_id = asked.session
+        if asked.plan is not None:
+            await replan.announce(ls, asked.session, asked.plan)
+    shown = await _preview(ls, asked.session, asked.sent)
+    title = (await ls.run(ls.sessions.conversation_summary, asked.session)).title
     ls.notify(
         "ctx/reviewRequest",
         P.ReviewRequest(
-            review_id=review_id, session=planned.session, title=title, timeout_seconds=timeout, preview=shown
+            review_id=asked.review_id,
+            session=asked.session,
+            title=title,
+            timeout_seconds=asked.timeout,
+            preview=shown,
         ),
     )
-    try:
-        decision = await asyncio.wait_for(asyncio.shield(future), timeout)
-    except TimeoutError:
-        decision = "timeout"
-    finally:
-        state.reviews.pop(review_id, None)
-    if decision != "replan":
-        outcome = {"send": "sent", "cancel": "cancelled"}.get(decision, "timeout")
-        ls.notify("ctx/reviewResolved", P.ReviewResolved(review_id=review_id, outcome=outcome))  # type: ignore[arg-type]
-    return decision
-
-
-def _plan_id(planned: Planned) -> str | None:
-    return planned.plan.outcome.result.plan.plan_id if planned.plan else None
 
 
 def decide(ls: CtxServer, p: P.ReviewDecisionParams) -> P.ReviewDecisionResult:
     state: EditorGateway | None = ls.gateway
-    future = state.reviews.get(p.review_id) if state else None
-    pending = future is not None and not future.done()
-    if pending:
-        future.set_result(p.decision)  # type: ignore[union-attr]
+    desk = state.gateway.desk if state else None
+    pending = desk.decide(p.review_id, p.decision) if desk is not None else False
     return P.ReviewDecisionResult(review_id=p.review_id, decision=p.decision, pending=pending)
 
 
@@ -220,7 +208,7 @@ def status(ls: CtxServer) -> P.GatewayStatus:
             saved="",
             latest=None,
         )
-    st = state.gateway.status
+    st = state.gateway.snapshot()
     latest = convert.gateway_request(st.last) if st.last else None
     # The provider's cache of the active conversation, from its latest request since this server
     # started (of a conversation served only before, the state is unknown: "" and None).
@@ -230,12 +218,12 @@ def status(ls: CtxServer) -> P.GatewayStatus:
     money = state.money.get(ls.session_id, Money())
     return P.GatewayStatus(
         listening=st.url,
-        requests=st.counts["requests"],
-        planned=st.counts["planned"],
-        fail_open=st.counts["fail_open"],
-        review=state.gateway.reviewer is not None,
+        requests=st.requests,
+        planned=st.planned,
+        fail_open=st.fail_open,
+        review=st.review,
         active_session=ls.session_id,
-        label=latest.label if latest else f"⇄ {st.counts['requests']}",
+        label=latest.label if latest else f"⇄ {st.requests}",
         cache=cache_label(last, now),
         cache_warm_until=None if until is None else round(until * 1000),
         cache_ttl_seconds=CACHE_TTL_SECONDS,
