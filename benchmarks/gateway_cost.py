@@ -29,6 +29,13 @@ tokens billed again; a request whose compaction summary names a later step than 
 is one compaction step, whatever changed first. ``--per-request`` prints every request's cache
 share, ``--html PAGE`` charts them per run (direct against through) with the breaks.
 
+``--idle-every N``: every Nth user turn starts after the user was away longer than the providers'
+cache lifetime (5 minutes): the simulated caches are empty there, direct and through, and the
+gateway's ledger says how long ago the previous request was (a step there costs nothing extra).
+
+Printed per run besides: what ctx_lsp's blocks add (tokens × the requests that carry them) and
+what the compaction steps cost — where the default mode's extra cost over mode off comes from.
+
 ``--window 48000 --result-chars 3500`` replays issue 32's case: at 200 turns the raw history
 outgrows the window 3.9× (Claude Code's shape) and 3.6× (Codex's), printed as "raw/window". The
 issue's 32k window leaves Claude Code's own system prompt and tools (21k tokens) too little room.
@@ -393,6 +400,32 @@ def sdk_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
     return [{"model": SHAPES["sdk"][0], "messages": m} for m in chats]
 
 
+IDLE_SECONDS = 600  # the user away: past both providers' cache lifetime
+
+
+def idle_requests(bodies: list[dict[str, Any]], every: int) -> set[int]:
+    """The requests that start every ``every``-th user turn after the first (0: none)."""
+    if every <= 0:
+        return set()
+    starts = [n for n, b in enumerate(bodies) if _starts_turn(b)]
+    return {n for k, n in enumerate(starts) if k and k % every == 0}
+
+
+def _starts_turn(body: dict[str, Any]) -> bool:
+    """Whether a body's newest item is a user's own message (not a tool result)."""
+    items = body.get("messages") or body.get("input") or []
+    last = items[-1] if items else {}
+    content = last.get("content")
+    blocks = content if isinstance(content, list) else []
+    return last.get("role") == "user" and not any(b.get("type") == "tool_result" for b in blocks)
+
+
+def _age(sessions: SessionEngine, seconds: float) -> None:
+    """Every request the ledger holds, ``seconds`` further back: the user was away."""
+    with sessions.store.write() as conn:
+        conn.execute("UPDATE gateway_requests SET created = created - ?", (seconds,))
+
+
 async def through(
     workspace: Path,
     shape: str,
@@ -400,6 +433,7 @@ async def through(
     bodies: list[dict[str, Any]],
     context_cost: str | None = None,
     window: int | None = None,
+    idle: set[int] | None = None,
 ) -> list[dict[str, Any]]:
     loop = asyncio.get_running_loop()
     worker = ThreadPoolExecutor(max_workers=1)
@@ -436,7 +470,9 @@ async def through(
         if shape != "sdk":  # a script sends no session header: the gateway tells its conversations apart
             headers["X-Ctx-Session"] = f"bench-{shape}-{mode}-{time.time_ns()}"
         async with aiohttp.ClientSession() as http:
-            for body in bodies:
+            for n, body in enumerate(bodies):
+                if n in (idle or ()):
+                    await run(_age, sessions, IDLE_SECONDS)
                 async with http.post(url + path, json=body, headers=headers) as r:
                     await r.read()
                     if r.status != 200:
@@ -461,6 +497,10 @@ class Priced:
     breaks: list[tuple[int, str, int]] = field(default_factory=list)  # (request, why, tokens billed again)
     shares: list[float] = field(default_factory=list)  # per request
     largest: int = 0  # tokens of the largest request
+    stable: int = 0  # tokens × requests of ctx_lsp's stable block
+    per_turn: int = 0  # tokens × requests of ctx_lsp's per-turn blocks
+    steps: int = 0  # compaction steps
+    step_cost: float = 0.0  # what the requests that took them cost
 
 
 def step_of(body: dict[str, Any]) -> int:
@@ -468,7 +508,22 @@ def step_of(body: dict[str, Any]) -> int:
     return max(map(int, STEP_MARK.findall(json.dumps(body, ensure_ascii=False))), default=0)
 
 
-def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -> Priced:
+def added(body: Any) -> tuple[int, int]:
+    """The tokens of ctx_lsp's stable block and of its per-turn blocks in a body."""
+    stable = per_turn = 0
+    if isinstance(body, str):
+        if STABLE_HEADER in body:
+            stable = len(body.encode()) // 4
+        elif CONTEXT_HEADER in body:
+            per_turn = len(body[body.index(CONTEXT_HEADER) :].encode()) // 4
+    elif isinstance(body, dict | list):
+        for x in body.values() if isinstance(body, dict) else body:
+            s, t = added(x)
+            stable, per_turn = stable + s, per_turn + t
+    return stable, per_turn
+
+
+def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None, idle: set[int] | None = None) -> Priced:
     _, model_window, p = SHAPES[shape]
     window = window or model_window
     cache = Cache(shape)
@@ -478,7 +533,11 @@ def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -
     step = 0
     for n, body in enumerate(bodies):
         data, marks = serialise(shape, body)
+        if n in (idle or ()):  # the user was away: the provider's cache expired
+            cache.entries.clear()
         c, r, t = cache.price(data, marks, p)
+        s, b = added(body)
+        out.stable, out.per_turn = out.stable + s, out.per_turn + b
         out.cost, out.tokens = out.cost + c, out.tokens + t
         out.largest = max(out.largest, t)
         out.over += t > window
@@ -488,6 +547,8 @@ def price(shape: str, bodies: list[dict[str, Any]], window: int | None = None) -
             read_late, total_late = read_late + r, total_late + t
         parts = regions(shape, body)
         stepped, step = step_of(body) > step, max(step, step_of(body))
+        if stepped:
+            out.steps, out.step_cost = out.steps + 1, out.step_cost + c
         if prev is not None and (why := break_reason(prev[0], parts)) is not None:
             why = "compaction step" if stepped else why  # one step, in one go, whatever changed first
             out.breaks.append((n, why, (len(prev[1]) - shared_prefix(data, prev[1])) // 4))
@@ -506,6 +567,15 @@ def breaks_line(priced: Priced) -> str:
     parts = [f"{why} ×{len(v)} ({sum(v) / 1e3:.0f}k tok)" for why, v in sorted(by.items(), key=lambda x: -sum(x[1]))]
     first = ", ".join(f"#{n}" for n, _, _ in priced.breaks[:8])
     return f"breaks: {'; '.join(parts)} — requests {first}{' …' if len(priced.breaks) > 8 else ''}"
+
+
+def cost_line(priced: Priced) -> str:
+    """What ctx_lsp's blocks added and what the steps cost: where a mode's cost goes."""
+    share = priced.step_cost / priced.cost if priced.cost else 0.0
+    return (
+        f"ctx_lsp's blocks: stable {priced.stable / 1e3:.0f}k + per-turn {priced.per_turn / 1e3:.0f}k tokens×requests; "
+        f"{priced.steps} steps cost ${priced.step_cost:.2f} ({share:.0%} of the run)"
+    )
 
 
 def share_curve(priced: Priced, buckets: int = 10) -> str:
@@ -536,6 +606,12 @@ def main(argv: list[str] | None = None) -> int:
         help="characters of each tool output",
     )
     ap.add_argument("--no-breaks", dest="breaks", action="store_false", help="no per-run break lines")
+    ap.add_argument(
+        "--idle-every",
+        type=int,
+        default=0,
+        help="every Nth user turn starts after the user was away past the cache lifetime (0: never)",
+    )
     ap.add_argument("--per-request", action="store_true", help="print every request's cache share")
     ap.add_argument("--html", type=Path, help="write a page with each run's cache share per request, charted")
     args = ap.parse_args(argv)
@@ -558,10 +634,11 @@ def main(argv: list[str] | None = None) -> int:
         if shape == "sdk":
             runs = [("3 requests", make(3, files, greps, log))]
         for label, bodies in runs:
-            d = price(shape, [without_ctx_tools(b) for b in bodies], args.window)
+            idle = idle_requests(bodies, args.idle_every)
+            d = price(shape, [without_ctx_tools(b) for b in bodies], args.window, idle)
             for mode in args.modes:
-                sent = asyncio.run(through(workspace, shape, mode, bodies, args.context_cost, args.window))
-                t = price(shape, sent, args.window)
+                sent = asyncio.run(through(workspace, shape, mode, bodies, args.context_cost, args.window, idle))
+                t = price(shape, sent, args.window, idle)
                 money = f"{d.cost:>9.2f} {t.cost:>10.2f} {t.cost / d.cost:>6.2f}"
                 cache = f"{d.share:>5.2f}/{t.share:<5.2f}"
                 moved = f"{d.tokens / 1e6:>8.2f}M → {t.tokens / 1e6:.2f}M"
@@ -572,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.breaks and shape != "sdk":
                     print(f"{'':<23} {breaks_line(t)}")
                     print(f"{'':<23} cache share by tenths: {share_curve(t)}")
+                    print(f"{'':<23} {cost_line(t)}")
                     if t.marks:
                         print(f"{'':<23} {t.marks} requests with more than {MAX_MARKS} cache_control blocks")
                 if args.per_request:

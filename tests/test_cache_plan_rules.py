@@ -11,7 +11,16 @@ from ctx_lsp.core.items import Message
 from ctx_lsp.core.models import Prices
 from ctx_lsp.core.render import Placement
 from ctx_lsp.gateway.status import GatewayRecord
-from ctx_lsp.sessions.cache_plan import KEEP_SHARE, TRIGGER_FLOOR, CachePlan, step_pays, step_sizes
+from ctx_lsp.sessions.cache_plan import (
+    CONTEXT_SHARE,
+    KEEP_SHARE,
+    TRIGGER_FLOOR,
+    CachePlan,
+    context_tokens,
+    step_pays,
+    step_sizes,
+    turn_start_trigger,
+)
 
 ANTHROPIC = Prices(input=3.0, output=15.0, cache_read=0.30, cache_write=3.75)
 OPENAI = Prices(input=1.25, output=10.0, cache_read=0.125, cache_write=1.25)
@@ -50,6 +59,62 @@ def test_a_step_before_the_threshold_must_be_paid_back_by_the_requests_to_come()
     assert not step_pays(70_000, 37_500, 5, ANTHROPIC)
     assert step_pays(70_000, 37_500, 20, ANTHROPIC)
     assert not step_pays(38_000, 37_500, 50, ANTHROPIC)  # almost nothing shed
+
+
+def test_a_cold_cache_makes_a_step_free_so_it_comes_from_the_floor() -> None:
+    """Idle past the provider's TTL the next request writes its whole prompt anyway: no write
+    premium for the step, which is then taken from half the room rather than at the threshold."""
+    warm, cold = step_sizes(14_000, 0.85, GROWTH, ANTHROPIC), step_sizes(14_000, 0.85, GROWTH, ANTHROPIC, cold=True)
+    assert warm.trigger == warm.limit and cold.trigger == int(14_000 * TRIGGER_FLOOR) < warm.trigger
+    assert cold.keep == warm.keep and cold.limit == warm.limit  # as deep, and the same window
+    assert not step_pays(8_000, 3_500, 5, ANTHROPIC) and step_pays(8_000, 3_500, 5, ANTHROPIC, cold=True)
+    assert not step_pays(3_000, 3_500, 50, ANTHROPIC, cold=True)  # nothing to shed
+
+
+def _turn_cost(start: int, keep: int, turn: int, step_at: int | None, prices: Prices) -> float:
+    """A turn of ``turn`` requests from a conversation of ``start`` tokens, each appending GROWTH,
+    with a step (down to ``keep``) before request ``step_at``: what its requests cost (shares of the
+    input price), every request reading what the one before sent and writing what it appends."""
+    r, w = prices.cache_read / prices.input, prices.cache_write / prices.input
+    size, cost = start, 0.0
+    for n in range(turn):
+        if n == step_at:
+            size = keep
+            cost += w * size  # the rebuilt prefix written once
+        else:
+            cost += r * size
+        size += GROWTH
+        cost += w * GROWTH
+    return cost
+
+
+@pytest.mark.parametrize("prices", [ANTHROPIC, OPENAI], ids=["anthropic", "openai"])
+def test_a_turn_that_would_reach_the_step_size_is_cheaper_stepped_at_its_start(prices: Prices) -> None:
+    s = step_sizes(14_000, 0.85, GROWTH, prices)
+    turn = 10  # requests: 9k appended, most of the room
+    at = turn_start_trigger(s, turn * GROWTH)
+    assert s.keep <= at < s.trigger and turn_start_trigger(s, 0) == s.trigger
+    start = at + 500  # a turn starts here: it would reach the step size in its loop
+    mid = next(n for n in range(turn) if start + n * GROWTH >= s.trigger)
+    # at its start a step keeps the new user message (and the summary); in the loop, the kept share
+    first = _turn_cost(start, 600, turn, 0, prices)
+    later = _turn_cost(start, s.keep, turn, mid, prices)
+    assert first < later
+    assert 600 + turn * GROWTH < s.limit  # and the turn then runs without another step
+
+
+def test_a_turns_context_costs_a_share_of_what_its_requests_cost() -> None:
+    """Priced over its life in the prompt — written once, read by each request it stays in —
+    a turn's context costs at most CONTEXT_SHARE of what the turn's requests cost."""
+    r, w = 0.1, 1.25
+    n = context_tokens(4_000, 13, 15, ANTHROPIC)
+    life = max(13, (15 + 13) / 2)
+    assert n * (w + r * life) == pytest.approx(CONTEXT_SHARE * 13 * 4_000, rel=0.01)
+    assert context_tokens(4_000, 13, 60, ANTHROPIC) < n  # a longer cycle: the block is read longer
+    assert context_tokens(4_000, 13, None, ANTHROPIC) > n  # no step yet: its turn
+    assert context_tokens(8_000, 13, 15, ANTHROPIC) == pytest.approx(2 * n, abs=1)  # dearer requests
+    assert context_tokens(4_000, 13, 15, OPENAI) > n  # no write premium
+    assert context_tokens(0, 13, 15, ANTHROPIC) == 0
 
 
 def _placement(shown: dict[str, str], stable: str = "") -> Placement:

@@ -128,12 +128,18 @@ class StepSizes:
     limit: int  # the threshold: a step here whatever it costs (the window)
 
 
-def step_sizes(room: int, threshold: float, growth: float, prices: Prices | None, summary: int = 0) -> StepSizes:
+def step_sizes(
+    room: int, threshold: float, growth: float, prices: Prices | None, summary: int = 0, cold: bool = False
+) -> StepSizes:
     """When to take a compaction step and how far down, for a conversation ``room`` (tokens),
     its ``threshold`` share, ``growth`` tokens appended per request and the model's ``prices``
-    (None: none known — the threshold, cache prices as Anthropic's)."""
+    (None: none known — the threshold, cache prices as Anthropic's). ``cold``: the provider's
+    cache of the conversation has expired (idle past its TTL): the next request writes its whole
+    prompt anyway, a step's rewrite costs nothing extra, so it is taken from the floor on."""
     keep = int(room * KEEP_SHARE)
     limit = int(room * threshold)
+    if cold:
+        return StepSizes(trigger=min(limit, int(room * TRIGGER_FLOOR)), keep=keep, limit=limit)
     r, w = _rates(prices)
     if r <= 0 or w <= r or growth <= 0:
         return StepSizes(trigger=limit, keep=keep, limit=limit)
@@ -141,12 +147,56 @@ def step_sizes(room: int, threshold: float, growth: float, prices: Prices | None
     return StepSizes(trigger=int(min(limit, max(room * TRIGGER_FLOOR, best))), keep=keep, limit=limit)
 
 
-def step_pays(conversation: int, keep: int, remaining: float, prices: Prices | None) -> bool:
+def turn_start_trigger(sizes: StepSizes, turn_growth: float) -> int:
+    """The step size at a user turn's first request: a turn expected to grow by ``turn_growth``
+    tokens that would reach ``sizes.trigger`` anyway steps at its start, once there is more than
+    the kept share to shed. There a step keeps the new user message and the newest whole turns
+    that fit the kept share — the turns it sheds a step inside the loop would shed too — not the
+    last quarter of a running agent loop: the cheapest rewrite, and the loop then runs without a
+    step in its middle."""
+    if turn_growth <= 0:
+        return sizes.trigger
+    return min(sizes.trigger, max(sizes.keep, int(sizes.trigger - turn_growth)))
+
+
+def step_pays(conversation: int, keep: int, remaining: float, prices: Prices | None, cold: bool = False) -> bool:
     """Whether a step now (``conversation`` tokens down to ``keep``) is paid back by the
     ``remaining`` requests expected: each reads the shed part at the read price; the step writes
-    what it keeps once at the write price."""
+    what it keeps once at the write price — where a read would have done, unless the cache is
+    ``cold`` (the next request writes its whole prompt anyway: a step then costs nothing extra)."""
     r, w = _rates(prices)
-    return r * max(0, conversation - keep) * remaining >= max(0.0, w - r) * keep
+    premium = 0.0 if cold else max(0.0, w - r) * keep
+    return conversation > keep and r * (conversation - keep) * remaining >= premium
+
+
+# The context a turn adds, chosen by the money. A turn's block (retrieved code) is written once and
+# read by every request it stays in: the turn's own requests, and after the turn until the next
+# compaction step (removing it sooner would rewrite everything after it). Per token, with r and w
+# the read and write prices as shares of the input price:
+#
+#     w + r·life,  life = max(turn, (cycle + turn)/2)
+#
+# with turn the requests of a user turn and cycle the requests from one step to the next (no step
+# yet: the turn): a step comes at a turn's start when the turn would reach it anyway
+# (``turn_start_trigger``), so a block lives at least its turn, and on average until the middle of
+# the cycle after it. The automatic context of a turn (its block, and the layout a step adds again)
+# costs at most CONTEXT_SHARE of what the turn's requests cost: the default mode then costs about
+# that much more than mode off, whatever the conversation has saved. Claude Code's shape in a 48k
+# window (a request about 4k tokens' worth, 13 requests a turn, a step every 15): about 1,000
+# tokens. Before this rule a turn's block took a twentieth of the room (700 tokens there, 1,500 for
+# Codex's shape) whatever it cost, and light cost 8–11% more than off at 200 turns.
+CONTEXT_SHARE = 0.05
+
+
+def context_tokens(request_cost: float, turn: float, cycle: float | None, prices: Prices | None) -> int:
+    """The most tokens a user turn's automatic context may take: ``request_cost`` is what a request
+    of this conversation costs on average (tokens at the full input price, cache reads and writes
+    weighed), ``turn`` its requests per user turn, ``cycle`` its requests per compaction step (None:
+    no step yet)."""
+    r, w = _rates(prices)
+    turn = max(1.0, turn)
+    life = max(turn, (cycle + turn) / 2) if cycle else turn
+    return int(CONTEXT_SHARE * turn * max(0.0, request_cost) / (w + r * life))
 
 
 def _rates(prices: Prices | None) -> tuple[float, float]:

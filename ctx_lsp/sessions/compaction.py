@@ -4,6 +4,7 @@ never deleted: they stay in the store and in ``ctx/listMessages``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,12 +13,13 @@ import msgspec
 
 from ctx_lsp.core.conversation import Sized, group_turns, sized_cost
 from ctx_lsp.core.items import BudgetSpec
+from ctx_lsp.core.prompt_cache import warm_until
 from ctx_lsp.core.tokens import counter_for, scaled
 from ctx_lsp.engine import ResolvedModel, UserError
 from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
 from ctx_lsp.memory.llm import WINDOW_ENCODING, ChatClient
 from ctx_lsp.memory.store import MessageMeta, SessionRecord
-from ctx_lsp.sessions.cache_plan import step_pays, step_sizes
+from ctx_lsp.sessions.cache_plan import step_pays, step_sizes, turn_start_trigger
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Compacted
@@ -100,14 +102,28 @@ class Compactions:
         # each request appends about one reply and what answers it
         replies = sum(m.role == "assistant" for m in active)
         growth = estimate / replies if replies else 0.0
-        sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary)
-        if not force and estimate < sizes_now.trigger:
-            return False
+        # idle past the provider's cache TTL, the next request writes its whole prompt anyway: the
+        # cheapest moment for a step
+        last = self.shared.store.last_gateway_request(record.id)
+        cold = last is not None and warm_until(last, time.time()) is None
+        sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary, cold)
         requests = replies + sum(m.role == "assistant" for m in parts[0])
+        trigger, turn_growth = sizes_now.trigger, 0.0
+        if live_turn and active[-1].role == "user":
+            # a turn's first request: a turn that would reach the step size anyway (growing as this
+            # conversation's turns have) steps here, where a step keeps the new user message and
+            # not a quarter of a running agent loop — the cheapest rewrite, and none in the loop
+            turns = sum(m.role == "user" for m in parts[0]) + sum(m.role == "user" for m in active)
+            turn_growth = growth * requests / max(1, turns - 1)
+            trigger = turn_start_trigger(sizes_now, turn_growth)
+        if not force and estimate < trigger:
+            return False
+        # the window forces a step within this turn anyway: now is the cheapest moment
+        forced = estimate + turn_growth >= sizes_now.limit
         if (
             not force
-            and estimate < sizes_now.limit
-            and not step_pays(estimate, sizes_now.keep + summary, requests, model.spec.prices)
+            and not forced
+            and not step_pays(estimate, sizes_now.keep + summary, requests, model.spec.prices, cold)
         ):
             return False  # below the window's limit, a step the rest of the session would not pay back
         compaction = self.compact(

@@ -9,26 +9,31 @@ retrieval only what the conversation leaves — a request that fits goes out as 
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.conversation import sized_cost
+from ctx_lsp.core.conversation import Sized, sized_cost
 from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
+from ctx_lsp.core.models import Prices
 from ctx_lsp.core.own_tools import is_ctx_tool
 from ctx_lsp.core.planner import FRAMING_TOKENS
 from ctx_lsp.core.present import present_lines
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, warm_until
 from ctx_lsp.core.render import Placement, place
+from ctx_lsp.core.savings import RELATIVE_PRICES, saved_tokens
 from ctx_lsp.core.shrink import can_expand, shrink
 from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.shrink.request import Place, Request
 from ctx_lsp.core.side_requests import side_request
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
-from ctx_lsp.memory.store import InsideCompaction
-from ctx_lsp.sessions.cache_plan import CachePlan, Epoch
+from ctx_lsp.memory.store import InsideCompaction, MessageMeta
+from ctx_lsp.sessions.cache_plan import CachePlan, Epoch, context_tokens
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
@@ -151,9 +156,7 @@ class Exchanges:
         # what the conversation section needs as the planner counts it (messages with their framing,
         # the compaction summary): retrieval gets only what that leaves, so it never squeezes out
         # the summary or an old turn (a mask there would rewrite the cached prefix)
-        done = store.compactions(ex.session)
-        talk = sum(scaled(sized_cost(model.counter, m.to_message(), every[m.id]), cal) for m in path if m.id in active)
-        talk += FRAMING_TOKENS + (scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0)
+        talk = self._talk(ex.session, model, path, every)
         sent = system + sum(scaled(s.tokens + s.media, cal) for s in every.values())  # what the client sent, whole
         # a side request (a title, a summary, a check) gets no added context: it cannot use it
         side = side_request(ex.system, ex.messages, ex.tools, ex.max_output)
@@ -161,6 +164,9 @@ class Exchanges:
         users = [i for m, i in zip(ex.messages, ids, strict=True) if m.role == "user"]
         user_id = users[-1] if users else None
         previous = self.cache_plans.get(ex.session)
+        # the provider's cache of this conversation expired (idle past its TTL): a step here is free
+        last = store.last_gateway_request(ex.session)
+        cold = last is not None and warm_until(last, time.time()) is None
         cache = None if side else self._cache_plan(ex.session, (len(store.compactions(ex.session)), mode), user_id)
         # the blocks this conversation holds already (this turn's too, after its first request):
         # resent as they were, so counted as the client's system prompt is; no new search this turn
@@ -172,7 +178,8 @@ class Exchanges:
         # a turn's block stays in the prompt until the next compaction step: what it takes of the
         # conversation's room brings that step sooner, so it gets at most a share of the room
         cap = min(cap, int((prompt - system) * TURN_BLOCK_SHARE))
-        rag = 0 if mode == "off" or turn_block is not None else max(0, min(cap, prompt - system - talk))
+        searches = mode != "off" and turn_block is None
+        rag = max(0, min(cap, prompt - system - talk)) if searches else 0
         system_share = min(1.0, system / prompt)
         overrides = BudgetOverrides(
             max_completion_tokens=ex.max_output,
@@ -206,9 +213,9 @@ class Exchanges:
         )
         outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         after = (len(store.compactions(ex.session)), mode, versions)
-        if request.scaffold is not None and after != key:  # it compacted: the prompt's start changes now
-            allowance = self._allowance(ex, model, mode, None, kept_context)
-            request = replace(request, scaffold=None, allowance=allowance)
+        if after != key and (request.scaffold is not None or searches):
+            # it compacted: the prompt's start changes now, and a turn's search gets the room the step made
+            request = self._after_step(ex, request, model, mode, kept_context, searches, cap, prompt - system)
             outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
         placement = place(outcome.result)
         count = lambda t: scaled(model.counter.count(t), cal)  # noqa: E731
@@ -222,6 +229,11 @@ class Exchanges:
                 outcome = self.planning.plan(
                     SessionPlanRequest(session=ex.session, request=request, keep_later=True, compact=True)
                 )
+                if searches and len(store.compactions(ex.session)) != after[0]:  # the room the step made
+                    request = self._after_step(ex, request, model, mode, kept_context, searches, cap, prompt - system)
+                    outcome = self.planning.plan(
+                        SessionPlanRequest(session=ex.session, request=request, keep_later=True)
+                    )
                 stepped = len(store.compactions(ex.session)) != after[0]
                 after = (len(store.compactions(ex.session)), mode, versions)
                 placement = place(outcome.result)
@@ -234,7 +246,11 @@ class Exchanges:
             epoch = (len(store.compactions(ex.session)), mode)
             if epoch != cache.epoch:  # a compaction step: the prefix is rebuilt here, once
                 cache = cache.next_epoch(epoch, user_id)
-                rebuilt = rebuilt or "compaction step: the conversation reached its step size"
+                rebuilt = rebuilt or (
+                    f"compaction step: the provider's cache had expired (idle over {CACHE_TTL_SECONDS // 60} minutes)"
+                    if cold
+                    else "compaction step: the conversation reached its step size"
+                )
             elif previous is not None and previous.epoch[1] != mode:
                 rebuilt = f"mode changed to {mode}"
             self.cache_plans[ex.session] = cache
@@ -273,6 +289,41 @@ class Exchanges:
             rebuilt=rebuilt,
         )
 
+    def _talk(
+        self, session: str, model: ResolvedModel, path: list[MessageMeta], every: dict[str, Sized] | None = None
+    ) -> int:
+        """What the conversation section needs as the planner counts it (messages with their
+        framing, the compaction summary): retrieval gets only what that leaves, so it never
+        squeezes out the summary or an old turn (a mask there would rewrite the cached prefix)."""
+        cal = model.estimator.calibration
+        every = every if every is not None else self.conversation.sizes(session, path, model.counter)
+        done = self.shared.store.compactions(session)
+        talk = sum(
+            scaled(sized_cost(model.counter, m.to_message(), every[m.id]), cal) for m in path if m.archived_by is None
+        )
+        return talk + FRAMING_TOKENS + (scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0)
+
+    def _after_step(
+        self,
+        ex: Exchange,
+        request: PlanRequest,
+        model: ResolvedModel,
+        mode: Mode,
+        kept_context: list[Item] | None,
+        searches: bool,
+        cap: int,
+        room: int,
+    ) -> PlanRequest:
+        """``request`` again after a compaction step it made: the scaffold chosen afresh and, when
+        the turn searches, its retrieval given what the conversation leaves now (``room``: the
+        prompt budget the system prompt and the blocks carried leave) — not what it left before."""
+        request = replace(request, scaffold=None, allowance=self._allowance(ex, model, mode, None, kept_context))
+        if not searches:
+            return request
+        talk = self._talk(ex.session, model, self.shared.store.path_meta(ex.session))
+        budget = msgspec.structs.replace(request.budget, rag_budget=max(0, min(cap, room - talk)))
+        return replace(request, budget=budget)
+
     def _cache_plan(self, session: str, epoch: Epoch, user_id: str | None) -> CachePlan:
         """The session's cache plan for a request in ``epoch``: a compaction step since (made by
         any face) starts the next epoch; a mode change starts afresh."""
@@ -298,11 +349,33 @@ class Exchanges:
             return None
         if kept_scaffold is not None and kept_context is not None:
             return None
-        saved = self.ledger.saved(ex.session, model.spec.name)
+        rows = self.shared.store.gateway_requests(ex.session)
+        prices = self.ledger.prices(rows)
+        saved = saved_tokens(rows, prices, model.spec.name)
         p = model.spec.prices
         new = int(saved * p.input / p.cache_write) if p and p.cache_write > p.input else saved
         new = new if new >= MIN_ALLOWANCE else 0
+        if new:  # and what pays over its life in the prompt (``cache_plan.context_tokens``), at least the minimum
+            new = min(new, max(MIN_ALLOWANCE, self._context_tokens(ex, rows, prices, model)))
         return new + sum(i.tokens for i in (kept_scaffold or []) + (kept_context or []))
+
+    def _context_tokens(
+        self, ex: Exchange, rows: list[dict[str, Any]], prices: dict[str, Prices | None], model: ResolvedModel
+    ) -> int:
+        """What a turn's automatic context may take in this conversation: a share of what its
+        requests cost, each token priced over the requests it stays in (``cache_plan``)."""
+        cost = 0.0  # the input of the requests so far, as the provider billed it (the reply is not ours)
+        for r in rows:
+            p = prices.get(r.get("model") or "") or RELATIVE_PRICES
+            read, write = r.get("cached_tokens") or 0, r.get("cache_write_tokens") or 0
+            cost += p.cost(max(0, (r.get("input_tokens") or 0) - read - write), read, write, 0)
+        if not cost or not rows:
+            return 0
+        request_cost = cost / len(rows) / ((model.spec.prices or RELATIVE_PRICES).input / 1e6)
+        turns = sum(m.role == "user" for m in ex.messages)
+        steps = len(self.shared.store.compactions(ex.session))
+        cycle = len(rows) / steps if steps else None
+        return context_tokens(request_cost, len(rows) / max(1, turns), cycle, model.spec.prices)
 
     def _shrink(self, ex: Exchange, new: list[Message]) -> list[Message]:
         """Big tool outputs seen for the first time, shortened (``core.shrink``); the originals are

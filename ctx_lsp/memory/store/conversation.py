@@ -227,6 +227,11 @@ class Conversation(Database):
         with self.write() as conn:
             GATEWAY_REQUESTS.insert(conn, {**row, "created": time.time()})
 
+    def last_gateway_request(self, session: str) -> float | None:
+        """When the session's latest request through the gateway was recorded (epoch seconds)."""
+        row = self._read("SELECT MAX(created) FROM gateway_requests WHERE session = ?", (session,))
+        return row[0][0] if row else None
+
     def gateway_requests(self, session: str | None = None) -> list[dict[str, Any]]:
         names = [n for n in GATEWAY_REQUESTS.names if n != "seq"]
         where, args = (" WHERE session = ?", (session,)) if session else ("", ())

@@ -318,5 +318,7 @@ INDEXES = (
     "CREATE INDEX IF NOT EXISTS usage_model ON usage(model)",
     # a turn's messages (reflection, each turn): not a walk through all of a long session's
     "CREATE INDEX IF NOT EXISTS messages_turn ON messages(session, turn)",
+    # a conversation's latest request (each plan: is its provider cache still warm?)
+    "CREATE INDEX IF NOT EXISTS gateway_requests_session ON gateway_requests(session, created)",
 )
 SCHEMA = ";\n".join(t.create() for t in TABLES) + ";\n" + ";\n".join(INDEXES) + ";\n"
