@@ -288,6 +288,17 @@ def test_no_item_is_packed_inside_another():
     assert tight["symbol_body:C"] == "budget"
 
 
+def test_the_room_a_spread_frees_is_used():
+    # five cards of one file fill the room; another file's 40-token card takes the place of the
+    # last (100 tokens), and the 60 tokens it frees take the next card that fits
+    cands = [code(f"a{n}", "symbol_card", 100, 9.0 - n / 10, (n * 20, n * 20 + 9), "pkg/a.py") for n in range(5)]
+    cands += [code("other", "symbol_card", 40, 1.0, (0, 9), "pkg/other.py")]
+    cands += [code("a5", "symbol_card", 50, 0.9, (200, 209), "pkg/a.py")]
+    r = reasons(plan(plan_input(candidates=tuple(cands), rag_budget=500, mode="light")))
+    assert r["symbol_card:other"] == r["symbol_card:a5"] == "relevant"
+    assert r["symbol_card:a4"] == "budget"  # the card that gave way does not come back
+
+
 def test_mode_off_and_stale():
     cands = (sym("a", 10, score=1.0), sym("b", 10, score=2.0, line=10, stale=True))
     assert set(reasons(plan(plan_input(candidates=cands, mode="off"))).values()) >= {"mode_off"}

@@ -455,14 +455,16 @@ CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 
 
 def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
-    """Pack retrieved items, best first, in four passes:
+    """Pack retrieved items, best first, in five passes:
 
     1. depth: the bodies of the best hits (see DEPTH_SHARE);
     2. breadth: every other form (cards, touchpoints, history), while it fits — a card that is
        nearly its body as that body (see NEAR_BODY_RATIO);
     3. upgrades: bodies of what is in as a card, then any body that still fits, best first;
     4. spread: the best card of each file not shown yet, in place of the lowest-ranked card of a
-       file shown by two items or more (``_RagPack.spread``).
+       file shown by two items or more (``_RagPack.spread``);
+    5. the room the spread freed: any item that fits, best first (a body in place of its card
+       too), but not a card that gave way.
 
     A symbol is packed in one form only, and no item is packed inside another: an item whose
     range lies inside an included body is a ``duplicate``; a body that contains included items
@@ -489,6 +491,11 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
             break
         pack.add(item, pack.room)
     pack.spread(eligible)  # 4. a card of each file not shown yet, in place of a shown file's last card
+    for item in eligible:  # 5. the room the spread freed (a card gave way to a smaller one), best first
+        if pack.room <= 0:
+            break
+        if item.id not in pack.gave_way:
+            pack.add(item, pack.room)
     return pack.result(eligible)
 
 
