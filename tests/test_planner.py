@@ -207,23 +207,62 @@ def test_heavy_mode_keeps_room_for_cards_and_shows_a_long_body_whole():
         cands += [code(f"x{n}", "symbol_body", 300, 9.0 - n / 2, lines, path)]
     small = plan(plan_input(candidates=tuple(cands), rag_budget=2000, mode="heavy"))
     packed = {i.symbol: i.kind for i in small.plan.included if i.section == "rag"}
-    # BREADTH_RESERVE: the bodies take at most 2000 - 1000 tokens, so every file still gets a card
+    # DEPTH_SHARE: the bodies take at most 70% of the room, so every file still gets a card
     # (with 85% of the room for bodies, five bodies would leave room for five cards: ten files);
-    # three bodies from the depth pass, a fourth upgraded from its card in the room left
+    # four bodies from the depth pass, the eight other files' cards in the 800 tokens left
     assert len(packed) == 12
     assert [s for s, k in packed.items() if k == "symbol_body"] == ["x0", "x1", "x2", "x3"]
     # DEPTH_ITEM_SHARE: a body of 60% of the room is shown whole in heavy mode (up to the depth
-    # share, 70%); light mode caps one body at half the room and shows it as a card
-    big = (
-        code("big", "symbol_card", 30, 20.0, (0, 200), "pkg/big.py"),
-        code("big", "symbol_body", 2400, 20.0, (0, 200), "pkg/big.py"),
-    )
-    kinds: dict[str, dict[str, str]] = {}
-    for mode in ("heavy", "light"):
-        roomy = plan(plan_input(candidates=(*big, *cands), rag_budget=4000, mode=mode))
-        kinds[mode] = {i.symbol: i.kind for i in roomy.plan.included if i.section == "rag"}
-    assert kinds["heavy"]["big"] == "symbol_body" and kinds["light"]["big"] == "symbol_card"
-    assert len(kinds["heavy"]) == len(kinds["light"]) == 13  # both with a card for every file
+    # share, 70%); light mode caps one body at half the room and shows it as a card — unless it
+    # is the best hit's, which may fill the depth share in either mode
+    kinds: dict[tuple[str, float], dict[str, str]] = {}
+    for score in (8.7, 20.0):  # the second hit, then the best
+        big = (
+            code("big", "symbol_card", 30, score, (0, 200), "pkg/big.py"),
+            code("big", "symbol_body", 2400, score, (0, 200), "pkg/big.py"),
+        )
+        for mode in ("heavy", "light"):
+            roomy = plan(plan_input(candidates=(*big, *cands), rag_budget=4000, mode=mode))
+            kinds[mode, score] = {i.symbol: i.kind for i in roomy.plan.included if i.section == "rag"}
+    assert kinds["heavy", 8.7]["big"] == "symbol_body" and kinds["light", 8.7]["big"] == "symbol_card"
+    assert kinds["heavy", 20.0]["big"] == kinds["light", 20.0]["big"] == "symbol_body"
+    assert all(len(k) == 13 for k in kinds.values())  # each with a card for every file
+
+
+def test_the_best_hits_body_may_take_the_reserve_for_cards():
+    # in a 2k room the depth pass keeps 1,000 tokens for cards; the best hit's 1,300-token body
+    # goes in whole, and the second hit's body, which would fit, does not take its place
+    cands = [code("best", "symbol_card", 120, 9.0, (0, 90)), code("best", "symbol_body", 1300, 9.0, (0, 90))]
+    cands += [code("next", "symbol_card", 100, 8.0, (100, 140)), code("next", "symbol_body", 500, 8.0, (100, 140))]
+    cands += [code(f"f{n}", "symbol_card", 100, 5.0 - n, (0, 9), f"pkg/f{n}.py") for n in range(4)]
+    result = plan(plan_input(candidates=tuple(cands), rag_budget=2000, mode="light"))
+    packed = {i.symbol: i.kind for i in result.plan.included if i.section == "rag"}
+    assert packed["best"] == "symbol_body" and packed["next"] == "symbol_card"
+    assert {"f0", "f1", "f2", "f3"} <= packed.keys()  # the room left is for cards
+
+
+def test_spread_a_card_of_a_file_not_shown_yet_takes_the_place_of_a_shown_files_last_card():
+    # one file's ten cards fill the room; the eleventh hit is in another file
+    cands = [code(f"a{n}", "symbol_card", 100, 9.0 - n / 10, (n * 20, n * 20 + 9), "pkg/a.py") for n in range(9)]
+    cands += [code("solo", "symbol_card", 100, 8.0, (0, 9), "pkg/solo.py")]  # its file's only item
+    cands += [code("lead", "symbol_body", 90, 9.5, (500, 509), "pkg/b.py")]  # bodies never give way
+    cands += [code("b1", "symbol_card", 60, 9.4, (520, 529), "pkg/b.py")]
+    cands += [code("other", "symbol_card", 100, 1.0, (0, 9), "pkg/other.py")]
+    cands += [code("nope", "symbol_card", 300, 0.5, (0, 9), "pkg/nope.py")]  # no one card frees its room
+    result = plan(plan_input(candidates=tuple(cands), rag_budget=1150, mode="light"))
+    r = reasons(result)
+    # the lowest-ranked card of a file that keeps another item gave way: a8 (not solo, not a body)
+    assert r["symbol_card:other"] == "relevant" and r["symbol_card:a8"] == "budget"
+    assert r["symbol_body:lead"] == r["symbol_card:solo"] == r["symbol_card:b1"] == "relevant"
+    assert r["symbol_card:nope"] == "budget"
+    details = {i.id: i.detail or "" for i in result.plan.excluded}
+    assert details["symbol_card:a8"].startswith("gave its room to symbol_card:other: a file not shown yet")
+    assert {i.path for i in result.plan.included if i.section == "rag"} == {
+        "pkg/a.py",
+        "pkg/solo.py",
+        "pkg/b.py",
+        "pkg/other.py",
+    }
 
 
 def test_no_item_is_packed_inside_another():
@@ -247,6 +286,17 @@ def test_no_item_is_packed_inside_another():
     tight = reasons(plan(plan_input(candidates=(cls, m1, m2, m3), rag_budget=300, mode="heavy")))
     assert tight["symbol_body:C.m1"] == tight["symbol_body:C.m2"] == tight["symbol_card:C.m3"] == "relevant"
     assert tight["symbol_body:C"] == "budget"
+
+
+def test_the_room_a_spread_frees_is_used():
+    # five cards of one file fill the room; another file's 40-token card takes the place of the
+    # last (100 tokens), and the 60 tokens it frees take the next card that fits
+    cands = [code(f"a{n}", "symbol_card", 100, 9.0 - n / 10, (n * 20, n * 20 + 9), "pkg/a.py") for n in range(5)]
+    cands += [code("other", "symbol_card", 40, 1.0, (0, 9), "pkg/other.py")]
+    cands += [code("a5", "symbol_card", 50, 0.9, (200, 209), "pkg/a.py")]
+    r = reasons(plan(plan_input(candidates=tuple(cands), rag_budget=500, mode="light")))
+    assert r["symbol_card:other"] == r["symbol_card:a5"] == "relevant"
+    assert r["symbol_card:a4"] == "budget"  # the card that gave way does not come back
 
 
 def test_mode_off_and_stale():

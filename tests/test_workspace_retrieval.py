@@ -500,3 +500,20 @@ def index_terms(text: str) -> dict[str, str]:
     from ctx_lsp.workspace.index import query_term_words
 
     return query_term_words(text)
+
+
+def test_a_test_next_to_a_seed_keeps_its_test_prior(ws: Path) -> None:
+    # a test that calls the function the request names scores as the function's neighbour, not
+    # as a weak lexical hit; it is still test code, and ranks as test code
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_totals.py").write_text(
+        "from shop.billing.invoice import calculate_invoice_total\n\n\n"
+        "def test_empty_invoice():\n    assert calculate_invoice_total([]) == 0\n"
+    )
+    with WorkspaceIndex(ws) as index:
+        index.refresh()
+        ranked = {s.qualname: (score, why) for s, score, why in ranked_for(index, "calculate_invoice_total")}
+    score, why = ranked["tests.test_totals.test_empty_invoice"]
+    assert "calls invoice.calculate_invoice_total (graph " in why and "test code (×0.3)" in why
+    # what the graph gives the caller in the package (``monthly_report``), less the test prior
+    assert score < ranked["shop.reports.monthly_report"][0] * 0.5, (score, why)

@@ -433,12 +433,17 @@ def _fill_scaffold(scaffold: tuple[Item, ...], room: int) -> _Fill:
 # from bodies", the same split in light and heavy mode (measured on real tasks,
 # benchmarks/retrieval/RESULTS.md). Depth: the best hits' bodies, within DEPTH_SHARE of the room
 # but leaving at least BREADTH_RESERVE tokens for cards (so that, in a small room, the files the
-# lexical ranking finds past the first few hits still get a card); one body may take at most
+# lexical ranking finds past the first few hits still get a card; since the spread pass shows
+# more files with the same cards, 600 tokens, the 30% of a 2k room, where it was 1,000: more
+# code at 2k for as many files, see ``_RagPack.spread``); one body may take at most
 # DEPTH_ITEM_SHARE of the room. Light mode caps a body at half the room, heavy mode lets one long
-# body (a class shown whole) fill the whole depth share. A body that does not fit in depth is
-# still offered as its card in the breadth pass, best first, so the best hit is never left out.
+# body (a class shown whole) fill the whole depth share. The best hit's body is the exception in
+# both modes: it may fill the whole depth share, past the reserve (a 1,031-token function that
+# a bug report is about, in a 2k room, went in as its card while the second hit's body took its
+# place; the reserve is for the hits after it). A body that does not fit in depth is still
+# offered as its card in the breadth pass, best first, so the best hit is never left out.
 DEPTH_SHARE = {"light": 0.7, "heavy": 0.7}
-BREADTH_RESERVE = {"light": 1000, "heavy": 1000}
+BREADTH_RESERVE = {"light": 600, "heavy": 600}
 DEPTH_ITEM_SHARE = {"light": 0.5, "heavy": 1.0}
 # A card of a short symbol is nearly its whole code (a 13-line method's card is 100 tokens, its
 # body 140): where the body costs at most NEAR_BODY_RATIO times the card and NEAR_BODY_EXTRA
@@ -450,24 +455,29 @@ CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 
 
 def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
-    """Pack retrieved items, best first, in three passes:
+    """Pack retrieved items, best first, in five passes:
 
     1. depth: the bodies of the best hits (see DEPTH_SHARE);
     2. breadth: every other form (cards, touchpoints, history), while it fits — a card that is
        nearly its body as that body (see NEAR_BODY_RATIO);
-    3. upgrades: bodies of what is in as a card, then any body that still fits, best first.
+    3. upgrades: bodies of what is in as a card, then any body that still fits, best first;
+    4. spread: the best card of each file not shown yet, in place of the lowest-ranked card of a
+       file shown by two items or more (``_RagPack.spread``);
+    5. the room the spread freed: any item that fits, best first (a body in place of its card
+       too), but not a card that gave way.
 
     A symbol is packed in one form only, and no item is packed inside another: an item whose
     range lies inside an included body is a ``duplicate``; a body that contains included items
     replaces them when it fits in the room they free (its detail names them)."""
     pack = _RagPack(room)
-    depth_left = min(room * DEPTH_SHARE.get(mode, 1.0), room - BREADTH_RESERVE.get(mode, 0))
+    share = room * DEPTH_SHARE.get(mode, 1.0)
+    depth_left = min(share, room - BREADTH_RESERVE.get(mode, 0))
     largest = room * DEPTH_ITEM_SHARE.get(mode, 1.0)
     bodies = [i for i in eligible if i.kind == SYMBOL_BODY]
-    for item in bodies:  # 1. depth
+    for n, item in enumerate(bodies):  # 1. depth; the best hit's body up to the whole depth share
         if depth_left <= 0:
             break
-        depth_left -= pack.add(item, min(depth_left, pack.room, largest)) or 0
+        depth_left -= pack.add(item, min(share, pack.room) if n == 0 else min(depth_left, pack.room, largest)) or 0
     body_of = {i.symbol: i for i in bodies if i.symbol}
     for item in eligible:  # 2. breadth
         if pack.room <= 0:
@@ -480,6 +490,12 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
         if pack.room <= 0:
             break
         pack.add(item, pack.room)
+    pack.spread(eligible)  # 4. a card of each file not shown yet, in place of a shown file's last card
+    for item in eligible:  # 5. the room the spread freed (a card gave way to a smaller one), best first
+        if pack.room <= 0:
+            break
+        if item.id not in pack.gave_way:
+            pack.add(item, pack.room)
     return pack.result(eligible)
 
 
@@ -518,6 +534,7 @@ class _RagPack:
         self.in_file: dict[str, list[Item]] = {}  # path → included items
         self.file_tokens: dict[str, int] = {}  # path → tokens of its included items
         self.inside_of: dict[str, str] = {}  # id → title of the included item it lies inside
+        self.gave_way: dict[str, str] = {}  # id → title of the card of another file that took its room
 
     def _container(self, item: Item) -> Item | None:
         """An included code item whose range holds ``item``'s."""
@@ -582,7 +599,9 @@ class _RagPack:
         self.room -= cost
         return cost
 
-    def _remove(self, item: Item, container: str) -> None:
+    def _remove(self, item: Item, container: str | None) -> None:
+        """Take ``item`` out: it lies inside ``container`` (the title of what replaces it), or,
+        given no container, it gave its room back."""
         del self.chosen[item.id]
         if item.symbol and self.symbols.get(item.symbol) == item.id:
             del self.symbols[item.symbol]
@@ -590,7 +609,42 @@ class _RagPack:
             self.in_file[item.path] = [c for c in self.in_file[item.path] if c.id != item.id]
             self.file_tokens[item.path] -= item.tokens
             self.code[item.path] = [c for c in self.code.get(item.path, ()) if c.id != item.id]
-        self.inside_of[item.id] = container
+        if container is not None:
+            self.inside_of[item.id] = container
+        else:
+            self.room += item.tokens
+
+    def spread(self, eligible: list[Item]) -> None:
+        """Files before a file's last cards: the best card of each file not shown yet, best
+        first, takes the place of the lowest-ranked card of a file that keeps another item (one
+        for one, when the room that card frees is enough). In a small room the cards of the first
+        few files fill it; a second or third card of one file says less than the first one of
+        another, which may be the file the fix is in. Bodies never give way: they carry the
+        code. (A card here is any form but a body, as the breadth pass packs them.)"""
+        shown = set(self.in_file)
+        fresh: list[Item] = []
+        for item in eligible:
+            if item.kind == SYMBOL_BODY or not item.path or item.path in shown:
+                continue
+            if item.symbol and item.symbol in self.symbols:
+                continue
+            shown.add(item.path)
+            fresh.append(item)
+        if not fresh:
+            return
+        # the included cards, lowest-ranked first
+        cards = [self.chosen[i.id] for i in reversed(eligible) if i.id in self.chosen and i.kind != SYMBOL_BODY]
+        for item in fresh:
+            for n, card in enumerate(cards):
+                if card.tokens + self.room < item.tokens or len(self.in_file.get(card.path or "", ())) < 2:
+                    continue
+                self._remove(card, None)
+                if self.add(item, self.room) is None:  # it did not fit after all: put the card back
+                    self.add(card, self.room)
+                    break
+                self.gave_way[card.id] = item.title
+                del cards[n]
+                break
 
     def result(self, eligible: list[Item]) -> _Fill:
         chosen = [Chosen(self.chosen[i.id], "relevant") for i in eligible if i.id in self.chosen]
@@ -601,6 +655,9 @@ class _RagPack:
             form = self.symbols.get(i.symbol) if i.symbol else None
             if i.id in self.inside_of:
                 excluded.append((i, "duplicate", f"inside {self.inside_of[i.id]}, included instead", None))
+            elif i.id in self.gave_way:
+                detail = f"gave its room to {self.gave_way[i.id]}: a file not shown yet before another card of this one"
+                excluded.append((i, "budget", detail, None))
             elif form is not None and i.kind == SYMBOL_BODY and self.chosen[form].kind != SYMBOL_BODY:
                 excluded.append((i, "budget", "its card is included: the body did not fit", None))
             elif form is not None:

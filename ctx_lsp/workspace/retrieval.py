@@ -210,7 +210,12 @@ def rank(
         _apply_prior(entry, priors, words)
     if graph is not None:
         known = set(entries)
-        _graph_relevance(entries, names, explicit, focus_path, open_list, graph)
+
+        def prior_factor(sym: Head) -> float:
+            found = _prior_of(sym, priors, words)
+            return found.factor if found is not None else 1.0
+
+        _graph_relevance(entries, names, explicit, focus_path, open_list, graph, prior_factor)
         for q in entries.keys() - known:  # neighbours the graph added: their own prior
             _apply_prior(entries[q], priors, words)
     ranked = [(e[0], round(e[1], 6), "; ".join(e[2])) for e in entries.values()]
@@ -325,15 +330,18 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
     return seeds, files
 
 
-def _apply_prior(entry: list, priors: dict[str, Prior | None], words: frozenset[str]) -> None:
-    """Scale a candidate by its path's prior (test, vendored, generated, outside the package)."""
-    sym = entry[0]
+def _prior_of(sym: Head, priors: dict[str, Prior | None], words: frozenset[str]) -> Prior | None:
+    """A symbol's path prior (test, vendored, generated, outside the package), once per path."""
     path = sym.path
     if in_test_module(sym.qualname):  # a Rust ``mod tests``: test code whatever its file
         key = f"{path}::tests"
-        prior = priors[key] if key in priors else priors.setdefault(key, prior_for(path, words, qualname=sym.qualname))
-    else:
-        prior = priors[path] if path in priors else priors.setdefault(path, prior_for(path, words))
+        return priors[key] if key in priors else priors.setdefault(key, prior_for(path, words, qualname=sym.qualname))
+    return priors[path] if path in priors else priors.setdefault(path, prior_for(path, words))
+
+
+def _apply_prior(entry: list, priors: dict[str, Prior | None], words: frozenset[str]) -> None:
+    """Scale a candidate by its path's prior (test, vendored, generated, outside the package)."""
+    prior = _prior_of(entry[0], priors, words)
     if prior is not None:
         entry[1] *= prior.factor
         entry[2].append(prior.why)
@@ -378,9 +386,12 @@ def _graph_relevance(
     focus_path: str | None,
     open_files: Sequence[str],
     graph: GraphView,
+    prior_factor: Callable[[Head], float] = lambda sym: 1.0,
 ) -> None:
     """Add graph neighbours of the request's seeds to ``entries`` (in place), then the
-    centrality prior. See ``rank``."""
+    centrality prior. See ``rank``. ``entries`` hold their path's prior already; a neighbour's
+    share of its seed's score is scaled by it too (``prior_factor``): a test that calls the
+    function a traceback points at is still a test."""
     by_score = sorted(entries.values(), key=lambda e: (-e[1], e[0].qualname))
     ref = by_score[0][1] if by_score else 1.0  # the scale of a strong lexical score
     # seed qualname → (strength, its score, label)
@@ -449,7 +460,7 @@ def _graph_relevance(
             if entry[0].name == "__all__":  # an export list names everything it exports
                 continue
             factor = 1 + GRAPH_BOOST * s
-            via_graph = GRAPH_SHARE * share[q]  # what it would score as a neighbour alone
+            via_graph = GRAPH_SHARE * share[q] * prior_factor(entry[0])  # what it would score as a neighbour alone
             how = _resolved_how(entry[0].path)
             if entry[1] * factor >= via_graph:
                 entry[1] *= factor
