@@ -4,6 +4,8 @@ from the real tree-sitter grammars, on the polyglot fixture workspace (tests/fix
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -201,6 +203,23 @@ def test_parse_time_cap() -> None:
     src = b"fn f() { let x = [" + b"1, " * 400_000 + b"]; }"
     with pytest.raises(ParseFailed):
         parse_with_deadline(loaded, src, seconds=0.0)
+
+
+def test_a_parse_keeps_nothing_of_its_source() -> None:
+    """py-tree-sitter 0.26 keeps every chunk a read callback returns; the parser releases them:
+    a server re-parses a file on each save, and its text must not stay behind each time."""
+    loaded = load("rust")
+    assert loaded is not None
+    parse_with_deadline(loaded, b"fn warm() {}\n")
+    tracemalloc.start()
+    try:
+        for i in range(20):
+            parse_with_deadline(loaded, b"fn f%d() { let x = 1; }\n" % i * 4_000)  # ~100 kB each
+        gc.collect()
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept < 200_000  # the 20 sources (2 MB) stayed before
 
 
 def test_capsule_hash_ignores_comments_and_whitespace_in_every_language() -> None:

@@ -54,6 +54,9 @@ class Resolver:
         self.stars = stars or {}  # path → targets of its ``from x import *``
         self.by_name = by_name or {}  # short name → (qualname, path) of each non-module symbol
         self._memo: dict[str, str | None] = {}
+        # short name → (qualname, language family, folder parts) of each symbol of that name,
+        # worked out once: a common name (``new``, ``fmt``) is looked up from many folders
+        self._candidates: dict[str, list[tuple[str, str | None, list[str]]]] = {}
 
     def resolve(self, target: str) -> str | None:
         memo = self._memo
@@ -105,10 +108,15 @@ class Resolver:
         family, folder, name = target.split("|", 2)
         found: dict[str, int] = {}  # qualname → the most folder parts it shares with ``folder``
         here = folder.split("/") if folder else []
-        for qualname, path in self.by_name.get(name, ()):
-            if FAMILY.get(language_of(path) or "") != family:
+        candidates = self._candidates.get(name)
+        if candidates is None:
+            candidates = self._candidates[name] = [
+                (qualname, FAMILY.get(language_of(path) or ""), path.split("/")[:-1])
+                for qualname, path in self.by_name.get(name, ())
+            ]
+        for qualname, their_family, parts in candidates:
+            if their_family != family:
                 continue
-            parts = path.split("/")[:-1]
             shared = 0
             for a, b in zip(parts, here, strict=False):
                 if a != b:

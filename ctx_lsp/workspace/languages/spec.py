@@ -91,9 +91,11 @@ class Loaded:
 
     spec: LanguageSpec
     language: Language
-    definitions: Query
-    references: Query
-    imports: Query | None
+    # The three queries as one (definitions' patterns first, then references', then imports'):
+    # one walk of the tree instead of three. A query's walk costs about as much as the work on
+    # its matches (Rust tree: 0.47 s for three passes, 0.22 s for one).
+    queries: Query
+    definition_patterns: int  # patterns below this index are definitions'
     noise: frozenset[bytes]  # words dropped from a symbol's identifiers: keywords, 1-letter names
     not_references: frozenset[bytes]  # ... and from its references: the standard library's names too
 
@@ -137,9 +139,8 @@ def load(lang: str) -> Loaded | None:
     return Loaded(
         spec=spec,
         language=language,
-        definitions=Query(language, spec.definitions),
-        references=Query(language, spec.references),
-        imports=Query(language, spec.imports) if spec.imports else None,
+        queries=Query(language, "\n".join((spec.definitions, spec.references, spec.imports))),
+        definition_patterns=Query(language, spec.definitions).pattern_count,
         noise=noise,
         not_references=noise | frozenset(w.encode() for w in spec.builtins.split()),
     )

@@ -13,6 +13,7 @@ name, as Aider's repo map and most polyglot tools do.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,10 @@ from dataclasses import dataclass
 from ctx_lsp.workspace.languages import FAMILY
 from ctx_lsp.workspace.languages.spec import Loaded, Named
 
-PARSE_SECONDS = 2.0  # a file tree-sitter cannot parse in this long is skipped (never a hang)
+# A file tree-sitter cannot parse in this much CPU time is skipped (never a hang). CPU time, not
+# wall time: on a busy machine a large file (effect's Effect.ts, 880 kB: 1.3 s) went over 2 s of
+# wall time and was indexed or not by the load of the hour.
+PARSE_SECONDS = 2.0
 _CARD_BODY_LINES = 5
 _CARD_DOC_LINES = 6
 _CARD_VALUE_LINES = 3
@@ -62,26 +66,58 @@ class _Def:
 
 
 def parse_with_deadline(loaded: Loaded, source: bytes, seconds: float = PARSE_SECONDS):
-    """The syntax tree of ``source``; ``ParseFailed`` when it takes longer than ``seconds``."""
+    """The syntax tree of ``source``; ``ParseFailed`` when it takes more than ``seconds`` of
+    this thread's CPU time."""
     from tree_sitter import Parser
 
     parser = Parser(loaded.language)
-    deadline = time.monotonic() + seconds
+    deadline = time.thread_time() + seconds
     size = len(source)
+    view = memoryview(source)
+    given: list[bytes] = []
 
     def read(offset: int, _point: object) -> bytes:
-        return source[offset : offset + 65536] if offset < size else b""
+        if offset >= size:
+            return b""
+        chunk = view[offset : offset + _CHUNK].tobytes()  # a copy of its own (``_release_chunks``)
+        given.append(chunk)
+        return chunk
 
     def progress(_offset: int, _has_error: bool) -> bool:
-        return time.monotonic() > deadline  # True: stop
+        return time.thread_time() > deadline  # True: stop
 
     try:
         tree = parser.parse(read, encoding="utf8", progress_callback=progress)
     except ValueError:  # what the binding raises when the callback stopped it
         tree = None
+    finally:
+        _release_chunks(given)
+        view.release()
     if tree is None:
-        raise ParseFailed(f"tree-sitter took more than {seconds:.0f} s to parse it")
+        raise ParseFailed(f"tree-sitter took more than {seconds:.0f} s of CPU time to parse it")
     return tree
+
+
+_CHUNK = 65536
+
+
+def _release_chunks(given: list[bytes]) -> None:
+    """Drop the references the binding kept to the chunks a read callback returned.
+
+    py-tree-sitter 0.26 never releases what the read callback returns: each chunk stayed in
+    memory for the life of the process (a cold index of the Rust tree kept all 26 MB of its
+    sources, a server one file's text more per re-index). Each chunk here is a copy only
+    ``given`` holds, so whatever its reference count says beyond that is the binding's leak,
+    released here: none with a binding that releases them itself."""
+    import ctypes
+
+    decref = ctypes.pythonapi.Py_DecRef
+    decref.argtypes = [ctypes.py_object]
+    decref.restype = None
+    for chunk in given:
+        # the list's reference, the loop's and getrefcount's own argument
+        for _ in range(sys.getrefcount(chunk) - 3):
+            decref(chunk)
 
 
 def text_of(source: bytes):
@@ -181,11 +217,10 @@ class TreeBuilder:
     def _join(self, prefix: str, segment: str) -> str:
         return f"{prefix}{self.spec.separator}{segment}" if prefix else segment
 
-    def definitions(self, root) -> list[_Def]:
-        from tree_sitter import QueryCursor
-
+    def definitions(self, matches: list[tuple[int, dict]]) -> list[_Def]:
+        """The definitions of the file from its definition matches (``_matches``)."""
         found: dict[tuple[int, int], tuple[int, str, object, object]] = {}
-        for pattern, caps in QueryCursor(self.loaded.definitions).matches(root):
+        for pattern, caps in matches:
             node = kind = None
             for cap, nodes in caps.items():
                 if cap.startswith("definition."):
@@ -412,7 +447,8 @@ def build(
         declared = spec.hooks.package(root, text_of(source)) if spec.hooks.package is not None else None
         prefix = declared if declared is not None else module
     builder = TreeBuilder(loaded, rel, source, lines, module, prefix, scan)
-    defs = builder.definitions(root)
+    def_matches, ref_nodes, import_nodes = _matches(loaded, root)
+    defs = builder.definitions(def_matches)
 
     # children of each definition (and of the module), for containers' own text and members
     kids: dict[int, list[int]] = {}
@@ -491,14 +527,35 @@ def build(
         body="",
         card=card,
     )
-    refs = _references(loaded, rel, root, defs, module, source)
+    refs = _references(loaded, rel, ref_nodes, defs, module, source)
     imports: list[tuple[str, str]] = []
-    if loaded.imports is not None and spec.hooks.imports is not None:
-        from tree_sitter import QueryCursor
-
-        for nodes in QueryCursor(loaded.imports).captures(root).get("import", []):
-            imports.extend(spec.hooks.imports(nodes, prefix, builder.text))
+    if import_nodes and spec.hooks.imports is not None:
+        import_nodes.sort(key=lambda n: n.start_byte)  # in the file's order: a later import of a name wins
+        for node in import_nodes:
+            imports.extend(spec.hooks.imports(node, prefix, builder.text))
     return [mod, *symbols], imports, refs
+
+
+def _matches(loaded: Loaded, root) -> tuple[list[tuple[int, dict]], list, list]:
+    """One pass of the language's queries over the tree: the definitions' matches, the
+    referenced names' nodes (``@ref``) and the import statements' (``@import``)."""
+    from tree_sitter import QueryCursor
+
+    defs: list[tuple[int, dict]] = []
+    refs: list = []
+    imports: list = []
+    first_other = loaded.definition_patterns
+    for pattern, caps in QueryCursor(loaded.queries).matches(root):
+        if pattern < first_other:
+            defs.append((pattern, caps))
+            continue
+        nodes = caps.get("ref")
+        if nodes is not None:
+            refs.extend(nodes)
+        nodes = caps.get("import")
+        if nodes is not None:
+            imports.extend(nodes)
+    return defs, refs, imports
 
 
 def _module_doc(loaded: Loaded, root, text) -> str:
@@ -517,17 +574,16 @@ def _module_doc(loaded: Loaded, root, text) -> str:
 
 
 def _references(
-    loaded: Loaded, rel: str, root, defs: list[_Def], module: str, source: bytes
+    loaded: Loaded, rel: str, nodes: list, defs: list[_Def], module: str, source: bytes
 ) -> list[tuple[str, str, int]]:
     """``(source qualname, target, count)``: each captured name, charged to the innermost
     definition around it (the module outside all of them), and resolved to the file's own
     definition of that name when there is exactly one, else to a ``by_name_target``."""
-    from tree_sitter import QueryCursor
-
-    nodes = QueryCursor(loaded.references).captures(root).get("ref", [])
     if not nodes:
         return []
-    nodes.sort(key=lambda n: n.start_byte)
+    # a name two patterns capture (Go's ``time.Duration``: a type, and a qualified type's name)
+    # is one use
+    nodes = sorted(dict.fromkeys(nodes), key=lambda n: n.start_byte)
     local: dict[str, str | None] = {}
     for d in defs:
         local[d.name] = d.qualname if d.name not in local else None  # two of a name: not decided here
