@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,17 @@ def test_long_session_prints_its_table() -> None:
     assert "plans that compacted / did not" in out, out
     last = out.splitlines()[1].split()
     assert last[0] == "6" and last[5] == "0" and last[6] == "0", out  # none over budget, none lost
+
+
+@pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("cc")), reason="needs valgrind and cc")
+def test_long_session_instructions_counts_each_plan() -> None:
+    out = run(str(BENCH / "long_session_instructions.py"), "--turns", "3", "--window", "1", timeout=300)
+    rows = [line for line in out.splitlines() if line.strip().startswith("turns ")]
+    assert len(rows) == 3, out
+    # counted, not zero: a plan is millions of instructions; the first window is the baseline
+    counts = [float(m) for m in re.findall(r"× +([\d.]+)M", out)]
+    assert counts and all(c > 1 for c in counts), out
+    assert "(  +0%)" in rows[0], out
 
 
 def test_tool_outputs_prints_its_table() -> None:
