@@ -100,17 +100,20 @@ class Database:
     @contextmanager
     def batch(self) -> Iterator[None]:
         """The writes made inside, in one transaction: a request that writes a dozen times (the
-        gateway recording a reply and its cost) pays for one commit. Each write is a savepoint of
+        gateway recording a reply and its cost, and the plan its request kept for later) pays for
+        one commit. Each write is a savepoint of
         it, so a write that fails undoes only itself, and what the others wrote is committed
         even when the work inside fails — as if each had been a transaction of its own."""
         with self._lock:
             if self._depth:  # inside another batch: part of it
                 yield
                 return
-            self.flush()
             self._conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
+                # what was put off goes in the same commit (a savepoint of its own: a failure
+                # there undoes only it): one commit a gateway request fewer
+                self.flush()
                 yield
             finally:
                 self._depth = 0
