@@ -11,14 +11,18 @@ from ctx_lsp.core.savings import Totals
 # The providers' default prompt-cache lifetime (Anthropic: 5 minutes, refreshed on each hit;
 # OpenAI: 5–10 minutes of inactivity). The shorter one: a meter that says "warm" must be right.
 CACHE_TTL_SECONDS = 300
+# Anthropic's extended lifetime, asked for per breakpoint (``"cache_control": {"type":
+# "ephemeral", "ttl": "1h"}``): a conversation marked so stays cached an hour after a request
+LONG_CACHE_TTL_SECONDS = 3600
 
 
-def warm_until(last_request: float | None, now: float) -> float | None:
+def warm_until(last_request: float | None, now: float, ttl: int = CACHE_TTL_SECONDS) -> float | None:
     """When the cache of a conversation whose latest request ended at ``last_request`` goes
-    cold (epoch seconds), or None when it is cold already or no request is known."""
+    cold (epoch seconds; ``ttl`` the lifetime it asked for), or None when it is cold already or
+    no request is known."""
     if last_request is None:
         return None
-    until = last_request + CACHE_TTL_SECONDS
+    until = last_request + ttl
     return until if until > now else None
 
 

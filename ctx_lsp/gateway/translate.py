@@ -51,6 +51,7 @@ def exchange(api: Api, parsed: Parsed, session: str, mode: Mode | None) -> Excha
         mode=mode,
         tools=tuple(name for name, _ in definitions),
         tool_texts=tuple(text for _, text in definitions),
+        cache_ttl=parsed.cache_ttl,
     )
 
 

@@ -13,7 +13,7 @@ import msgspec
 
 from ctx_lsp.core.conversation import Sized, group_turns, sized_cost
 from ctx_lsp.core.items import BudgetSpec
-from ctx_lsp.core.prompt_cache import warm_until
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, warm_until
 from ctx_lsp.core.tokens import counter_for, scaled
 from ctx_lsp.engine import ResolvedModel, UserError
 from ctx_lsp.memory.compaction import Compaction, Digest, extract_digest, split_for_compaction, summarise
@@ -76,6 +76,7 @@ class Compactions:
         sizes: dict[str, Sized],
         live_turn: bool = False,
         force: bool = False,
+        cache_ttl: int = CACHE_TTL_SECONDS,
     ) -> bool:
         """Threshold compaction before a plan with ``budget``: a step when the active conversation
         (with the compaction summary it carries) reaches the size the money chooses
@@ -105,7 +106,7 @@ class Compactions:
         # idle past the provider's cache TTL, the next request writes its whole prompt anyway: the
         # cheapest moment for a step
         last = self.shared.store.last_gateway_request(record.id)
-        cold = last is not None and warm_until(last, time.time()) is None
+        cold = last is not None and warm_until(last, time.time(), cache_ttl) is None
         sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary, cold)
         requests = replies + sum(m.role == "assistant" for m in parts[0])
         trigger, turn_growth = sizes_now.trigger, 0.0

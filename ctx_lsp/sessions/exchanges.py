@@ -62,6 +62,7 @@ class Exchange:
     mode: Mode | None = None
     tools: tuple[str, ...] = ()  # the names of the client's tools (whether it can call ctx_lsp's expand)
     tool_texts: tuple[str, ...] = ()  # their definitions, in the same order (ctx_lsp's own are counted as ours)
+    cache_ttl: int = CACHE_TTL_SECONDS  # the provider's cache lifetime the client's breakpoints ask for
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +167,7 @@ class Exchanges:
         previous = self.cache_plans.get(ex.session)
         # the provider's cache of this conversation expired (idle past its TTL): a step here is free
         last = store.last_gateway_request(ex.session)
-        cold = last is not None and warm_until(last, time.time()) is None
+        cold = last is not None and warm_until(last, time.time(), ex.cache_ttl) is None
         cache = None if side else self._cache_plan(ex.session, (len(store.compactions(ex.session)), mode), user_id)
         # the blocks this conversation holds already (this turn's too, after its first request):
         # resent as they were, so counted as the client's system prompt is; no new search this turn
@@ -211,12 +212,16 @@ class Exchanges:
             allowance=allowance,
             present=present,
         )
-        outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
+        outcome = self.planning.plan(
+            SessionPlanRequest(session=ex.session, request=request, keep_later=True, cache_ttl=ex.cache_ttl)
+        )
         after = (len(store.compactions(ex.session)), mode, versions)
         if after != key and (request.scaffold is not None or searches):
             # it compacted: the prompt's start changes now, and a turn's search gets the room the step made
             request = self._after_step(ex, request, model, mode, kept_context, searches, cap, prompt - system)
-            outcome = self.planning.plan(SessionPlanRequest(session=ex.session, request=request, keep_later=True))
+            outcome = self.planning.plan(
+                SessionPlanRequest(session=ex.session, request=request, keep_later=True, cache_ttl=ex.cache_ttl)
+            )
         placement = place(outcome.result)
         count = lambda t: scaled(model.counter.count(t), cal)  # noqa: E731
         rebuilt = None
@@ -227,12 +232,14 @@ class Exchanges:
                 allowance = self._allowance(ex, model, mode, None, kept_context)
                 request = replace(request, scaffold=None, allowance=allowance)
                 outcome = self.planning.plan(
-                    SessionPlanRequest(session=ex.session, request=request, keep_later=True, compact=True)
+                    SessionPlanRequest(
+                        session=ex.session, request=request, keep_later=True, compact=True, cache_ttl=ex.cache_ttl
+                    )
                 )
                 if searches and len(store.compactions(ex.session)) != after[0]:  # the room the step made
                     request = self._after_step(ex, request, model, mode, kept_context, searches, cap, prompt - system)
                     outcome = self.planning.plan(
-                        SessionPlanRequest(session=ex.session, request=request, keep_later=True)
+                        SessionPlanRequest(session=ex.session, request=request, keep_later=True, cache_ttl=ex.cache_ttl)
                     )
                 stepped = len(store.compactions(ex.session)) != after[0]
                 after = (len(store.compactions(ex.session)), mode, versions)
@@ -247,7 +254,7 @@ class Exchanges:
             if epoch != cache.epoch:  # a compaction step: the prefix is rebuilt here, once
                 cache = cache.next_epoch(epoch, user_id)
                 rebuilt = rebuilt or (
-                    f"compaction step: the provider's cache had expired (idle over {CACHE_TTL_SECONDS // 60} minutes)"
+                    f"compaction step: the provider's cache had expired (idle over {ex.cache_ttl // 60} minutes)"
                     if cold
                     else "compaction step: the conversation reached its step size"
                 )

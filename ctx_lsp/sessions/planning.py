@@ -48,7 +48,14 @@ class Planning:
             not req.dry_run
             and not record.rolling
             and self.compactions.maybe_compact(
-                record, model, budget, (archived, active), sizes, ask.query_in_conversation, force=req.compact
+                record,
+                model,
+                budget,
+                (archived, active),
+                sizes,
+                ask.query_in_conversation,
+                force=req.compact,
+                cache_ttl=req.cache_ttl,
             )
         )
         if compacted:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ctx_lsp.core.items import BudgetSpec, ContextPlan, EstimatorInfo, Mode, PinKind, PinPolicy, SectionUsage
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS
 from ctx_lsp.engine import BudgetOverrides, Focus, PlanOutcome, PlanRequest
 from ctx_lsp.memory.store import PinRecord, SessionRecord, StoredMessage, UsageStats
 
@@ -51,6 +52,9 @@ class SessionPlanRequest:
     # take a compaction step before planning, whatever the conversation's size (the gateway's cache
     # plan: the plan would otherwise mask or shed between steps)
     compact: bool = False
+    # the provider's cache lifetime the client's breakpoints ask for (the gateway): idle past it,
+    # the cache is cold and a step costs nothing extra
+    cache_ttl: int = CACHE_TTL_SECONDS
 
 
 class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

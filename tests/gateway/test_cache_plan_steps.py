@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anthropic
 
-from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, LONG_CACHE_TTL_SECONDS
 from tests.gateway.harness import KEY, Running, running_gateway
 from tests.workspaces import copy_sample
 
@@ -41,15 +41,16 @@ def _result(turn: int, step: int) -> str:
 class Agent:
     """An agent loop as Claude Code sends it: the whole history each request, the newest block marked."""
 
-    def __init__(self, gw: Running, client: anthropic.AsyncAnthropic) -> None:
+    def __init__(self, gw: Running, client: anthropic.AsyncAnthropic, ttl: str | None = None) -> None:
         self.gw, self.client, self.messages = gw, client, []
+        self.marker = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
         self.starts: list[int] = []  # the index of each turn's first request
 
     async def send(self) -> None:
         for m in self.messages:
             for block in m["content"]:
                 block.pop("cache_control", None)
-        self.messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        self.messages[-1]["content"][-1]["cache_control"] = dict(self.marker)
         await self.client.messages.create(
             model="claude-sonnet-4-5", max_tokens=1000, system=SYSTEM, tools=TOOLS, messages=self.messages
         )
@@ -73,12 +74,12 @@ class Agent:
 
 
 async def _loop(gw: Running, client: anthropic.AsyncAnthropic, turns: int, steps: int, **kw) -> Agent:
-    agent = Agent(gw, client)
+    agent = Agent(gw, client, kw.get("ttl"))
     for turn in range(turns):
         await agent.ask(f"Task {turn}: how is stock reserved? {kw.get('tag', '')}")
         for step in range(steps):
             if (turn, step) == kw.get("idle_before"):  # the user was away: the ledger's clock says so
-                await gw.call(_age, gw, CACHE_TTL_SECONDS + 60)
+                await gw.call(_age, gw, kw.get("away", CACHE_TTL_SECONDS + 60))
             await agent.tool(turn, step)
     return agent
 
@@ -132,3 +133,26 @@ async def test_a_conversation_idle_past_the_cache_ttl_steps_at_its_next_request(
     assert cold == [0] * 8 + [1] * 3  # idle before its 8th request: the step is taken there
     assert rows[start + 8]["prefix"] == "compaction step: the provider's cache had expired (idle over 5 minutes)"
     assert all(r["prefix"] is None for n, r in enumerate(rows) if n != start + 8)
+
+
+async def test_a_conversation_on_the_hour_long_cache_is_warm_after_six_minutes(tmp_path: Path) -> None:
+    """Breakpoints that ask for Anthropic's hour-long cache (``"ttl": "1h"``): six minutes away
+    leaves the cache warm, so no step is taken; past the hour the step is taken, and the ledger
+    names the hour."""
+    ws = copy_sample(tmp_path / "ws")
+    (ws / "ctx.toml").write_text(SMALL_WINDOW)
+    async with (
+        running_gateway(ws, mode="off") as gw,
+        anthropic.AsyncAnthropic(base_url=gw.url, api_key=KEY, max_retries=0) as client,
+    ):
+        await _loop(gw, client, turns=1, steps=10, tag="six", idle_before=(0, 7), ttl="1h")
+        six = [_step(r.json) for r in gw.up.model_requests]
+        start = len(gw.up.model_requests)
+        away = LONG_CACHE_TTL_SECONDS + 60
+        await _loop(gw, client, turns=1, steps=10, tag="hour", idle_before=(0, 7), ttl="1h", away=away)
+        hour = [_step(r.json) for r in gw.up.model_requests[start:]]
+        rows = await gw.call(gw.sessions.store.gateway_requests)
+    assert '"ttl": "1h"' in json.dumps(gw.up.model_requests[0].json)  # the marker went through as sent
+    assert six == [0] * 11  # six minutes away: warm for an hour-long cache
+    assert hour == [0] * 8 + [1] * 3  # past the hour: cold, the step is taken there
+    assert rows[start + 8]["prefix"] == "compaction step: the provider's cache had expired (idle over 60 minutes)"

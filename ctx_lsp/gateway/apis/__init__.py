@@ -10,6 +10,7 @@ from typing import Protocol
 import msgspec
 
 from ctx_lsp.core.items import Message
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS
 from ctx_lsp.gateway.body import Raw
 from ctx_lsp.gateway.replies import Reader
 
@@ -28,6 +29,7 @@ class Parsed:
     client_session: str | None = None  # an id the client sends for its conversation
     opaque: str | None = None  # why this body is forwarded as it is (e.g. history kept by the provider)
     media_tokens: int = 0  # its images and documents as the provider counts them (``core.media``)
+    cache_ttl: int = CACHE_TTL_SECONDS  # the prompt-cache lifetime its breakpoints ask for
 
 
 def with_media(messages: list[Message], tokens: int) -> list[Message]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ctx_lsp.core.exchange import canonical_arguments
 from ctx_lsp.core.items import Message, ToolCall
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, LONG_CACHE_TTL_SECONDS
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Parsed, provider_compaction, with_media
 from ctx_lsp.gateway.kept import Kept, digest
@@ -139,6 +140,7 @@ class Anthropic:
             client_session=_client_session(b.value(fields.get("metadata"))),
             media_tokens=media,
             opaque=provider_compaction(b.value(fields.get("context_management"))),
+            cache_ttl=_cache_ttl(fields),
         )
 
     def _blocks(self, item: dict[str, b.Raw]) -> list[b.Raw]:
@@ -295,3 +297,16 @@ class AnthropicReader(Reader):
             cache_write_tokens=c.get("cache_creation_input_tokens", 0),
             cache_miss=self._miss,
         )
+
+
+# a breakpoint that asks for the hour-long cache (``"ttl": "1h"``), wherever it is in the body
+LONG_TTL = re.compile(rb'"ttl"\s*:\s*"1h"')
+
+
+def _cache_ttl(fields: dict[str, b.Raw]) -> int:
+    """The prompt-cache lifetime the client's breakpoints ask for: an hour when any asks for it
+    (the provider keeps that prefix an hour), else the default five minutes."""
+    for key in ("system", "tools", "messages"):
+        if key in fields and LONG_TTL.search(bytes(fields[key])):
+            return LONG_CACHE_TTL_SECONDS
+    return CACHE_TTL_SECONDS
