@@ -167,7 +167,7 @@ async def _show_review(ls: CtxServer, asked: ReviewAsked) -> None:
         if asked.plan is not None:
             await replan.announce(ls, asked.session, asked.plan)
     shown = await _preview(ls, asked.session, asked.sent)
-    title = (await ls.run(ls.sessions.conversation_summary, asked.session)).title
+    title = await ls.run(ls.sessions.conversation_title, asked.session)
     ls.notify(
         "ctx/reviewRequest",
         P.ReviewRequest(

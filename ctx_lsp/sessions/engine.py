@@ -23,7 +23,6 @@ from ctx_lsp.sessions.conversation import Conversation
 from ctx_lsp.sessions.events import Event
 from ctx_lsp.sessions.exchanges import Exchange, ExchangePlan, Exchanges
 from ctx_lsp.sessions.ledger import (
-    ConversationSummary,
     Forwarded,
     GatewayConversation,
     GatewayMoney,
@@ -251,8 +250,8 @@ class SessionEngine:
         part = excerpt(text, start_line=start_line, max_lines=max_lines, match=match, context=context)
         return kind, part, self.engine.resolve_model(None).counter.count(text)
 
-    def conversation_summary(self, session: str) -> ConversationSummary:
-        return self._ledger.summary(session)
+    def conversation_title(self, session: str) -> str:
+        return self._ledger.title(session)
 
     def count_sample(self, model: str, text: str, actual: int, media_tokens: int = 0) -> None:
         self._exchanges.count_sample(model, text, actual, media_tokens)

@@ -19,6 +19,7 @@ from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.runs import client_conversation, one_shot, run_key, trimmed, user_line
 from ctx_lsp.core.savings import Totals, saved_tokens, totals
 from ctx_lsp.core.verdict import SIDE, context_note
+from ctx_lsp.memory.store import MessageMeta
 from ctx_lsp.sessions.shared import NotFound, Shared
 from ctx_lsp.sessions.values import Usage
 from ctx_lsp.workspace.secrets import DEFAULT_MASKER
@@ -82,21 +83,11 @@ class Forwarded:
 
 
 @dataclass(frozen=True, slots=True)
-class ConversationSummary:
-    """A gateway conversation as a list shows it."""
-
-    session: str
-    title: str  # the first line the user wrote
-    model: str | None
-    messages: int
-
-
-@dataclass(frozen=True, slots=True)
 class GatewayConversation:
     """A conversation the gateway served, with its requests."""
 
     session: str
-    title: str
+    title: str  # the first line the user wrote
     model: str | None  # of its latest request
     messages: int
     requests: int
@@ -221,17 +212,16 @@ class Ledger:
             rows = [r for r in rows if r["created"] >= since]
         return build_report(rows, self.prices(rows))
 
-    def summary(self, session: str) -> ConversationSummary:
+    def title(self, session: str, meta: list[MessageMeta] | None = None) -> str:
+        """The first line the user wrote in ``session`` (``meta``: its path, when read already)."""
         store = self.shared.store
-        record = self.shared.open_session(session)
-        meta = store.path_meta(session)
+        meta = store.path_meta(session) if meta is None else meta
         # the first user messages: an assistant's own (aider's example, its file listings) come first
         users = [m.id for m in meta if m.role == "user"][:TITLE_MESSAGES]
         texts = store.contents(session, users, prefix=True) if users else {}
         words = first_words(texts.get(i, "") for i in users)
         lines = [line.strip() for line in words.splitlines() if line.strip()]
-        title = lines[0][:TITLE_CHARS] if lines else "(no user message yet)"
-        return ConversationSummary(session=session, title=title, model=record.model, messages=len(meta))
+        return lines[0][:TITLE_CHARS] if lines else "(no user message yet)"
 
     def conversations(self) -> list[GatewayConversation]:
         """The conversations the gateway served, the one with the latest request first."""
@@ -240,13 +230,13 @@ class Ledger:
             latest[r.session] = (r, latest[r.session][1] + 1 if r.session in latest else 1)
         out = []
         for session, (last, count) in sorted(latest.items(), key=lambda kv: -(kv[1][0].created or 0.0)):
-            s = self.summary(session)
+            meta = self.shared.store.path_meta(session)
             out.append(
                 GatewayConversation(
                     session=session,
-                    title=s.title,
-                    model=last.model or s.model,
-                    messages=s.messages,
+                    title=self.title(session, meta),
+                    model=last.model or self.shared.open_session(session).model,
+                    messages=len(meta),
                     requests=count,
                     last_activity=last.created or 0.0,
                 )
