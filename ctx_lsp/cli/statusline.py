@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ctx_lsp.core.meter import format_tokens
-from ctx_lsp.core.prompt_cache import cache_label, savings_label
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, cache_label, savings_label
 from ctx_lsp.core.verdict import context_label
 from ctx_lsp.engine import Engine
 from ctx_lsp.sessions.engine import SessionEngine
@@ -35,7 +35,7 @@ def line(workspace: Path, claude: dict[str, Any], now: float | None = None) -> s
     last, budget = run.last, run.prompt_budget
     used = last.input_tokens or last.forwarded_tokens
     parts = [f"ctx {format_tokens(used)}" + (f"/{format_tokens(budget)}" if budget else "")]
-    parts.append(f"cache {cache_label(last.created, now or time.time())}")
+    parts.append(f"cache {cache_label(last.cache_used, now or time.time(), last.cache_ttl or CACHE_TTL_SECONDS)}")
     if saved := savings_label(run.totals, with_share=True):
         parts.append(saved)
     parts.append(context_label(msgspec.structs.asdict(last)))

@@ -48,6 +48,11 @@ class Sized(msgspec.Struct, frozen=True, kw_only=True):
     loaded: bool = True
     media: int = 0  # its images and documents as the provider counts them: kept by a stub too
 
+    def estimate(self, calibration: float) -> int:
+        """Its content's estimate: the text's count calibrated, the media as the provider counts
+        them (the calibration factor is learned from text; an image is not text)."""
+        return scaled(self.tokens, calibration) + self.media
+
 
 class Window(msgspec.Struct, frozen=True):
     """What a plan can use of a stored conversation (``conversation_window``)."""
@@ -170,9 +175,10 @@ def _framing(counter: TokenCounter, m: Message) -> int:
     return cost + (counter.count(m.name) if m.name else 0)
 
 
-def sized_cost(counter: TokenCounter, m: Message, size: Sized) -> int:
-    """Raw tokens a message costs whole, its text's count taken from ``size``, its images too."""
-    return _framing(counter, m) + size.tokens + size.media
+def estimated_cost(counter: TokenCounter, m: Message, size: Sized, calibration: float) -> int:
+    """What a message costs whole (calibrated), its text's count taken from ``size``: the text
+    and framing scaled by the factor, its images and documents as the provider counts them."""
+    return scaled(_framing(counter, m) + size.tokens, calibration) + size.media
 
 
 def _stub(m: Message, size: Sized, tool_names: dict[str, str]) -> Message:
@@ -199,9 +205,10 @@ def _message_costs(
     calibration: float,
     mask_over: int | None,
 ) -> tuple[int, Message | None, int]:
-    """(raw cost of the message whole, its stub or None, raw cost of the stub). A message gets a
-    stub when it may be masked or when its text was not loaded."""
-    extra = _framing(counter, m) + size.media  # a stub replaces the text only: its images stay
+    """(raw cost of the message whole, its stub or None, raw cost of the stub), its images and
+    documents left out (they are not calibrated: the caller adds ``size.media`` to either). A
+    message gets a stub when it may be masked or when its text was not loaded."""
+    extra = _framing(counter, m)
     if not (size.loaded and not maskable(m.role, size.tokens, calibration, mask_over)):
         stub = _stub(m, size, tool_names)
         return extra + size.tokens, stub, extra + counter.count(stub.content)
@@ -223,11 +230,12 @@ def atom_item(
     tool_names = {t.id: t.name for m in messages for t in m.tool_calls}
     shown: list[Message] = []
     masked_messages: list[Message] = []
-    full = masked = 0
+    full = masked = media = 0  # raw text and framing, whole and masked; media (a stub keeps its images)
     any_masked = False
     stubbed: list[str] = []
     for m in messages:
         size = _size(m, counter, sizes)
+        media += size.media
         cost, stub, stub_cost = _message_costs(m, size, counter, tool_names, calibration, mask_over)
         if stub is None:
             shown.append(m)
@@ -267,11 +275,12 @@ def atom_item(
         section="conversation",
         kind=TOOL_EPISODE if is_episode else MESSAGE,
         title=title,
-        tokens=scaled(full, calibration),
+        tokens=scaled(full, calibration) + media,
         detail=detail,
         messages=tuple(shown),
         masked_messages=tuple(masked_messages) if any_masked else (),
-        masked_tokens=scaled(masked, calibration) if any_masked else None,
+        masked_tokens=scaled(masked, calibration) + media if any_masked else None,
+        media=media,
     )
 
 
@@ -361,17 +370,19 @@ def conversation_window(
         total = 0
         for _, group in turn:
             names = {t.id: t.name for m in group for t in m.tool_calls}
+            sizes_of = [_size(m, counter, sizes) for m in group]
             raw = sum(
-                _message_costs(m, _size(m, counter, sizes), counter, names, calibration, mask_over)[2] for m in group
+                _message_costs(m, size, counter, names, calibration, mask_over)[2]
+                for m, size in zip(group, sizes_of, strict=True)
             )
-            total += scaled(raw, calibration)
+            total += scaled(raw, calibration) + sum(size.media for size in sizes_of)
         return total
 
     position = next((n for n in range(len(messages) - 1, -1, -1) if messages[n].id == latest), None)
     floor = 0
     if position is not None:
         m = messages[position]
-        floor = scaled(sized_cost(counter, m, _size(m, counter, sizes)), calibration)
+        floor = estimated_cost(counter, m, _size(m, counter, sizes), calibration)
     start = 0
     for turn in reversed(turns[:-1]):  # newest first, computed only as far as the window reaches
         cost = least(turn)
@@ -383,7 +394,7 @@ def conversation_window(
     allowance = available
     if position is not None and position >= start:
         m = messages[position]
-        cost = scaled(sized_cost(counter, m, _size(m, counter, sizes)), calibration)
+        cost = estimated_cost(counter, m, _size(m, counter, sizes), calibration)
         if cost <= available:
             load.add(latest)
             allowance -= cost
@@ -394,7 +405,7 @@ def conversation_window(
         if not maskable(m.role, size.tokens, calibration, mask_over):
             load.add(m.id)
             continue
-        cost = scaled(sized_cost(counter, m, size), calibration)
+        cost = estimated_cost(counter, m, size, calibration)
         if cost <= allowance:
             load.add(m.id)
             allowance -= cost

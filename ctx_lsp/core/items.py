@@ -100,6 +100,9 @@ class Item(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     messages: tuple[Message, ...] = ()
     masked_messages: tuple[Message, ...] = ()
     masked_tokens: int | None = None
+    # of ``tokens``, the images and documents of its messages as the provider counts them: not
+    # calibrated, so calibration learns from the rest (a conversation atom's; 0 for anything else)
+    media: int = 0
     stale: bool = False
     pending: bool = False  # an atom with a tool call whose result has not arrived: required
 

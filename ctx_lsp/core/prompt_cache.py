@@ -17,7 +17,7 @@ LONG_CACHE_TTL_SECONDS = 3600
 
 
 def warm_until(last_request: float | None, now: float, ttl: int = CACHE_TTL_SECONDS) -> float | None:
-    """When the cache of a conversation whose latest request ended at ``last_request`` goes
+    """When the cache of a conversation whose latest request went upstream at ``last_request`` goes
     cold (epoch seconds; ``ttl`` the lifetime it asked for), or None when it is cold already or
     no request is known."""
     if last_request is None:
@@ -26,12 +26,12 @@ def warm_until(last_request: float | None, now: float, ttl: int = CACHE_TTL_SECO
     return until if until > now else None
 
 
-def cache_label(last_request: float | None, now: float) -> str:
+def cache_label(last_request: float | None, now: float, ttl: int = CACHE_TTL_SECONDS) -> str:
     """``warm 4m12s``, ``cold``, or "" when no request is known: a snapshot, for one-shot output
     (a status bar counts down from ``warm_until`` instead)."""
     if last_request is None:
         return ""
-    until = warm_until(last_request, now)
+    until = warm_until(last_request, now, ttl)
     if until is None:
         return "cold"
     left = until - now

@@ -33,3 +33,4 @@ class Planned:
     plan: ExchangePlan | None = None
     strip_usage: bool = False  # we asked for a usage chunk the client did not: it is not relayed
     note: str | None = None  # why the client's body went as it was
+    sent: float | None = None  # when it went upstream (epoch seconds): the provider's cache is read then

@@ -23,6 +23,7 @@ from aiohttp import web
 from ctx_lsp import report_html
 from ctx_lsp.core.items import ContextOverflow
 from ctx_lsp.core.planner import InvalidBudget
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS
 from ctx_lsp.core.runs import assistant_of
 from ctx_lsp.core.savings import Totals
 from ctx_lsp.engine import UserError
@@ -290,7 +291,7 @@ class Gateway:
         stream = parsed.stream if parsed else False
         url = self._upstream_url(request, api)
         reader = api.reader(stream)
-        sent_at = time.perf_counter()
+        sent_at, planned.sent = time.perf_counter(), time.time()
         first_byte: float | None = None
         resp: web.StreamResponse | None = None
         recorded: Awaitable[Any] | None = None
@@ -423,6 +424,8 @@ class Gateway:
                 messages=[m for ms in parsed.messages for m in ms] if parsed else [],
                 tools=tool_names(parsed.tools) if parsed else (),
                 repeated=shared_prefix(key, previous) / len(key) if previous and key else 0.0,
+                sent=planned.sent,
+                cache_ttl=parsed.cache_ttl if parsed else CACHE_TTL_SECONDS,
             ),
         )
 

@@ -42,6 +42,8 @@ class GatewayRecord(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     requests: int = 0  # through the gateway so far, this one included
     rebuilt: str | None = None  # why this request rebuilt the prefix the provider caches (None: it appended)
     cache_miss: str | None = None  # the provider's own reason its cache missed (Anthropic's cache diagnostics)
+    sent: float | None = None  # when it went upstream: the provider's cache was read then
+    cache_ttl: int | None = None  # the cache lifetime its breakpoints asked for, seconds
 
     def label(self) -> str:
         """For a status bar: requests, input of this request / its budget, the cached share."""
@@ -103,6 +105,8 @@ class Status:
             added_ms=round(added_ms, 2),
             upstream_ms=round(upstream_ms, 2),
             note=planned.note,
+            sent=planned.sent,
+            cache_ttl=parsed.cache_ttl if parsed else None,
         )
         if plan is not None:
             p = plan.outcome.result.plan

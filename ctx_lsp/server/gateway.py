@@ -44,7 +44,8 @@ class Seen:
 
     model: str | None
     requests: int = 0
-    last: float = field(default_factory=time.time)
+    last: float = field(default_factory=time.time)  # when its latest request went upstream
+    ttl: int = CACHE_TTL_SECONDS  # the cache lifetime that request's breakpoints asked for
 
 
 @dataclass(slots=True, frozen=True)
@@ -115,7 +116,8 @@ def _on_record(ls: CtxServer, record: GatewayRecord) -> None:
     if state is None or record.session is None or record.plan_id is None:
         return
     seen = state.seen.setdefault(record.session, Seen(record.model))
-    seen.model, seen.requests, seen.last = record.model, seen.requests + 1, time.time()
+    seen.model, seen.requests = record.model, seen.requests + 1
+    seen.last, seen.ttl = record.sent or record.time, record.cache_ttl or CACHE_TTL_SECONDS
     if not state.chosen:
         ls.session_id = record.session
     ls.spawn(_after_request(ls, state, record.session))
@@ -214,7 +216,8 @@ def status(ls: CtxServer) -> P.GatewayStatus:
     # started (of a conversation served only before, the state is unknown: "" and None).
     seen = state.seen.get(ls.session_id)
     last, now = (seen.last if seen else None), time.time()
-    until = warm_until(last, now)
+    ttl = seen.ttl if seen else CACHE_TTL_SECONDS
+    until = warm_until(last, now, ttl)
     money = state.money.get(ls.session_id, Money())
     return P.GatewayStatus(
         listening=st.url,
@@ -224,9 +227,9 @@ def status(ls: CtxServer) -> P.GatewayStatus:
         review=st.review,
         active_session=ls.session_id,
         label=latest.label if latest else f"⇄ {st.requests}",
-        cache=cache_label(last, now),
+        cache=cache_label(last, now, ttl),
         cache_warm_until=None if until is None else round(until * 1000),
-        cache_ttl_seconds=CACHE_TTL_SECONDS,
+        cache_ttl_seconds=ttl,
         cache_read_price=money.cache_read_price,
         saved=money.saved,
         latest=latest,

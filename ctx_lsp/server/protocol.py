@@ -403,11 +403,13 @@ class GatewayStatus(_P):
     review: bool  # requests wait for the editor (review before send)
     active_session: str  # where pins and plans without a session go
     label: str
-    cache: str  # the active conversation's prompt cache: "warm 4m12s" (the provider's 5-minute TTL), "cold", ""
+    cache: str  # the active conversation's prompt cache: "warm 4m12s" (counted over cache_ttl_seconds), "cold", ""
     # When that cache goes cold, in epoch milliseconds (None: cold, or no request yet): a status bar
     # counts down from it, where the "warm 4m12s" snapshot would go stale.
     cache_warm_until: int | None
-    cache_ttl_seconds: int  # the lifetime the server counts (the providers' default)
+    # the lifetime the server counts: the providers' default, or the hour the conversation's
+    # breakpoints asked for (Anthropic's ``"ttl": "1h"``)
+    cache_ttl_seconds: int
     cache_read_price: str  # what a warm cache charges for the repeated prefix, e.g. "half the input price (…)"
     saved: str  # what the active conversation saved so far, cache-weighted against sending direct
     latest: GatewayRequest | None

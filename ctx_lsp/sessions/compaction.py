@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.conversation import Sized, group_turns, sized_cost
+from ctx_lsp.core.conversation import Sized, estimated_cost, group_turns
 from ctx_lsp.core.items import BudgetSpec
 from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, warm_until
 from ctx_lsp.core.tokens import counter_for, scaled
@@ -91,7 +91,7 @@ class Compactions:
         if len(active) < 2:
             return False
         cal = model.estimator.calibration
-        estimate = sum(scaled(sized_cost(model.counter, m, sizes[m.id]), cal) for m in active)
+        estimate = sum(estimated_cost(model.counter, m, sizes[m.id], cal) for m in active)
         done = self.shared.store.compactions(record.id)
         summary = scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0
         estimate += summary
@@ -163,7 +163,7 @@ class Compactions:
         sizes = self.conversation.sizes(session, active_meta, counter)
 
         def cost(msgs) -> int:
-            return sum(scaled(sized_cost(counter, m, sizes[m.id]), cal) for m in msgs)
+            return sum(estimated_cost(counter, m, sizes[m.id], cal) for m in msgs)
 
         active = [m.to_message() for m in active_meta]
         turns = group_turns(active)

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.core.conversation import Sized, sized_cost
+from ctx_lsp.core.conversation import Sized, estimated_cost
 from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import SYSTEM_PROMPT, Item, Message, Mode
@@ -158,7 +158,7 @@ class Exchanges:
         # the compaction summary): retrieval gets only what that leaves, so it never squeezes out
         # the summary or an old turn (a mask there would rewrite the cached prefix)
         talk = self._talk(ex.session, model, path, every)
-        sent = system + sum(scaled(s.tokens + s.media, cal) for s in every.values())  # what the client sent, whole
+        sent = system + sum(s.estimate(cal) for s in every.values())  # what the client sent, whole
         # a side request (a title, a summary, a check) gets no added context: it cannot use it
         side = side_request(ex.system, ex.messages, ex.tools, ex.max_output)
         mode: Mode = "off" if side else ex.mode or store.session(ex.session).mode or shared.engine.config.mode
@@ -273,7 +273,7 @@ class Exchanges:
         ours = [t for n, t in zip(ex.tools, ex.tool_texts, strict=False) if is_ctx_tool(n)]
         tools = scaled(model.counter.count("\n".join(ours)), cal) if ours else 0
         savings = Savings(
-            shed=sum(scaled(size.tokens + size.media, cal) for i, size in every.items() if i not in placement.shown),
+            shed=sum(size.estimate(cal) for i, size in every.items() if i not in placement.shown),
             masked=sum(c.item.tokens - c.tokens for c in chosen if c.masked),
             shrunk=store.shrunk_saving(ex.session, ids) if self.shared.engine.config.gateway.shrink_tokens else 0,
             injected=tools
@@ -306,7 +306,7 @@ class Exchanges:
         every = every if every is not None else self.conversation.sizes(session, path, model.counter)
         done = self.shared.store.compactions(session)
         talk = sum(
-            scaled(sized_cost(model.counter, m.to_message(), every[m.id]), cal) for m in path if m.archived_by is None
+            estimated_cost(model.counter, m.to_message(), every[m.id], cal) for m in path if m.archived_by is None
         )
         return talk + FRAMING_TOKENS + (scaled(model.counter.count(done[-1]["summary"] or ""), cal) if done else 0)
 
@@ -441,9 +441,9 @@ class Exchanges:
             return
         self.shared.require_memory()
         model, _ = self.calibration.model(model_name)
-        raw = model.counter.count(text) + max(0, media_tokens)
-        estimate = scaled(raw, model.estimator.calibration)
-        self.shared.store.record_usage("count_tokens", "", model.spec.name, estimate, raw, actual, 0, 0)
+        raw, media = model.counter.count(text), max(0, media_tokens)
+        estimate = scaled(raw, model.estimator.calibration) + media
+        self.shared.store.record_usage("count_tokens", "", model.spec.name, estimate, raw, actual, 0, 0, media)
 
     def record_reply(
         self,

@@ -15,6 +15,7 @@ import msgspec
 from ctx_lsp.core.harness import first_words
 from ctx_lsp.core.items import Message
 from ctx_lsp.core.models import Prices
+from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS
 from ctx_lsp.core.report import GatewayReport, build_report
 from ctx_lsp.core.runs import client_conversation, one_shot, run_key, trimmed, user_line
 from ctx_lsp.core.savings import Totals, saved_tokens, totals
@@ -57,7 +58,14 @@ class GatewayRequest(msgspec.Struct, kw_only=True):
     context: str | None = None  # why ctx_lsp added what it added (``core.verdict``)
     context_items: int = 0
     prefix: str | None = None  # why the cached prefix was rebuilt here; None: it appended
+    sent: float | None = None  # when it went upstream (the provider's cache was read then)
+    cache_ttl: int | None = None  # the cache lifetime its breakpoints asked for (None: the default)
     created: float | None = None  # when the store kept it (its clock)
+
+    @property
+    def cache_used(self) -> float | None:
+        """When this request last used the provider's cache (kept before ``sent`` was: ``created``)."""
+        return self.sent if self.sent is not None else self.created
 
     def row(self) -> dict[str, Any]:
         """As the store writes it (it sets ``created``)."""
@@ -80,6 +88,8 @@ class Forwarded:
     # of the client's request, the share that repeats its previous one (``gateway.direct``): what
     # the provider would have served from its cache had the client sent it direct
     repeated: float = 0.0
+    sent: float | None = None  # when it went upstream (epoch seconds)
+    cache_ttl: int = CACHE_TTL_SECONDS  # the cache lifetime its breakpoints asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +161,8 @@ class Ledger:
             context_items=items,
             # ours first; else the provider's own reason, when it gave one (cache diagnostics)
             prefix=plan.rebuilt or (f"provider: {usage.cache_miss}" if usage and usage.cache_miss else None),
+            sent=sent.sent,
+            cache_ttl=sent.cache_ttl,
         )
         self.keep(record)
         return record

@@ -26,8 +26,8 @@ class UsageAndMeter:
 
     def report_usage(self, session: str, plan_id: str, usage: Usage) -> UsageReport:
         """The plan's estimate counts the images and documents of the messages it kept the
-        provider's way (``core.media``, per message): estimate and actual stay comparable, and
-        images are no outliers. They are not added again here."""
+        provider's way (``core.media``, per message), uncalibrated: the factor is learned from the
+        rest, the text, so a screenshot neither moves it nor is scaled by it."""
         shared = self.shared
         shared.require_memory()
         for label, value in (
@@ -41,7 +41,8 @@ class UsageAndMeter:
         model_name = outcome.inputs.model
         before, _ = self.calibration.model(model_name)
         estimate = outcome.result.plan.totals.tokens
-        raw = max(1, round(estimate / outcome.inputs.estimator.calibration))
+        media = sum(c.item.media for c in outcome.result.chosen)
+        raw = max(1, round((estimate - media) / outcome.inputs.estimator.calibration))
         shared.store.record_usage(
             plan_id,
             session,
@@ -51,6 +52,7 @@ class UsageAndMeter:
             usage.input_tokens,
             usage.cached_input_tokens,
             usage.output_tokens,
+            media,
         )
         turn, asked, expired = shared.store.advance_turn(session)
         self.reflections.reflect(session, outcome.result.plan, turn - 1, expired)

@@ -87,7 +87,7 @@ async def _loop(gw: Running, client: anthropic.AsyncAnthropic, turns: int, steps
 def _age(gw: Running, seconds: float) -> None:
     """Every request recorded so far, ``seconds`` further back (as if the user had been away)."""
     with gw.sessions.store.write() as conn:
-        conn.execute("UPDATE gateway_requests SET created = created - ?", (seconds,))
+        conn.execute("UPDATE gateway_requests SET created = created - ?, sent = sent - ?", (seconds, seconds))
 
 
 async def test_a_turn_that_would_reach_the_step_size_steps_at_its_first_request(tmp_path: Path) -> None:

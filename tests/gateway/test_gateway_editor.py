@@ -8,6 +8,7 @@ import socket
 import time
 from pathlib import Path
 
+import anthropic
 import openai
 import pytest
 from lsprotocol import types
@@ -16,7 +17,7 @@ from pytest_lsp import ClientServerConfig
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from ctx_lsp.server import protocol as P
 from ctx_lsp.trust import record
-from tests.gateway.fake_upstream import FakeUpstream
+from tests.gateway.fake_upstream import FakeUpstream, Reply
 from tests.gateway.harness import KEY
 from tests.lsp.conftest import server_command, start
 from tests.lsp.test_replies import exactly
@@ -140,6 +141,44 @@ async def test_the_meter_counts_the_cache_down_and_says_what_was_saved(tmp_path:
             assert status.saved == note.saved and status.active_session == note.active_session
         finally:
             await client.shutdown_session()
+
+
+async def test_an_hour_long_cache_is_counted_down_from_when_the_request_went_upstream(tmp_path: Path) -> None:
+    """Breakpoints that ask for Anthropic's hour-long cache (``"ttl": "1h"``): the meter counts an
+    hour, not five minutes, and from when the request went upstream (the provider read its cache
+    then), not from when a slow reply ended."""
+    root = copy_sample(tmp_path / "ws")
+    async with FakeUpstream() as up:
+        client, base = await _editor(root, up)
+        try:
+            up.queue(Reply.text("slow", initial_delay=2.0))  # a reply that takes two seconds
+            hour = {"type": "ephemeral", "ttl": "1h"}
+            async with anthropic.AsyncAnthropic(base_url=base.removesuffix("/v1"), api_key=KEY, max_retries=0) as ant:
+                started = time.time()
+                await ant.messages.create(
+                    model="claude-sonnet-4-5",
+                    max_tokens=100,
+                    system=[{"type": "text", "text": "Agent", "cache_control": hour}],
+                    messages=[{"role": "user", "content": QUESTION}],
+                )
+                ended = time.time()
+            assert ended - started > 1.5  # the reply took its time
+            status = await eventually(lambda: _status_with_request(client))
+            assert status.cache_ttl_seconds == 3600
+            assert status.cache.startswith("warm 59m"), status.cache
+            assert status.cache_warm_until is not None
+            assert (started + 3600) * 1000 <= status.cache_warm_until < (ended - 1 + 3600) * 1000, (
+                started,
+                ended,
+                status.cache_warm_until,
+            )
+        finally:
+            await client.shutdown_session()
+
+
+async def _status_with_request(client) -> P.GatewayStatus | None:
+    st = exactly(P.GatewayStatus, await client.protocol.send_request_async("ctx/gatewayStatus", {}))
+    return st if st.cache_warm_until is not None else None
 
 
 async def test_review_before_send_replan_send_cancel_and_timeout(tmp_path: Path) -> None:

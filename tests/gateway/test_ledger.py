@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anthropic
@@ -48,6 +49,8 @@ def test_a_request_record_round_trips_through_the_store(ws: Path) -> None:
             messages=messages,
             tools=(),
             repeated=0.5,
+            sent=time.time() - 120,  # went upstream two minutes ago: a long reply ended only now
+            cache_ttl=3600,
         )
         made = sessions.account_exchange(plan, sent)
         imported = {"session": "old", "model": "gpt-4o", "client_tokens": 50, "as_sent": 1, "one_shot": 0}
@@ -69,10 +72,14 @@ def test_a_request_record_round_trips_through_the_store(ws: Path) -> None:
     try:
         stored, old = again.gateway_requests()
         assert again.gateway_requests("old") == [old]
+        # the provider's cache was last used when the request went up, not when its row was kept
+        assert again.store.last_gateway_request("ledger") == sent.sent
     finally:
         again.close()
     assert isinstance(stored, GatewayRequest) and stored.created is not None
     assert msgspec.structs.replace(stored, created=None) == made
+    assert (stored.sent, stored.cache_ttl, stored.cache_used) == (sent.sent, 3600, sent.sent)
+    assert old.cache_used == old.created and old.cache_ttl is None  # kept before ``sent`` was
     assert old == GatewayRequest(session="old", model="gpt-4o", client_tokens=50, as_sent=True, created=old.created)
 
 

@@ -228,8 +228,8 @@ class Conversation(Database):
             GATEWAY_REQUESTS.insert(conn, {**row, "created": time.time()})
 
     def last_gateway_request(self, session: str) -> float | None:
-        """When the session's latest request through the gateway was recorded (epoch seconds)."""
-        row = self._read("SELECT MAX(created) FROM gateway_requests WHERE session = ?", (session,))
+        """When the session's latest request through the gateway went upstream (epoch seconds)."""
+        row = self._read("SELECT MAX(COALESCE(sent, created)) FROM gateway_requests WHERE session = ?", (session,))
         return row[0][0] if row else None
 
     def gateway_requests(self, session: str | None = None) -> list[dict[str, Any]]:

@@ -186,9 +186,11 @@ class Plans(Database):
         input_tokens: int,
         cached: int,
         output: int,
+        media: int = 0,
     ) -> None:
-        """``estimate`` is what the plan said (calibrated); ``raw_estimate`` the same before the
-        calibration factor, which is what a new factor is learned from."""
+        """``estimate`` is what the plan said (calibrated); ``raw_estimate`` its text before the
+        calibration factor, which is what a new factor is learned from, against ``input_tokens``
+        less ``media`` (the images and documents in both, counted the provider's way)."""
         row = {
             "plan_id": plan_id,
             "session": session,
@@ -199,18 +201,20 @@ class Plans(Database):
             "cached_input_tokens": cached,
             "output_tokens": output,
             "created": time.time(),
+            "media": media,
         }
         with self.write() as conn:
             USAGE.insert(conn, row)
-            self.after_commit(lambda: self._reported(model, session, estimate, raw_estimate, input_tokens))
+            self.after_commit(lambda: self._reported(model, session, estimate, raw_estimate, input_tokens, media))
 
-    def _reported(self, model: str, session: str, estimate: int, raw_estimate: int, actual: int) -> None:
+    def _reported(self, model: str, session: str, estimate: int, raw_estimate: int, actual: int, media: int) -> None:
         """A report is in: the kept ratios take it in order, the session's latest is this one."""
         memo = self.memo()
         ratios = memo.get(("ratios", model))
         if ratios is not None and raw_estimate > 0:
-            bisect.insort(ratios, actual / raw_estimate)
-            memo["recent", model].append(actual / raw_estimate)
+            ratio = _text_ratio(raw_estimate, actual, media)
+            bisect.insort(ratios, ratio)
+            memo["recent", model].append(ratio)
         memo["last", session] = (estimate, actual)
 
     def reset_calibration(self, model: str | None = None) -> int:
@@ -234,10 +238,11 @@ class Plans(Database):
             ratios = memo.get(("ratios", model))
             if ratios is None:
                 rows = self._read(
-                    "SELECT raw_estimate, input_tokens FROM usage WHERE model = ? AND raw_estimate > 0 ORDER BY seq",
+                    "SELECT raw_estimate, input_tokens, media FROM usage"
+                    " WHERE model = ? AND raw_estimate > 0 ORDER BY seq",
                     (model,),
                 )
-                ordered = [actual / estimate for estimate, actual in rows]
+                ordered = [_text_ratio(*row) for row in rows]
                 ratios = memo["ratios", model] = sorted(ordered)
                 memo["recent", model] = collections.deque(ordered[-calibration.WINDOW :], maxlen=calibration.WINDOW)
             recent = memo["recent", model]
@@ -353,3 +358,9 @@ def _set_contents(inputs: PlanInput, contents: dict[tuple[int, int, int, int], s
         atoms[a] = replace(atoms[a], messages=tuple(forms[0]), masked_messages=tuple(forms[1]))
         turns[t] = replace(turns[t], atoms=tuple(atoms))
     return replace(inputs, conversation=replace(inputs.conversation, turns=tuple(turns)))
+
+
+def _text_ratio(raw_estimate: int, actual: int, media: int) -> float:
+    """A report's ratio for the text it held: the provider's count less the images and documents
+    (counted its way, in both), over our raw count of the text."""
+    return max(0, actual - media) / raw_estimate

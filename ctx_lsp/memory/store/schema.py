@@ -176,6 +176,9 @@ USAGE = Table(
         "cached_input_tokens INTEGER NOT NULL",
         "output_tokens INTEGER NOT NULL",
         "created REAL NOT NULL",
+        # of estimate and input_tokens, the images and documents (counted the provider's way, not
+        # calibrated): a ratio is learned from the text alone, (input_tokens - media) / raw_estimate
+        "media INTEGER NOT NULL DEFAULT 0",
     ),
 )
 COMPACTIONS = Table(
@@ -292,6 +295,10 @@ GATEWAY_REQUESTS = Table(
         # why the prefix the provider caches was rebuilt at this request (a compaction step and what
         # took it); NULL: it repeated the one before and appended (``sessions.cache_plan``)
         "prefix TEXT",
+        # when it went upstream: the provider read and refreshed its cache then, not when the
+        # reply ended (NULL: kept by an earlier version; ``created`` stands in)
+        "sent REAL",
+        "cache_ttl INTEGER",  # the cache lifetime its breakpoints asked for, seconds (NULL: the default)
     ),
 )
 
