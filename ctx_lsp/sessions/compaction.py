@@ -108,8 +108,12 @@ class Compactions:
         last = self.shared.store.last_gateway_request(record.id)
         cold = last is not None and warm_until(last, time.time(), cache_ttl) is None
         sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary, cold)
-        requests = replies + sum(m.role == "assistant" for m in parts[0])
         trigger, turn_growth = sizes_now.trigger, 0.0
+        # the requests so far, archived ones too: counted only when a step is weighed (the
+        # archive grows with the session; most plans return below the trigger)
+        requests = (
+            replies + sum(m.role == "assistant" for m in parts[0]) if live_turn or force or estimate >= trigger else 0
+        )
         if live_turn and active[-1].role == "user":
             # a turn's first request: a turn that would reach the step size anyway (growing as this
             # conversation's turns have) steps here, where a step keeps the new user message and
