@@ -762,3 +762,39 @@ def test_the_versions_section_of_a_report_is_left_out_up_to_the_next_heading_or_
         assert gone not in cleaned
     assert "More prose after it stays." in cleaned and "The rest stays too." in cleaned
     assert "pvlib.__version__" not in signals.read(text).dotted
+
+
+def test_the_commands_a_template_asks_for_to_print_versions_are_left_out_a_sentence_stays() -> None:
+    text = (
+        "Inference fails on a starred assignment\n"
+        '### `python -c "from astroid import __pkginfo__; print(__pkginfo__.version)"` output\n'
+        "2.5.1\n"
+        ">>> import sys; print('Python', sys.version)\n"
+        '❯ py -c "import platform; print(platform.platform())"\n'
+        ">>> pydicom.__version__\n"
+        " - ``pvlib.__version__``: '0.9.3'\n"
+        "The __version__ attribute reads the wrong file.\n"  # a sentence about it stays
+    )
+    sig = signals.read(text)
+    for gone in ("pkginfo", "sys.version", "platform", "pydicom", "pvlib"):
+        assert gone not in sig.search_text, gone
+    assert not any("version" in name for name in sig.dotted), sig.dotted
+    assert "The __version__ attribute reads the wrong file." in sig.search_text
+
+
+def test_a_code_hosts_link_to_a_line_names_the_file_and_the_line() -> None:
+    text = (
+        "TypeError with Arrays\n"
+        "raised at https://github.com/o/p/blob/dc617d0c/pvlib/modelchain.py#L1525 and\n"
+        "https://github.com/o/p/blob/81598e4/pvlib/singlediode.py#L644-L649,\n"
+        "[see](https://gitlab.com/g/p/-/blob/main/src/exec/mod.rs#L40) or\n"
+        "https://bitbucket.org/o/p/src/abc123/lib/y.py#lines-9 and the whole https://github.com/o/p/blob/main/z/q.py\n"
+    )
+    assert signals.read(text).locations == (
+        ("pvlib/modelchain.py", 1525),
+        ("pvlib/singlediode.py", 644),
+        ("src/exec/mod.rs", 40),
+        ("lib/y.py", 9),
+        ("z/q.py", None),
+    )
+    assert "blob" not in signals.read(text).search_text  # the address is still no search words

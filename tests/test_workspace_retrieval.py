@@ -304,6 +304,16 @@ def test_paths_lines_and_dotted_names_point_at_symbols(index: WorkspaceIndex) ->
     assert "its file shop/billing/invoice.py is named in the request" in by_name["shop.billing.invoice"]
 
 
+def test_a_code_hosts_link_to_a_line_points_at_the_symbol_there(index: WorkspaceIndex) -> None:
+    query = "Totals are off\nsee https://github.com/o/shop/blob/0a1b2c3/shop/billing/invoice.py#L17\n"
+    ranked = ranked_for(index, query)
+    order = [s.qualname for s, _, _ in ranked]
+    unlinked = [s.qualname for s, _, _ in ranked_for(index, "Totals are off\n")]
+    rounding = "shop.billing.invoice._round_cents"
+    assert rounding not in unlinked[:3] and rounding in order[:2]
+    assert "at shop/billing/invoice.py:17, named in the request (×3.00)" in ranked[order.index(rounding)][2]
+
+
 def test_an_error_message_points_at_the_code_that_writes_it(index: WorkspaceIndex) -> None:
     query = "Applying a voucher fails with\nValueError: discount must be 1..50%"
     by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}

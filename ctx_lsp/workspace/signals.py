@@ -126,6 +126,14 @@ _PATH = re.compile(
     rf"(?<![\w/.\-])(?P<path>(?:\.{{0,2}}/)?(?:[\w.\-]+/)*[\w\-][\w.\-]*?\.(?:{_EXT}))"
     r"(?::(?P<line>\d+)(?::\d+)?|\((?P<tsc_line>\d+),\d+\))?(?![\w/]|\.\w)"
 )
+# A code host's link to a file, at a line or not: GitHub's and Gitea's ``…/blob/<ref>/pkg/mod.py#L1525``
+# (``#L344-L345``), GitLab's ``…/-/blob/<ref>/…``, Bitbucket's ``…/src/<ref>/…#lines-12``. The path
+# after the ref is the repository's own: a report links the line it means (at its ref, which may
+# be a later commit than the tree: a line that moved points near)
+_CODE_LINK = re.compile(
+    rf"://[^\s/]+/(?:[^\s/]+/)+?(?:-/)?(?:blob|src)/[^\s/]+/(?P<path>[^\s#?)\]>]+\.(?:{_EXT}))"
+    r"(?:\?[^\s#)\]>]*)?(?:#(?:L|lines-)(?P<line>\d+))?"
+)
 # products named like a file: not a path in the workspace
 _NOT_PATHS = frozenset(
     {"node.js", "next.js", "vue.js", "nuxt.js", "express.js", "react.js", "three.js", "d3.js", "chart.js",
@@ -254,6 +262,8 @@ def read(text: str) -> Signals:
         line = m["line"] or m["tsc_line"]
         locations.setdefault((m["path"], int(line) if line else None), None)
         spans.append(m.span())
+    for m in _CODE_LINK.finditer(text) if "://" in text else ():
+        locations.setdefault((m["path"], int(m["line"]) if m["line"] else None), None)
     exceptions: dict[str, None] = {}
     fragments: dict[str, None] = {}
     error_spans: list[tuple[int, int]] = []  # error lines the prose leaves out
