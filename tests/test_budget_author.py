@@ -62,14 +62,25 @@ def test_the_gateway_plans_under_the_budget_engine_budget_sizes(ws: Path, monkey
         asked.append((overrides, spec))
         return spec
 
+    resolved: list[str | None] = []
+    resolve = engine.resolve_model
+
+    def resolve_model(name):  # type: ignore[no-untyped-def]
+        resolved.append(name)
+        return resolve(name)
+
     monkeypatch.setattr(engine, "budget", budget)
     sessions = SessionEngine(engine)
+    monkeypatch.setattr(engine, "resolve_model", resolve_model)
     try:
         messages = [Message(id="", role="user", content="How is stock reserved in the inventory?")]
         ex = Exchange(session="sized", model="gpt-4o", system="You are an agent. " * 200, messages=messages)
         planned = sessions.plan_exchange(ex).outcome.inputs.budget
     finally:
         sessions.close()
+    # the request's model, resolved once and handed to its plan (the conversation's stored counts
+    # are the session's model's: a new session's is the configured one, None here)
+    assert resolved.count("gpt-4o") == 1 and set(resolved) <= {"gpt-4o", None}
     clients = [(o, spec) for o, spec in asked if o is not None and o.client is not None]
     assert clients and clients[-1][1] == planned  # the plan's budget is the one Engine.budget sized
     client = clients[-1][0].client
