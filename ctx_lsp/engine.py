@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from ctx_lsp.config import CtxConfig, ModelOverride, load_workspace_config
+from ctx_lsp.core.budget import ClientPrompt, client_shares
 from ctx_lsp.core.conversation import Sized, build_turns, mask_limit, with_query
 from ctx_lsp.core.harness import user_words
 from ctx_lsp.core.ids import content_digest, content_id
@@ -89,16 +90,18 @@ class BudgetOverrides(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     context_length: int | None = None
     max_completion_tokens: int | None = None
     safety_buffer: int | None = None
-    rag_budget: int | None = None  # fixes the rag section's budget (benchmarks, the gateway)
-    # (system, conversation, rag) shares of the prompt budget instead of the configured ones: the
-    # gateway's conversation gets what the client's own system prompt and retrieval leave
+    rag_budget: int | None = None  # fixes the rag section's budget (benchmarks)
+    # (system, conversation, rag) shares of the prompt budget instead of the configured ones
     shares: tuple[float, float, float] | None = None
+    # a prompt the client brings whole (the gateway): the shares and the rag budget are sized
+    # around it (``core.budget.client_shares``) instead of ``shares`` and ``rag_budget``
+    client: ClientPrompt | None = None
 
 
 @dataclass(slots=True)
 class PlanRequest:
-    """A question and how to ask it (the first fields, which faces fill), plus what the sessions
-    engine adds from memory (conversation, pins, summary, capsules, history, activation)."""
+    """A question and how to ask it: what a face fills. The sessions engine fills in the
+    session's model and mode when the face leaves them unset, and adds a ``SessionContext``."""
 
     query: str
     model: str | None = None
@@ -108,6 +111,18 @@ class PlanRequest:
     open_files: list[str] = field(default_factory=list)
     pins: list[str] = field(default_factory=list)  # qualified names, pinned sticky for this plan
     system_prompt: str | None = None
+    # the conversation already ends with what is asked (the gateway: a request's own messages,
+    # maybe ending in tool results): the query is not appended as a new user message
+    query_in_conversation: bool = False
+    instructions: bool = True  # the workspace's agent instruction files (a client may bring its own)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext:
+    """What the sessions engine adds to a request from a session's memory (``sessions.planning``):
+    its conversation window, compaction summary, archived history, pins, capsules, activation.
+    The CLI's ``--conversation`` file is its only part a face gives (a conversation given whole)."""
+
     extra_pins: list[PinnedItem] = field(default_factory=list)
     conversation: list[Message] = field(default_factory=list)
     # known sizes of conversation messages, by id (from the store); a message whose size says it
@@ -118,22 +133,30 @@ class PlanRequest:
     history: list[list[Message]] = field(default_factory=list)  # archived turns, retrievable
     activation: dict[str, tuple[float, str]] = field(default_factory=dict)  # qualname → (score, detail)
     cluster_id: str | None = None
-    # the conversation already ends with what is asked (the gateway: a request's own messages,
-    # maybe ending in tool results): the query is not appended as a new user message
-    query_in_conversation: bool = False
-    instructions: bool = True  # the workspace's agent instruction files (a client may bring its own)
-    # the scaffold and capsules as an earlier plan had them (the gateway keeps them while a
-    # conversation lasts: they sit early in its prompt, where a change costs the provider's cache)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationContext:
+    """What a face that carries a client's conversation keeps between its requests (the gateway,
+    ``sessions.exchanges``): the automatic context as an earlier plan of the conversation had it,
+    so the provider's cache keeps hitting, what pays for new context, and what the client has read."""
+
+    # the scaffold and capsules as an earlier plan had them (kept while a conversation lasts: they
+    # sit early in its prompt, where a change costs the provider's cache)
     scaffold: list[Item] | None = None
-    # what retrieval chose for this turn's question in an earlier plan (the gateway: an agent loop
-    # keeps its turn's context as it was, so the provider's cache keeps hitting): no new search
+    # what retrieval chose for this turn's question in an earlier plan (an agent loop keeps its
+    # turn's context as it was): no new search
     candidates: list[Item] | None = None
     # tokens the automatic context (scaffold, capsules, retrieved items) may take in all: the
     # gateway's savings pay for it (None: only the budget limits it)
     allowance: int | None = None
-    # the lines of code already in the conversation (``core.present``; the gateway): retrieved
-    # symbols found there whole are left out as ``in_conversation``
+    # the lines of code already in the conversation (``core.present``): retrieved symbols found
+    # there whole are left out as ``in_conversation``
     present: frozenset[str] | None = None
+
+
+NO_MEMORY = SessionContext()
+NOTHING_CARRIED = ConversationContext()
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,7 +337,8 @@ class Engine:
     def budget(self, model: ResolvedModel, overrides: BudgetOverrides | None = None) -> BudgetSpec:
         """The budget of a request: its own numbers, else the configuration's, else the model's
         (the reply reserve defaults to the smaller of the model's max output and the configured
-        default). Every budget — plans, the meter, the compaction threshold — comes from here."""
+        default; a prompt a client brings whole sizes the shares and the rag budget around it).
+        Every budget — plans, the meter, the compaction threshold, the gateway's — comes from here."""
         config = self.config
         o = overrides or BudgetOverrides()
         # A request's own numbers are checked before any default applies: 0 is an error, not "the
@@ -332,20 +356,31 @@ class Engine:
             )
         c = config.shares
         shares = Shares(c.system, c.conversation, c.rag) if o.shares is None else Shares(*o.shares)
-        return BudgetSpec(
+        spec = BudgetSpec(
             context_length=model.spec.context_length if o.context_length is None else o.context_length,
             max_completion_tokens=max_completion,
             safety_buffer=config.safety_buffer if o.safety_buffer is None else o.safety_buffer,
             shares=shares,
             rag_budget=o.rag_budget,
         )
+        if o.client is None:
+            return spec
+        sized, rag = client_shares(spec.prompt_budget, shares, o.client, config.gateway.context_budget)
+        return msgspec.structs.replace(spec, shares=sized, rag_budget=rag)
 
     # ---- planning --------------------------------------------------------------------------
 
     def build_inputs(
-        self, req: PlanRequest, *, model: ResolvedModel | None = None, budget: BudgetSpec | None = None
+        self,
+        req: PlanRequest,
+        memory: SessionContext = NO_MEMORY,
+        carried: ConversationContext = NOTHING_CARRIED,
+        *,
+        model: ResolvedModel | None = None,
+        budget: BudgetSpec | None = None,
     ) -> tuple[PlanInput, TokenCounter, dict[str, float]]:
-        """The planner's inputs for a request. ``model`` and ``budget`` are the request's, when
+        """The planner's inputs for a face's request, with what a session's ``memory`` and a
+        conversation's ``carried`` context add. ``model`` and ``budget`` are the request's, when
         the caller has resolved them already (the sessions engine does, once per plan)."""
         t0 = time.perf_counter()
         model = model or self.resolve_model(req.model)
@@ -388,38 +423,42 @@ class Engine:
         if req.focus is not None:
             required.append(self._focus_item(req.focus, counter, cal))
 
-        messages = list(req.conversation) if req.query_in_conversation else with_query(req.conversation, req.query)
+        messages = (
+            list(memory.conversation) if req.query_in_conversation else with_query(memory.conversation, req.query)
+        )
         query = req.query.strip()
         if not any(m.role == "user" for m in messages):
             raise UserError("nothing to plan for: give a query (--query or --query-file) or a conversation")
         summary = None
-        if req.summary:
+        if memory.summary:
             summary = msgspec.structs.replace(
                 text_item(
-                    "conversation", COMPACTION_SUMMARY, "summary of earlier conversation", req.summary, counter, cal
+                    "conversation", COMPACTION_SUMMARY, "summary of earlier conversation", memory.summary, counter, cal
                 ),
-                tokens=scaled(counter.count(req.summary) + MESSAGE_OVERHEAD, cal),
+                tokens=scaled(counter.count(memory.summary) + MESSAGE_OVERHEAD, cal),
             )
-        turns = build_turns(messages, counter, cal, sizes=req.sizes, mask_over=mask_limit(budget))
+        turns = build_turns(messages, counter, cal, sizes=memory.sizes, mask_over=mask_limit(budget))
         conversation = Conversation(turns=turns, summary=summary)
         t_inputs = time.perf_counter()
 
-        pins = [self._pin_by_name(name, n, cal) for n, name in enumerate(req.pins)] + list(req.extra_pins)
+        pins = [self._pin_by_name(name, n, cal) for n, name in enumerate(req.pins)] + list(memory.extra_pins)
         timings: dict[str, float] = {}
         candidates: list[Item] = []
         scaffold: list[Item] = []
         retrieval_set_id = None
         in_conversation: tuple[str, ...] = ()
         if mode != "off":
-            if req.candidates is not None:
-                candidates = list(req.candidates)
+            if carried.candidates is not None:
+                candidates = list(carried.candidates)
                 retrieval_set_id = _retrieval_set_id(content_digest(_set_parts(candidates)))
             else:
                 candidates, retrieval_set_id = self._retrieve(
-                    req, query, messages, required, pins, mode, counter, cal, timings
+                    req, memory, query, messages, required, pins, mode, counter, cal, timings
                 )
-                in_conversation = present_ids(candidates, req.present) if req.present else ()
-            scaffold = req.scaffold if req.scaffold is not None else [self._scaffold(counter, cal), *req.capsules]
+                in_conversation = present_ids(candidates, carried.present) if carried.present else ()
+            scaffold = (
+                carried.scaffold if carried.scaffold is not None else [self._scaffold(counter, cal), *memory.capsules]
+            )
         t_retrieval = time.perf_counter()
 
         inputs = PlanInput(
@@ -433,9 +472,9 @@ class Engine:
             conversation=conversation,
             candidates=tuple(candidates),
             retrieval_set_id=retrieval_set_id,
-            cluster_id=req.cluster_id,
+            cluster_id=memory.cluster_id,
             notes=tuple(notes),
-            allowance=req.allowance,
+            allowance=carried.allowance,
             in_conversation=in_conversation,
         )
         timings["inputs"] = (t_inputs - t0) * 1000
@@ -445,6 +484,7 @@ class Engine:
     def _retrieve(
         self,
         req: PlanRequest,
+        memory: SessionContext,
         query: str,
         messages: list[Message],
         required: list[Item],
@@ -469,7 +509,7 @@ class Engine:
         seeds = tuple(i.symbol for i in (*required, *(p.item for p in pins)) if i.symbol)
         # the same question asked the same way of the same index gets the same candidates: a
         # re-plan after a pin or a message, an agent's requests within one task
-        key = (rag_query, tuple(req.open_files), focus_path, seeds, tuple(sorted(req.activation.items())))
+        key = (rag_query, tuple(req.open_files), focus_path, seeds, tuple(sorted(memory.activation.items())))
         key += (mode, cal, counter.encoding, self.config.retrieval_limit)
         retrieved = self.index.memo("retrieved", RETRIEVALS_KEPT)
         found = retrieved.get(key)
@@ -479,7 +519,7 @@ class Engine:
                 open_files=req.open_files,
                 focus_path=focus_path,
                 seeds=seeds,
-                activation=req.activation,
+                activation=memory.activation,
                 timings=timings,
             )
             t0 = time.perf_counter()
@@ -489,7 +529,9 @@ class Engine:
             found = retrieved[key] = (offered, content_digest(_set_parts(offered)))
             timings["items"] = (time.perf_counter() - t0) * 1000
         offered, digest = found
-        history = history_candidates(req.history, rag_query, counter, cal, self.history_chunks) if req.history else []
+        history = (
+            history_candidates(memory.history, rag_query, counter, cal, self.history_chunks) if memory.history else []
+        )
         return [*offered, *history], _retrieval_set_id(content_digest(_set_parts(history), digest))
 
     def _offer(
@@ -570,8 +612,8 @@ class Engine:
             ranked=len(ranked),
         )
 
-    def plan(self, req: PlanRequest) -> PlanOutcome:
-        inputs, counter, timings = self.build_inputs(req)
+    def plan(self, req: PlanRequest, memory: SessionContext = NO_MEMORY) -> PlanOutcome:
+        inputs, counter, timings = self.build_inputs(req, memory)
         t0 = time.perf_counter()
         result = plan(inputs)
         timings["plan"] = (time.perf_counter() - t0) * 1000

@@ -11,7 +11,7 @@ import pytest
 from ctx_lsp import engine as engine_module
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Item, Message
-from ctx_lsp.engine import ITEMS_KEPT, RETRIEVALS_KEPT, BudgetOverrides, Engine, Focus, PlanRequest
+from ctx_lsp.engine import ITEMS_KEPT, RETRIEVALS_KEPT, BudgetOverrides, Engine, Focus, PlanRequest, SessionContext
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
 from tests.workspaces import copy_sample, make_index_again
@@ -443,7 +443,8 @@ def test_the_retrieval_set_id_names_the_candidates_however_they_were_found(ws: P
     try:
         seen = set()
         for with_history in (False, True, False, True):  # each asked twice: the second from memory
-            out = engine.plan(PlanRequest(query="invoice total rounding", history=history if with_history else []))
+            memory = SessionContext(history=history if with_history else [])
+            out = engine.plan(PlanRequest(query="invoice total rounding"), memory)
             cands = out.inputs.candidates
             assert any(c.kind == "history_chunk" for c in cands) == with_history
             assert out.inputs.retrieval_set_id == "rs-" + content_id(*(f"{c.id}:{c.score}" for c in cands))

@@ -281,7 +281,7 @@ def _load_conversation(path: Path):
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from ctx_lsp.cli.render import print_tree
-    from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
+    from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest, SessionContext
 
     query = args.query
     if args.query_file is not None:
@@ -308,9 +308,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                 budget=msgspec.convert(args, BudgetOverrides, from_attributes=True),
                 mode=args.mode,
                 pins=args.pin,
-                conversation=conversation,
                 system_prompt=system_prompt,
-            )
+            ),
+            SessionContext(conversation=conversation),  # a conversation given whole, as a session's
         )
         _record(engine, outcome, query or "")
     finally:

@@ -1,9 +1,38 @@
 """Section budgets: shares of the prompt budget, with unused share flowing to sections that
-still have demand (docs/budget.md). Pure integer arithmetic, so allocation is deterministic."""
+still have demand (docs/budget.md), and the shares of a prompt sized around a client's own
+(``ClientPrompt``). Pure arithmetic, so a budget is deterministic."""
 
 from __future__ import annotations
 
+import msgspec
+
 from ctx_lsp.core.items import SECTIONS, Section, Shares
+
+# of the room a client's system prompt and tools leave: a turn's block of retrieved code at most (it
+# stays in the prompt until the next compaction step, so what it takes brings that step sooner)
+TURN_BLOCK_SHARE = 0.05
+
+
+class ClientPrompt(msgspec.Struct, frozen=True, kw_only=True):
+    """A prompt a client brings whole (the gateway: its system prompt, tools and conversation),
+    in tokens as the planner counts them: the budget is sized around it (``client_shares``)."""
+
+    system: int  # its system prompt and tools, and ctx_lsp's blocks it carries already: required
+    conversation: int  # what its conversation needs in the conversation section (framing, summary)
+    searches: bool  # this request asks retrieval (a new turn's question); else retrieval gets nothing
+
+
+def client_shares(prompt_budget: int, shares: Shares, client: ClientPrompt, cap: int) -> tuple[Shares, int]:
+    """The shares and the fixed rag budget of a prompt sized around ``client``'s: its system
+    prompt is the system section, the conversation gets everything else, and retrieval only what
+    the conversation leaves — at most its configured share, ``cap`` tokens, and a share of the
+    room the system prompt leaves (``TURN_BLOCK_SHARE``). A request that fits goes out as sent."""
+    prompt = max(1, prompt_budget)
+    room = min(int(prompt * shares.rag), cap, int((prompt - client.system) * TURN_BLOCK_SHARE))
+    rag = max(0, min(room, prompt - client.system - client.conversation)) if client.searches else 0
+    system = min(1.0, client.system / prompt)
+    return Shares(system, 1.0 - system, 0.0), rag
+
 
 # Priority order of sections, used when floors (required items and pins) eat into the shares of
 # other sections: retrieval gives way first, then conversation (the selection order, docs/budget.md).

@@ -11,10 +11,12 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import msgspec
 
+from ctx_lsp.core.budget import ClientPrompt
 from ctx_lsp.core.conversation import Sized, estimated_cost
 from ctx_lsp.core.exchange import chain_id, chain_ids, exchange_query
 from ctx_lsp.core.ids import content_id
@@ -31,7 +33,7 @@ from ctx_lsp.core.shrink.command import command_of
 from ctx_lsp.core.shrink.request import Place, Request
 from ctx_lsp.core.side_requests import side_request
 from ctx_lsp.core.tokens import scaled
-from ctx_lsp.engine import BudgetOverrides, PlanOutcome, PlanRequest, ResolvedModel
+from ctx_lsp.engine import BudgetOverrides, ConversationContext, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.memory.store import InsideCompaction, MessageMeta
 from ctx_lsp.sessions.cache_plan import CachePlan, Epoch, context_tokens
 from ctx_lsp.sessions.calibration import Calibration
@@ -47,7 +49,6 @@ from ctx_lsp.sessions.values import SessionPlanRequest, Usage, UsageReport
 # estimate of "direct" is unsure of
 MIN_ALLOWANCE = 1_000
 CHAINED_KEPT = 20_000  # messages whose chained ids are remembered
-TURN_BLOCK_SHARE = 0.05  # of the room the client's system prompt and tools leave: a turn's block at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +143,12 @@ class Exchanges:
         ids = chain_ids(ex.messages, known=self.chained)
         ex, known, branch = self._follow(ex, ids)
         self.conversation.note_media(ex.session, ids, ex.messages)
+        model, _ = self.calibration.model(ex.model)  # once per request: every plan of it is given this
+        cal = model.estimator.calibration
         new = [msgspec.structs.replace(m, id=i) for m, i in zip(ex.messages[known:], ids[known:], strict=True)]
-        new = self._shrink(ex, new)
+        new = self._shrink(ex, new, model)
         if new:
             self.conversation.append(ex.session, None, new)
-        model, _ = self.calibration.model(ex.model)
-        cal = model.estimator.calibration
-        budget = shared.engine.budget(model, BudgetOverrides(max_completion_tokens=ex.max_output))
-        prompt = max(1, budget.prompt_budget)
         system = scaled(model.counter.count(ex.system), cal)
         path = store.path_meta(ex.session)
         every = self.conversation.sizes(ex.session, path, model.counter)
@@ -175,18 +174,10 @@ class Exchanges:
         carried_tokens = scaled(model.counter.count(carried), cal) if carried else 0
         system += carried_tokens
         turn_block = cache.turn_block(user_id) if cache else None
-        cap = min(int(prompt * budget.shares.rag), shared.engine.config.gateway.context_budget)
-        # a turn's block stays in the prompt until the next compaction step: what it takes of the
-        # conversation's room brings that step sooner, so it gets at most a share of the room
-        cap = min(cap, int((prompt - system) * TURN_BLOCK_SHARE))
         searches = mode != "off" and turn_block is None
-        rag = max(0, min(cap, prompt - system - talk)) if searches else 0
-        system_share = min(1.0, system / prompt)
-        overrides = BudgetOverrides(
-            max_completion_tokens=ex.max_output,
-            rag_budget=rag,
-            shares=(system_share, 1.0 - system_share, 0.0),
-        )
+        # the engine sizes the budget around the client's prompt (``Engine.budget``)
+        client = ClientPrompt(system=system, conversation=talk, searches=searches)
+        overrides = BudgetOverrides(max_completion_tokens=ex.max_output, client=client)
         query = exchange_query(ex.messages)
         # a capsule that goes stale (its code changed) or is refreshed changes the scaffold now
         versions = content_id(*(f"{c.path}@{c.code_hash}:{c.stale}" for c in self.capsules.capsules()))
@@ -207,46 +198,36 @@ class Exchanges:
             system_prompt=ex.system + (f"\n\n{carried}" if carried else ""),
             query_in_conversation=True,
             instructions=False,
-            scaffold=kept_scaffold,
-            candidates=kept_context,
-            allowance=allowance,
-            present=present,
         )
-        outcome = self.planning.plan(
-            SessionPlanRequest(session=ex.session, request=request, keep_later=True, cache_ttl=ex.cache_ttl)
+        held = ConversationContext(
+            scaffold=kept_scaffold, candidates=kept_context, allowance=allowance, present=present
         )
+        ask = partial(SessionPlanRequest, session=ex.session, model=model, keep_later=True, cache_ttl=ex.cache_ttl)
+        outcome = self.planning.plan(ask(request=request, carried=held))
         after = (len(store.compactions(ex.session)), mode, versions)
-        if after != key and (request.scaffold is not None or searches):
+        if after != key and (held.scaffold is not None or searches):
             # it compacted: the prompt's start changes now, and a turn's search gets the room the step made
-            request = self._after_step(ex, request, model, mode, kept_context, searches, cap, prompt - system)
-            outcome = self.planning.plan(
-                SessionPlanRequest(session=ex.session, request=request, keep_later=True, cache_ttl=ex.cache_ttl)
-            )
+            request, held = self._after_step(ex, request, held, model, mode, kept_context, searches)
+            outcome = self.planning.plan(ask(request=request, carried=held))
         placement = place(outcome.result)
         count = lambda t: scaled(model.counter.count(t), cal)  # noqa: E731
         rebuilt = None
         if cache is not None and after[0] == cache.epoch[0]:
             # a request that would rewrite the cached prefix between steps takes a step instead
-            why = cache.holds(placement, set(ids), budget.prompt_budget - outcome.result.plan.totals.tokens, count)
+            slack = outcome.inputs.budget.prompt_budget - outcome.result.plan.totals.tokens
+            why = cache.holds(placement, set(ids), slack, count)
             if why is not None:
-                allowance = self._allowance(ex, model, mode, None, kept_context)
-                request = replace(request, scaffold=None, allowance=allowance)
-                outcome = self.planning.plan(
-                    SessionPlanRequest(
-                        session=ex.session, request=request, keep_later=True, compact=True, cache_ttl=ex.cache_ttl
-                    )
-                )
+                held = replace(held, scaffold=None, allowance=self._allowance(ex, model, mode, None, kept_context))
+                outcome = self.planning.plan(ask(request=request, carried=held, compact=True))
                 if searches and len(store.compactions(ex.session)) != after[0]:  # the room the step made
-                    request = self._after_step(ex, request, model, mode, kept_context, searches, cap, prompt - system)
-                    outcome = self.planning.plan(
-                        SessionPlanRequest(session=ex.session, request=request, keep_later=True, cache_ttl=ex.cache_ttl)
-                    )
+                    request, held = self._after_step(ex, request, held, model, mode, kept_context, searches)
+                    outcome = self.planning.plan(ask(request=request, carried=held))
                 stepped = len(store.compactions(ex.session)) != after[0]
                 after = (len(store.compactions(ex.session)), mode, versions)
                 placement = place(outcome.result)
                 rebuilt = f"compaction step, instead of: {why}" if stepped else why
         # what was chosen is kept: what was not paid for stays out too (a side request chose nothing)
-        if not side and request.scaffold is None:
+        if not side and held.scaffold is None:
             chosen_scaffold = [c.item for c in outcome.result.chosen if c.reason == "scaffold"]
             self.scaffolds[ex.session] = (after, chosen_scaffold)
         if cache is not None:
@@ -261,7 +242,7 @@ class Exchanges:
             elif previous is not None and previous.epoch[1] != mode:
                 rebuilt = f"mode changed to {mode}"
             self.cache_plans[ex.session] = cache
-            slack = budget.prompt_budget - outcome.result.plan.totals.tokens
+            slack = outcome.inputs.budget.prompt_budget - outcome.result.plan.totals.tokens
             pinned = sorted(c.item.id for c in outcome.result.chosen if c.pin is not None)
             inputs = content_id(versions, *pinned)  # the user's pins and capsules: theirs to see at once
             frozen = cache.stable
@@ -314,22 +295,22 @@ class Exchanges:
         self,
         ex: Exchange,
         request: PlanRequest,
+        held: ConversationContext,
         model: ResolvedModel,
         mode: Mode,
         kept_context: list[Item] | None,
         searches: bool,
-        cap: int,
-        room: int,
-    ) -> PlanRequest:
+    ) -> tuple[PlanRequest, ConversationContext]:
         """``request`` again after a compaction step it made: the scaffold chosen afresh and, when
-        the turn searches, its retrieval given what the conversation leaves now (``room``: the
-        prompt budget the system prompt and the blocks carried leave) — not what it left before."""
-        request = replace(request, scaffold=None, allowance=self._allowance(ex, model, mode, None, kept_context))
-        if not searches:
-            return request
+        the turn searches, the budget sized around what the conversation needs now — not what it
+        needed before."""
+        held = replace(held, scaffold=None, allowance=self._allowance(ex, model, mode, None, kept_context))
+        client = request.budget.client
+        if not searches or client is None:
+            return request, held
         talk = self._talk(ex.session, model, self.shared.store.path_meta(ex.session))
-        budget = msgspec.structs.replace(request.budget, rag_budget=max(0, min(cap, room - talk)))
-        return replace(request, budget=budget)
+        client = msgspec.structs.replace(client, conversation=talk)
+        return replace(request, budget=msgspec.structs.replace(request.budget, client=client)), held
 
     def _cache_plan(self, session: str, epoch: Epoch, user_id: str | None) -> CachePlan:
         """The session's cache plan for a request in ``epoch``: a compaction step since (made by
@@ -384,7 +365,7 @@ class Exchanges:
         cycle = len(rows) / steps if steps else None
         return context_tokens(request_cost, len(rows) / max(1, turns), cycle, model.spec.prices)
 
-    def _shrink(self, ex: Exchange, new: list[Message]) -> list[Message]:
+    def _shrink(self, ex: Exchange, new: list[Message], model: ResolvedModel) -> list[Message]:
         """Big tool outputs seen for the first time, shortened (``core.shrink``); the originals are
         kept for ``expand``. Once stored, the shortened text is what every later request sends."""
         config = self.shared.engine.config.gateway
@@ -393,7 +374,7 @@ class Exchanges:
         calls = {t.id: t for m in ex.messages for t in m.tool_calls}
         expand_tool = can_expand(ex.tools)
         query = exchange_query(ex.messages)
-        counter = self.shared.engine.resolve_model(ex.model).counter
+        counter = model.counter
         out = []
         for m in new:
             call = calls.get(m.tool_call_id or "")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import msgspec
 
 from ctx_lsp.core.planner import plan
-from ctx_lsp.engine import PlanOutcome
+from ctx_lsp.engine import PlanOutcome, SessionContext
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.compaction import Compactions
@@ -38,7 +38,7 @@ class Planning:
         record = shared.open_session(req.session)
         ask = req.request
         model_name = ask.model or record.model
-        model, _ = self.calibration.model(model_name)
+        model = req.model or self.calibration.model(model_name)[0]
         budget = engine.budget(model, ask.budget)
         cal = model.estimator.calibration
         notes: list[str] = []
@@ -74,10 +74,8 @@ class Planning:
         drop = set(req.drop_items)
         if drop:
             pins = [p for p in pins if p.item.id not in drop and p.pin.pin_id not in drop]
-        filled = replace(
-            ask,
-            model=model_name,
-            mode=ask.mode or record.mode,
+        filled = replace(ask, model=model_name, mode=ask.mode or record.mode)
+        memory = SessionContext(
             extra_pins=pins,
             conversation=conversation,
             sizes=sizes,
@@ -87,7 +85,7 @@ class Planning:
             activation={k: (a.score, a.detail()) for k, a in self.reflections.activation(req.session).items()},
             cluster_id=cluster_id,
         )
-        inputs, counter, timings = engine.build_inputs(filled, model=model, budget=budget)
+        inputs, counter, timings = engine.build_inputs(filled, memory, req.carried, model=model, budget=budget)
         if drop:
             inputs = msgspec.structs.replace(inputs, candidates=tuple(c for c in inputs.candidates if c.id not in drop))
         if notes:
@@ -98,7 +96,7 @@ class Planning:
         outcome = PlanOutcome(result=result, inputs=inputs, counter=counter, timings_ms=timings)
         if not req.dry_run:
             loaded = frozenset(i for i, size in sizes.items() if size.loaded)
-            self.plans.keep(record, ask.query, PlanOptions.of(ask), outcome, loaded, later=req.keep_later)
+            self.plans.keep(record, ask.query, PlanOptions.of(ask, budget), outcome, loaded, later=req.keep_later)
             if model_name and model_name != record.model:
                 store.set_model(req.session, model_name)
         return outcome

@@ -11,7 +11,15 @@ import msgspec
 
 from ctx_lsp.core.items import BudgetSpec, ContextPlan, EstimatorInfo, Mode, PinKind, PinPolicy, SectionUsage
 from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS
-from ctx_lsp.engine import BudgetOverrides, Focus, PlanOutcome, PlanRequest
+from ctx_lsp.engine import (
+    NOTHING_CARRIED,
+    BudgetOverrides,
+    ConversationContext,
+    Focus,
+    PlanOutcome,
+    PlanRequest,
+    ResolvedModel,
+)
 from ctx_lsp.memory.store import PinRecord, SessionRecord, StoredMessage, UsageStats
 
 if TYPE_CHECKING:
@@ -37,11 +45,16 @@ class PinIntent:
 
 @dataclass(slots=True)
 class SessionPlanRequest:
-    """A plan for a session: the engine's request (the question and how to ask it), and what
-    only a session has: what-if pins and items to drop, for a plan that changes nothing."""
+    """A plan for a session: the engine's request (the question and how to ask it), what a face
+    carries between the requests of one conversation (the gateway), and what only a session has:
+    what-if pins and items to drop, for a plan that changes nothing."""
 
     session: str
     request: PlanRequest
+    carried: ConversationContext = NOTHING_CARRIED
+    # the request's model, when the caller resolved it already (the gateway sizes its budget with
+    # it): resolved once per request, not again here
+    model: ResolvedModel | None = None
     dry_run: bool = False
     extra_pins: list[PinIntent] = field(default_factory=list)
     drop_items: list[str] = field(default_factory=list)
@@ -69,10 +82,21 @@ class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     instructions: bool = True
 
     @classmethod
-    def of(cls, req: PlanRequest) -> PlanOptions:
+    def of(cls, req: PlanRequest, budget: BudgetSpec) -> PlanOptions:
+        """``req``'s options; a budget sized around a client's prompt as the numbers it came to
+        (a re-plan has no client's prompt to size around: it asks the same way)."""
+        numbers = req.budget
+        if numbers.client is not None:
+            shares = budget.shares
+            numbers = msgspec.structs.replace(
+                numbers,
+                client=None,
+                rag_budget=budget.rag_budget,
+                shares=(shares.system, shares.conversation, shares.rag),
+            )
         return cls(
             model=req.model,
-            budget=req.budget,
+            budget=numbers,
             focus=req.focus,
             open_files=req.open_files,
             query_in_conversation=req.query_in_conversation,
