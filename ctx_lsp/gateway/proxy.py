@@ -337,6 +337,7 @@ class Gateway:
                     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
                         up.close()  # the client went away: so does the upstream request
                         self.status.count("client_gone")
+                        await self._keep_whole(planned, reader, added_ms, sent_at, first_byte, request)
                         return resp
                 # queued on the worker before the client can see the end: its next request finds it
                 upstream_s = (first_byte or time.perf_counter()) - sent_at
@@ -367,6 +368,8 @@ class Gateway:
             return _reply(api, 502, f"ctx_lsp gateway: the upstream {_origin(url)} broke off ({type(err).__name__})")
         except asyncio.CancelledError:  # the client went away: the upstream request is closed with us
             self.status.count("client_gone")
+            if recorded is None:
+                await self._keep_whole(planned, reader, added_ms, sent_at, first_byte, request)
             raise
         if recorded is not None:
             try:  # shielded: a client that leaves now does not take the stored reply with it
@@ -375,6 +378,21 @@ class Gateway:
                 log.exception("gateway: the reply could not be recorded")
         assert resp is not None
         return resp
+
+    async def _keep_whole(
+        self, planned: Planned, reader: Any, added_ms: float, sent_at: float, first_byte: float | None, request: Any
+    ) -> None:
+        """A client that leaves once it has read the reply's last event (Codex does) still has the
+        reply stored: the next request continues the conversation with it. A reply cut short is not."""
+        if not (reader.stream and reader.reply.complete and not reader.broken):
+            return
+        upstream_s = (first_byte or time.perf_counter()) - sent_at
+        recorded = self._record(planned, reader.finish(), added_ms, upstream_s, _client(request))
+        if recorded is not None:
+            try:
+                await asyncio.shield(recorded)
+            except Exception:
+                log.exception("gateway: the reply could not be recorded")
 
     def _record(
         self, planned: Planned, reply: Any, added_ms: float, upstream_s: float, client: tuple[str, str | None]

@@ -28,6 +28,7 @@ from ctx_lsp.gateway.translate import tool_names
 from ctx_lsp.sessions import NotFound
 from tests.gateway.fake_upstream import Reply
 from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
+from tests.waiting import eventually
 from tests.workspaces import copy_sample
 
 TOOL = {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
@@ -464,6 +465,32 @@ async def test_client_disconnect_mid_stream_stores_no_partial_reply(ws: Path) ->
         chat = next(n for n in names if n.startswith("chat-"))
         transcript = await gw.call(gw.sessions.messages, chat)
         assert [m.role for m in transcript.messages] == ["user"]
+
+
+async def test_a_client_that_leaves_after_the_replys_last_event_still_has_it_stored(ws: Path) -> None:
+    """Codex closes its connection once it has read the reply's end, before the stream's last
+    bytes (the usage chunk, ``[DONE]``): the reply is whole, so it is stored, and the next request
+    continues the conversation (before: the handler was cancelled first and the reply was lost)."""
+    async with running_gateway(ws) as gw, aiohttp.ClientSession() as http:
+        gw.up.queue(Reply.text("the answer", delay=0.5))  # half a second between events
+        body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "what is the answer?"}]}
+        async with http.post(gw.openai_url + "/chat/completions", json=body) as r:
+            async for line in r.content:
+                if b'"finish_reason":"stop"' in line.replace(b" ", b""):
+                    break  # the end of the reply: leave now, as Codex does
+        assert await eventually(lambda: gw.gateway.status.counts["client_gone"]) == 1
+        chat = await gw.call(
+            lambda: next(
+                r[0] for r in gw.sessions.store._read("SELECT id FROM sessions", ()) if r[0].startswith("chat-")
+            )
+        )
+        transcript = await eventually(lambda: _roles_when(gw, chat, 2), what="the reply stored after the client left")
+        assert transcript == ["user", "assistant"]
+
+
+async def _roles_when(gw, session: str, n: int) -> list[str] | None:
+    roles = [m.role for m in (await gw.call(gw.sessions.messages, session)).messages]
+    return roles if len(roles) >= n else None
 
 
 async def test_two_conversations_at_once_and_a_restart_in_between(ws: Path) -> None:
