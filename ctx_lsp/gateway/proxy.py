@@ -371,28 +371,25 @@ class Gateway:
             if recorded is None:
                 await self._keep_whole(planned, reader, added_ms, sent_at, first_byte, request)
             raise
-        if recorded is not None:
-            try:  # shielded: a client that leaves now does not take the stored reply with it
-                await asyncio.shield(recorded)
-            except Exception:
-                log.exception("gateway: the reply could not be recorded")
+        await _stored(recorded)
         assert resp is not None
         return resp
 
     async def _keep_whole(
-        self, planned: Planned, reader: Any, added_ms: float, sent_at: float, first_byte: float | None, request: Any
+        self,
+        planned: Planned,
+        reader: Any,
+        added_ms: float,
+        sent_at: float,
+        first_byte: float | None,
+        request: web.Request,
     ) -> None:
         """A client that leaves once it has read the reply's last event (Codex does) still has the
         reply stored: the next request continues the conversation with it. A reply cut short is not."""
         if not (reader.stream and reader.reply.complete and not reader.broken):
             return
         upstream_s = (first_byte or time.perf_counter()) - sent_at
-        recorded = self._record(planned, reader.finish(), added_ms, upstream_s, _client(request))
-        if recorded is not None:
-            try:
-                await asyncio.shield(recorded)
-            except Exception:
-                log.exception("gateway: the reply could not be recorded")
+        await _stored(self._record(planned, reader.finish(), added_ms, upstream_s, _client(request)))
 
     def _record(
         self, planned: Planned, reply: Any, added_ms: float, upstream_s: float, client: tuple[str, str | None]
@@ -559,6 +556,17 @@ def _html(status: int, page: str) -> web.Response:
 
 def _origin(url: str) -> str:
     return url.split("/", 3)[2] if "://" in url else url
+
+
+async def _stored(recorded: Awaitable[Any] | None) -> None:
+    """A reply's recording waited for, shielded: a client that leaves now does not take the
+    stored reply with it."""
+    if recorded is None:
+        return
+    try:
+        await asyncio.shield(recorded)
+    except Exception:
+        log.exception("gateway: the reply could not be recorded")
 
 
 def _client(request: web.Request) -> tuple[str, str | None]:
