@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.workspace import graph
-from ctx_lsp.workspace.index import WorkspaceIndex, build
+from ctx_lsp.workspace.index import WorkspaceIndex, build, facade, refgraph
+from ctx_lsp.workspace.index import apart as apart_work
 from ctx_lsp.workspace.index import prepare as index_module
 from tests.workspaces import copy_sample
 
@@ -274,14 +275,49 @@ def test_a_refresh_apart_that_fails_is_done_here(ws: Path, tmp_path: Path, monke
     monkeypatch.setattr(build, "APART_MIN_FILES", 1)
 
     def broken(*args: object, **kwargs: object) -> None:
-        raise build._ApartFailed("it exited with status 1")
+        raise apart_work.ApartFailed("it exited with status 1")
 
-    monkeypatch.setattr(build, "_refresh_apart", broken)
+    monkeypatch.setattr(apart_work, "run", broken)
     try:
         stats = idx.refresh(processes=0, apart=True)
         assert stats.files_indexed > 0 and stats.symbols == idx.stats().symbols > 0
     finally:
         idx.close()
+
+
+def test_a_large_graph_update_runs_apart_and_an_edit_meanwhile_keeps_the_graph_dirty(
+    index: WorkspaceIndex, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running face's graph update on a large index runs in a child (the parent never
+    resolves a reference), its centrality read by this process afterwards; an edit that lands
+    while an update reads its snapshot is not marked clean by it, whichever process ran it."""
+    monkeypatch.setattr(facade, "GRAPH_APART_MIN_SYMBOLS", 1)
+    source = (ws / "pkg/core.py").read_text() + "\n\ndef later():\n    return base()\n"
+    index.update_file("pkg/core.py", source.encode())
+    assert index.graph_dirty() and "pkg.core.later" not in index.centrality(["pkg.core.later"])
+    with monkeypatch.context() as m:
+        m.setattr(refgraph, "update_graph", lambda db: pytest.fail("updated in the parent"))
+        assert index.update_graph(apart=True) > 0
+    assert not index.graph_dirty()
+    assert "pkg.core.later" in index.centrality(["pkg.core.later"])
+    # another process writes while an update works on its snapshot: the graph stays dirty
+    other = WorkspaceIndex(ws, db_path=index._db.db_path)
+    pagerank = graph.pagerank
+
+    def edit_meanwhile(*args: object, **kwargs: object) -> object:
+        other.update_file("pkg/core.py", (source + "\n\ndef later2():\n    return later()\n").encode())
+        return pagerank(*args, **kwargs)
+
+    try:
+        index.update_file("pkg/core.py", FILES["pkg/core.py"].encode())
+        with monkeypatch.context() as m:
+            m.setattr(graph, "pagerank", edit_meanwhile)
+            index.update_graph()
+        assert index.graph_dirty()
+        index.update_graph()
+        assert not index.graph_dirty() and "pkg.core.later2" in index.centrality(["pkg.core.later2"])
+    finally:
+        other.close()
 
 
 def test_restart_revalidates_by_stat_without_reparsing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

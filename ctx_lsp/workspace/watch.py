@@ -42,7 +42,7 @@ class IndexLike(Protocol):
 
     def graph_dirty(self) -> bool: ...
 
-    def update_graph(self) -> float: ...
+    def update_graph(self, *, apart: bool = False) -> float: ...
 
 
 class WatchFilter:
@@ -237,7 +237,7 @@ class WorkspaceWatcher:
     async def _maybe_update_graph(self) -> None:
         try:
             if await self._in_executor(self.index.graph_dirty):
-                seconds = await self._in_executor(self.index.update_graph)
+                seconds = await self._in_executor(lambda: self.index.update_graph(apart=True))
                 log.info("reference graph updated in %.2f s", seconds)
         except Exception:
             log.exception("reference graph update failed")

@@ -9,24 +9,22 @@ graph. A cache found unreadable on the way is moved aside and built again.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 import logging
 import multiprocessing
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from multiprocessing.connection import Connection
 from typing import NamedTuple
 
 import msgspec
 
 from ctx_lsp import storage
 from ctx_lsp.workspace.files import UNREADABLE, WorkspaceWalker
+from ctx_lsp.workspace.index import apart as apart_work
 from ctx_lsp.workspace.index import refgraph, texts
 from ctx_lsp.workspace.index.db import (
     INSERT_SYMBOL,
@@ -94,7 +92,7 @@ def refresh(
         if len(_changed(_known(db), walked[0])) >= APART_MIN_FILES:
             try:
                 return _refresh_apart(db, progress, processes)
-            except _ApartFailed as err:
+            except apart_work.ApartFailed as err:
                 log.warning("indexing in a process of its own failed (%s): indexing here instead", err)
                 walked = None  # the child may have indexed some: walk again
     try:
@@ -106,119 +104,12 @@ def refresh(
         return _refresh(db, progress, processes=processes)
 
 
-class _ApartFailed(Exception):
-    """The process of its own a refresh ran in ended without its stats."""
-
-
 def _refresh_apart(db: IndexDb, progress: Callable[[int, int, str], None] | None, processes: int | None) -> IndexStats:
-    """``_refresh`` in a child process (spawned; it may start its own pool), on the same database
-    file, with ``progress`` relayed from it. Why: what a large refresh leaves behind in the
-    process that ran it (freed parse and write buffers the allocator keeps, the graph update's
-    peak) stayed in a language server for its lifetime: on sympy, a server that indexed cold held
-    ~75 MB more and peaked ~85 MB higher than one started on the index made. ``stop`` reaches
-    the child too: it ends after its current file, as a refresh here would."""
+    """``_refresh`` in a process of its own (``apart``), its start included in ``seconds``."""
     t0 = time.perf_counter()
-    spawn = multiprocessing.get_context("spawn")
-    from_child, to_parent = spawn.Pipe(duplex=False)
-    from_parent, to_child = spawn.Pipe(duplex=False)
-    masker = db.masker
-    masking = (masker.disabled, masker.allowlist) if masker is not None else None
-    level = logging.getLogger("ctx_lsp").getEffectiveLevel()
-    args = (str(db.root), str(db.db_path), db.encoding, masking, processes, level, to_parent, from_parent)
-    child = spawn.Process(target=_apart_main, args=args, name="ctx-index-refresh")
-    child.start()
-    to_parent.close()
-    from_parent.close()
-    stats: IndexStats | None = None
-    stop_sent = False
-    try:
-        while stats is None:
-            if db.stopping.is_set() and not stop_sent:
-                to_child.send("stop")
-                stop_sent = True
-            if not from_child.poll(0.1):
-                if not child.is_alive() and not from_child.poll():
-                    raise _ApartFailed(f"it exited with status {child.exitcode}")
-                continue
-            try:
-                kind, *rest = from_child.recv()
-            except EOFError:
-                raise _ApartFailed(f"it exited with status {child.join(5) or child.exitcode}") from None
-            if kind == "progress" and progress is not None:
-                progress(*rest)
-            elif kind == "log":  # the child's log, in this process's
-                name, level, message = rest
-                logging.getLogger(name).log(level, "%s", message)
-            elif kind == "done":
-                stats = msgspec.msgpack.decode(rest[0], type=IndexStats)
-            elif kind == "stopped":
-                raise RefreshStopped(rest[0])
-            elif kind == "failed":
-                raise _ApartFailed(rest[0])
-    finally:
-        child.join(10)
-        if child.is_alive():
-            child.terminate()
-            child.join()
-        from_child.close()
-        to_child.close()
-    with db.lock:
-        db.generation += 1  # its rows changed under this process's caches
-    stats.seconds = time.perf_counter() - t0  # the child's start included
+    stats = msgspec.msgpack.decode(apart_work.refresh(db, progress, processes), type=IndexStats)
+    stats.seconds = time.perf_counter() - t0
     return stats
-
-
-def _apart_main(
-    root: str,
-    db_path: str,
-    encoding: str,
-    masking: tuple[tuple[str, ...], tuple[str, ...]] | None,
-    processes: int | None,
-    level: int,
-    to_parent: Connection,
-    from_parent: Connection,
-) -> None:
-    """The child's side of ``_refresh_apart``: ("progress", done, total, rel) per file and
-    ("log", logger, level, message) per log record, then ("done", stats), ("stopped", why) or
-    ("failed", why)."""
-    from pathlib import Path
-
-    from ctx_lsp.workspace.secrets import SecretMasker
-
-    lock = threading.Lock()  # the writer thread logs too: one message at a time on the pipe
-
-    def send(*message: object) -> None:
-        with lock:
-            to_parent.send(message)
-
-    class ToParent(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            with contextlib.suppress(Exception):
-                send("log", record.name, record.levelno, record.getMessage())
-
-    ours = logging.getLogger("ctx_lsp")
-    ours.handlers[:] = [ToParent()]
-    ours.setLevel(level)
-    ours.propagate = False
-    db = IndexDb(Path(root), Path(db_path), encoding, SecretMasker(*masking) if masking is not None else None)
-
-    def watch() -> None:  # the parent asks it to stop, or is gone
-        with contextlib.suppress(EOFError, OSError):
-            from_parent.recv()
-        db.stopping.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        stats = _refresh(db, lambda *p: send("progress", *p), processes=processes)
-        send("done", msgspec.msgpack.encode(stats))
-    except RefreshStopped as err:
-        send("stopped", str(err))
-    except BaseException as err:  # told to the parent, which indexes in its own process instead
-        with contextlib.suppress(OSError):
-            send("failed", f"{type(err).__name__}: {err}")
-    finally:
-        db.close()
-        to_parent.close()
 
 
 def _walk(db: IndexDb) -> tuple[list, list[str]]:
@@ -489,7 +380,7 @@ def write(db: IndexDb, batch: list[FileWork], stats: IndexStats | None, pool: Th
         _count_batch(db, [w for w, _ in pending], pool, during=insert_search_rows)
         conn.executemany(INSERT_SYMBOL, [row for w, first in pending for row in _symbol_rows(w, first)])
         if changed:  # centrality (and references into changed files) need a graph update
-            conn.execute(SET_META, ("graph_dirty", "1"))
+            conn.execute(SET_META, ("graph_dirty", os.urandom(8).hex()))
             # what the in-memory postings compare to find the rows gone and added (``postings``)
             conn.executemany(SET_META, [("next_id", str(next_id)), ("symbols_version", os.urandom(8).hex())])
             db.generation += 1

@@ -257,6 +257,7 @@ class IndexDb:
         self.stopping = threading.Event()  # set by ``stop``: a refresh ends after the file it is on
         self.generation = 0  # bumped by every write that changes symbols or references
         self.postings: KeptPostings | None = None  # searches score in memory once built (``postings``)
+        self.postings_wanted = False  # dropped as too stale to follow: built again when edits pause
         # A long-running face keeps whole tables in memory too (``WorkspaceIndex.prepare_search``):
         # every symbol's node stats, by the version of the centrality table they were read from.
         self.keep_tables = False
@@ -368,8 +369,10 @@ class IndexDb:
         return row[0] if row else None
 
     def graph_dirty(self) -> bool:
-        """Whether symbols or references changed since the centrality was last computed."""
-        return self.meta("graph_dirty") == "1"
+        """Whether symbols or references changed since the centrality was last computed (the
+        mark is a token each write draws anew: ``refgraph.update_graph`` clears only the one it
+        read, so a write from any process during an update leaves the graph dirty)."""
+        return self.meta("graph_dirty") not in (None, "0")
 
     def edge_count(self) -> int:
         """Resolved def→ref edges as of the last ``update_graph``."""

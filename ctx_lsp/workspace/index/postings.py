@@ -28,10 +28,11 @@ for the ~300 a first-sight question had not met). A row's head never changes whi
 stands (ids are not given twice), so the heads follow the rows gone and added like the rest.
 They are kept in columns (``heads``), not objects.
 
-Memory, on the Rust tree (139k rows, 2.6M term-row pairs; ``benchmarks/polyglot_trees.py``): 74 MB
-held after the build and a 242 MB peak for the process, from 123 and 369 MB with the heads as
-objects, float32 frequencies, an index of terms by row for removals, and every token of every
-row sorted at once (sympy: 31 and 129 MB, from 46 and 193).
+Memory, on the Rust tree (139k rows, 2.6M term-row pairs; ``benchmarks/polyglot_trees.py``): 72 MB
+held after the build, and the build peaks 105 MB above the process it runs in (from 65 MB to
+170), from 123 and 369 MB with the heads as objects, float32 frequencies, an index of terms by
+row for removals, and every token of every row sorted at once, and 200 MB above while the five
+fields were joined and sorted at once (sympy: 31 and 129 MB, from 46 and 193).
 """
 
 from __future__ import annotations
@@ -160,21 +161,39 @@ def _pairs(chunks: Iterable[list[tuple]], first: int, terms: _TermIds) -> _Read:
         bits = np.zeros(len(pairs), np.uint8)
         np.bitwise_or.at(bits, which, (1 << col).astype(np.uint8))
         term_of, rows = np.divmod(pairs, max(n, 1))
-        pair_chunks.append((term_of.astype(np.int32), (rows + at).astype(np.int32), freq, name_freq, bits))
+        # float32 holds these sums of small integers exactly (up to 2**24), in half the room
+        pair_chunks.append(
+            [
+                term_of.astype(np.int32),
+                (rows + at).astype(np.int32),
+                freq.astype(np.float32),
+                name_freq.astype(np.float32),
+                bits,
+            ]
+        )
         at += n
     ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
     lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, np.int64)
     if not pair_chunks:
         none, no_freq = np.zeros(0, np.int32), np.zeros(0, np.uint16)
         return _Read(ids, lengths, _Pairs(none, none, no_freq, no_freq, np.zeros(0, np.uint8)))
-    term_of, rows, freq, name_freq, bits = (np.concatenate(c) for c in zip(*pair_chunks, strict=True))
-    del pair_chunks
     # Each chunk's pairs are sorted by term, then row, and the chunks' rows follow each other:
-    # a stable sort by term sorts them all by term, then row.
-    order = np.argsort(term_of, kind="stable")
-    term_of, rows, bits = term_of[order], rows[order], bits[order]
-    freq, name_freq = _exact(freq[order]), _exact(name_freq[order])
-    return _Read(ids, lengths, _Pairs(term_of, rows, freq, name_freq, bits))
+    # a stable sort by term sorts them all by term, then row. One field at a time, each chunk's
+    # part let go as it is joined: all five at once peaked ~110 MB higher on the Rust tree.
+    order: np.ndarray | None = None
+    fields: list[np.ndarray] = []
+    for f in range(len(_Pairs._fields)):
+        joined = np.concatenate([chunk[f] for chunk in pair_chunks])
+        for chunk in pair_chunks:
+            chunk[f] = None
+        give_back()  # the parts just joined: the allocator keeps them otherwise, and the peak grows
+        if order is None:
+            order = np.argsort(joined, kind="stable")
+        joined = joined[order]
+        fields.append(_exact(joined) if joined.dtype == np.float32 else joined)
+        del joined
+    del pair_chunks, order
+    return _Read(ids, lengths, _Pairs(*fields))
 
 
 def _exact(freq: np.ndarray) -> np.ndarray:
@@ -468,11 +487,11 @@ def load(conn: sqlite3.Connection) -> Postings | None:
     if rows > MAX_ROWS:
         return None
     built = Postings(conn)
-    _give_back()
+    give_back()
     return built
 
 
-def _give_back() -> None:
+def give_back() -> None:
     """Return the build's freed temporaries to the system: glibc keeps freed heap memory for
     reuse, which left the server ~60 MB larger on sympy than what it holds. Elsewhere, nothing."""
     with contextlib.suppress(OSError, AttributeError, TypeError):

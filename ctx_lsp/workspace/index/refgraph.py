@@ -57,10 +57,10 @@ def update_graph(db: IndexDb) -> float:
     """Resolve every reference and recompute centrality; returns the seconds it took (see
     ``WorkspaceIndex.update_graph``)."""
     t0 = time.perf_counter()
-    generation = db.generation
     conn = db.reader()
     conn.execute("BEGIN")  # one consistent snapshot for all the reads below
     try:
+        dirty = conn.execute("SELECT value FROM index_meta WHERE key = 'graph_dirty'").fetchone()
         kinds: dict[str, str] = {}
         module_paths: dict[str, str] = {}
         by_name: dict[str, list[tuple[str, str]]] = {}
@@ -140,8 +140,8 @@ def update_graph(db: IndexDb) -> float:
         conn.execute(SET_META, ("edges", str(len(weights))))
         version = os.urandom(8).hex()  # which centrality table this is (``node_stats``)
         conn.execute(SET_META, ("centrality_version", version))
-        if db.generation == generation:
-            conn.execute(SET_META, ("graph_dirty", "0"))
+        if dirty is not None:  # clean, unless a write since the snapshot marked it again
+            conn.execute("UPDATE index_meta SET value = '0' WHERE key = 'graph_dirty' AND value = ?", dirty)
     if db.keep_tables:
         db.graph_stats = (version, {q: (pct[q], degree[i]) for i, q in enumerate(names)})
     return time.perf_counter() - t0
