@@ -16,7 +16,8 @@ read), or into ``--db``. Two kinds of plans per mode, each timed from the reques
   (re-indexed from its text with a line added, as a face's indexer thread does, search's
   postings following at once; the file itself is not written, and its text is indexed again as
   it was afterwards): the reads the index kept were emptied by the save. The re-index itself is
-  timed too (it runs beside the requests, not before the reply).
+  timed too (it runs beside the requests, not before the reply). After each, untimed, what a
+  face runs when edits pause (the graph update, the postings built again when worn).
 
 Prints median and p95 of each, the split (retrieval, packing) and the floor: the pure planner
 over the same inputs (no retrieval, nothing read), with the core count and the load average
@@ -112,6 +113,9 @@ def after_saves(
             rows.append(timed(engine, q, mode))
         finally:
             engine.index.update_file(rel, original)
+        # the pause after it: what a face's watch loop runs when edits pause (the graph, and
+        # search's postings built again once saves wore them or changed too much to follow)
+        engine.index.update_graph()
     return rows, saves
 
 
