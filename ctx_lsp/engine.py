@@ -510,7 +510,9 @@ class Engine:
         # the same question asked the same way of the same index gets the same candidates: a
         # re-plan after a pin or a message, an agent's requests within one task
         key = (rag_query, tuple(req.open_files), focus_path, seeds, tuple(sorted(memory.activation.items())))
-        key += (mode, cal, counter.encoding, self.config.retrieval_limit)
+        # not the calibration: what is kept is uncalibrated, and scaled below (a gateway's usage
+        # reports move the factor after every reply; kept by factor, each request ranked again)
+        key += (mode, counter.encoding, self.config.retrieval_limit)
         retrieved = self.index.memo("retrieved", RETRIEVALS_KEPT)
         found = retrieved.get(key)
         if found is None:
@@ -524,11 +526,14 @@ class Engine:
             )
             t0 = time.perf_counter()
             fill = retrieval.graph_fill(ranked, self.index)
-            offered = tuple(self._offer(ranked, mode, cal, fill))
-            # with the set id's digest of them: a re-plan only adds what history brings
+            offered = tuple(self._offer(ranked, mode, 1.0, fill))
+            # with the set id's digest of them (ids and scores): a re-plan only adds what history brings
             found = retrieved[key] = (offered, content_digest(_set_parts(offered)))
             timings["items"] = (time.perf_counter() - t0) * 1000
         offered, digest = found
+        if cal != 1.0:
+            replace = msgspec.structs.replace
+            offered = tuple(replace(i, tokens=scaled(i.tokens, cal)) for i in offered)
         history = (
             history_candidates(memory.history, rag_query, counter, cal, self.history_chunks) if memory.history else []
         )
@@ -675,9 +680,12 @@ class Engine:
         return self._languages_cache[1]
 
     def _scaffold(self, counter: TokenCounter, cal: float) -> Item:
-        key = hash((*self.index.counts(), cal))  # files, symbols, edges: a graph update may change what is central
+        # files, symbols, edges: a graph update may change what is central. Not the calibration,
+        # which a gateway's usage reports move after every reply: only the tokens follow it.
+        key = hash((*self.index.counts(), counter.encoding))
         if self._scaffold_cache and self._scaffold_cache[0] == key:
-            return self._scaffold_cache[1]
+            item = self._scaffold_cache[1]
+            return msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))
         per_module = self.index.module_symbol_counts()
         if len(per_module) > SCAFFOLD_MAX_ENTRIES:  # fold modules into their packages
             folded: Counter[str] = Counter()
@@ -690,6 +698,5 @@ class Engine:
             entries = per_module
         central = self.index.central_symbols(5)
         item = cards.scaffold_item(entries, central, self.root.name, counter.count)
-        item = msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))
         self._scaffold_cache = (key, item)
-        return item
+        return msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))

@@ -18,7 +18,12 @@ from ctx_lsp.sessions.records import LedgerTurn
 from ctx_lsp.sessions.shared import NotFound, Shared, found
 from ctx_lsp.sessions.values import PlanOptions
 
-SESSION_PLAN_CACHE = 16
+# Plans kept in memory: each reply reads its plan back (usage, reflection). Kept per session, the
+# latest few of each: with one count for all, 30 conversations at once (sub-agents, parallel tool
+# calls) found theirs gone, every reply rebuilding its plan from the store (~5 ms on the engine's
+# one thread), while one long session kept 16 plans of its own, each with its conversation.
+PLANS_PER_SESSION = 2
+SESSIONS_KEPT = 64
 LEDGER_TURNS = 5
 LEDGER_PLANS = 200  # stored plans the ledger looks through
 RESTORE_TURNS = 50  # turns of the ledger an item to restore is looked for in
@@ -31,7 +36,8 @@ class _Excluded(msgspec.Struct):
 class Plans:
     def __init__(self, shared: Shared) -> None:
         self.shared = shared
-        self._outcomes: OrderedDict[str, PlanOutcome] = OrderedDict()
+        # session → its latest plans (id → outcome), the session used last at the end
+        self._outcomes: OrderedDict[str, OrderedDict[str, PlanOutcome]] = OrderedDict()
 
     def keep(
         self,
@@ -46,7 +52,7 @@ class Plans:
         """Store a plan the session made (and keep it in memory, for the requests that follow).
         ``stored``: the conversation messages the plan shows with their stored text. ``later``:
         written after the reply (see ``SessionPlanRequest.keep_later``)."""
-        self._remember(outcome)
+        self._remember(record.id, outcome)
         self.shared.store.save_plan(
             record.id,
             record.branch,
@@ -60,10 +66,14 @@ class Plans:
             later=later,
         )
 
-    def _remember(self, outcome: PlanOutcome) -> None:
-        self._outcomes[outcome.result.plan.plan_id] = outcome
-        self._outcomes.move_to_end(outcome.result.plan.plan_id)
-        while len(self._outcomes) > SESSION_PLAN_CACHE:
+    def _remember(self, session: str, outcome: PlanOutcome) -> None:
+        kept = self._outcomes.pop(session, None) or OrderedDict()
+        self._outcomes[session] = kept
+        kept[outcome.result.plan.plan_id] = outcome
+        kept.move_to_end(outcome.result.plan.plan_id)
+        while len(kept) > PLANS_PER_SESSION:
+            kept.popitem(last=False)
+        while len(self._outcomes) > SESSIONS_KEPT:
             self._outcomes.popitem(last=False)
 
     def latest(self, session: str) -> tuple[str, PlanOptions] | None:
@@ -80,14 +90,14 @@ class Plans:
         plan_id = plan_id or self.shared.store.latest_plan_id(session)
         if plan_id is None:
             raise NotFound(f"session {session!r} has no plan yet: call ctx/planContext first")
-        cached = self._outcomes.get(plan_id)
+        cached = self._outcomes.get(session, {}).get(plan_id)
         if cached is not None:
             return cached
         row = self._row(plan_id)
         inputs = self.shared.store.plan_inputs(row)
         counter = counter_for(inputs.estimator.encoding)
         outcome = PlanOutcome(result=replanned(inputs, plan_id), inputs=inputs, counter=counter, timings_ms={})
-        self._remember(outcome)
+        self._remember(session, outcome)
         return outcome
 
     def replay(self, plan_id: str) -> tuple[bool, PlanResult]:

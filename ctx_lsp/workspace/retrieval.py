@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ctx_lsp.core.items import Item, Mode
+from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
 from ctx_lsp.workspace.index import code_words, coverage_terms, query_names
 from ctx_lsp.workspace.languages import language_of
@@ -567,16 +568,18 @@ def candidates(
         if row[1] < floor:
             break
         offered.append(row)
-    forms = _forms([r[0] for r in (*offered, *fill)], calibration, load, memo)
+    # made uncalibrated and scaled here: a gateway's usage reports move the factor after every
+    # reply, and forms kept by factor were made again for each request
+    forms = _forms([r[0] for r in (*offered, *fill)], 1.0, load, memo)
     replace = msgspec.structs.replace
     out: list[Item] = []
     for sym, score, why in offered:
         found = forms.get(sym.id)
         if found is None:  # gone from the index since it was ranked
             continue
-        out.append(replace(found[0], score=score, why=why))
+        out.append(replace(found[0], score=score, why=why, tokens=scaled(found[0].tokens, calibration)))
         if sym.kind != "module" and found[1] is not None:
-            out.append(replace(found[1], score=score, why=why))
+            out.append(replace(found[1], score=score, why=why, tokens=scaled(found[1].tokens, calibration)))
     # below everything that scored, in their order: what is left of the room
     last = min((i.score or 0.0 for i in out), default=1.0)
     known = {i.symbol for i in out if i.symbol}
@@ -586,9 +589,9 @@ def candidates(
         found = forms.get(sym.id)
         if found is None:
             continue
-        out.append(replace(found[0], score=score, why=why))
+        out.append(replace(found[0], score=score, why=why, tokens=scaled(found[0].tokens, calibration)))
         if found[1] is not None:
-            out.append(replace(found[1], score=score, why=why))
+            out.append(replace(found[1], score=score, why=why, tokens=scaled(found[1].tokens, calibration)))
     return out
 
 

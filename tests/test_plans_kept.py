@@ -1,0 +1,39 @@
+"""Each reply reads its plan back (usage, reflection): with many conversations at once the plan is
+still in memory, not rebuilt from the store on the engine's one thread; and a long session keeps
+only its latest plans. Real SQLite store, real index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctx_lsp.engine import Engine, PlanRequest
+from ctx_lsp.sessions import plans
+from ctx_lsp.sessions.engine import SessionEngine
+from ctx_lsp.sessions.values import SessionPlanRequest, Usage
+
+
+def test_thirty_conversations_at_once_read_their_plans_from_memory(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sessions = SessionEngine(Engine(ws))
+    try:
+        made = []
+        for i in range(30):  # sub-agents: each asks, then all the replies come back
+            ask = PlanRequest(query=f"how is the invoice total computed? case {i}", mode="light")
+            made.append((f"agent-{i}", sessions.plan(SessionPlanRequest(session=f"agent-{i}", request=ask))))
+        monkeypatch.setattr(plans, "replanned", lambda *a, **k: pytest.fail("a plan rebuilt from the store"))
+        for session, outcome in made:
+            plan_id = outcome.result.plan.plan_id
+            assert sessions.report_usage(session, plan_id, Usage(input_tokens=900, output_tokens=5)).plan_id == plan_id
+        # a long session keeps its latest plans only, and an older one is still rebuilt whole
+        first = None
+        for turn in range(6):
+            ask = PlanRequest(query=f"where are discounts applied? turn {turn}", mode="light")
+            outcome = sessions.plan(SessionPlanRequest(session="long", request=ask))
+            first = first or outcome
+        assert len(sessions._plans._outcomes["long"]) == plans.PLANS_PER_SESSION
+        monkeypatch.undo()
+        again = sessions.outcome("long", first.result.plan.plan_id)
+        assert again.result.plan == first.result.plan
+    finally:
+        sessions.close()
