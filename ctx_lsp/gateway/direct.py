@@ -10,7 +10,14 @@ from typing import Any
 
 import msgspec
 
+from ctx_lsp.gateway.kept import Kept, digest
+
 PREFIX_BLOCK = 1 << 16
+# elements (a message, a tool, a system block) whose canonical bytes are remembered, by a digest of
+# their bytes as the client sent them
+CANONICAL_KEPT = 8192
+CANONICAL_BYTES = 32 * 1024 * 1024
+CANONICAL_AGE = 3600.0
 ORDER = {
     "anthropic": ("tools", "system", "messages"),
     "chat": ("tools", "messages"),
@@ -27,6 +34,43 @@ def cacheable(api: str, body: bytes) -> bytes:
         return body
     parts = [_strip(data.get(k)) for k in ORDER.get(api, ())]
     return msgspec.json.encode(parts)
+
+
+_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
+_ANY = msgspec.json.Decoder()
+_ENCODE = msgspec.json.Encoder().encode
+
+
+class Cacheable:
+    """``cacheable``, the same bytes, with each element of a list field (a message, a tool) made
+    canonical once: a conversation resends its whole history with every request, and decoding
+    and encoding all of it again took ~3 ms of the engine's thread a request on a 200-request
+    session (~14% of it)."""
+
+    def __init__(self) -> None:
+        self._kept: Kept[bytes] = Kept(CANONICAL_KEPT, CANONICAL_BYTES, CANONICAL_AGE, len)
+
+    def __call__(self, api: str, body: bytes) -> bytes:
+        try:
+            fields = _FIELDS.decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):  # not a JSON object: as ``cacheable`` says
+            return cacheable(api, body)
+        parts = [self._field(bytes(fields[k])) if k in fields else b"null" for k in ORDER.get(api, ())]
+        return b"[" + b",".join(parts) + b"]"
+
+    def _field(self, data: bytes) -> bytes:
+        if data[:1] != b"[":
+            return self._canonical(data)
+        return b"[" + b",".join(self._canonical(bytes(item)) for item in _ITEMS.decode(data)) + b"]"
+
+    def _canonical(self, data: bytes) -> bytes:
+        key = digest(data)
+        found = self._kept.get(key)
+        if found is None:
+            found = _ENCODE(_strip(_ANY.decode(data)))
+            self._kept.put(key, found)
+        return found
 
 
 def _strip(v: Any) -> Any:

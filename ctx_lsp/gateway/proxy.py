@@ -32,7 +32,7 @@ from ctx_lsp.gateway.apis import Api
 from ctx_lsp.gateway.apis.anthropic import Anthropic
 from ctx_lsp.gateway.apis.chat import Chat, is_usage_only
 from ctx_lsp.gateway.apis.responses import Responses
-from ctx_lsp.gateway.direct import cacheable, shared_prefix
+from ctx_lsp.gateway.direct import Cacheable, shared_prefix
 from ctx_lsp.gateway.events import Decision, GatewayEvent, GatewaySnapshot, Listener, RequestDone
 from ctx_lsp.gateway.kept import trim
 from ctx_lsp.gateway.options import GatewayOptions, url_of
@@ -97,6 +97,7 @@ class Gateway:
         self.desk = ReviewDesk(timeout, self._emit) if review else None
         self.sent: dict[str, Sent] = {}  # by session, newest last
         self._previous: dict[str, bytes] = {}  # by session: its client's previous request, cacheable part
+        self._cacheable = Cacheable()
         self.status = Status(options)
         self.status.workspace = str(sessions.engine.root)
         self.client: aiohttp.ClientSession | None = None
@@ -422,7 +423,7 @@ class Gateway:
         self.sessions.record_reply(
             plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )
-        key = cacheable(planned.api, planned.client_body)
+        key = self._cacheable(planned.api, planned.client_body)
         previous = self._previous.pop(plan.session, None)
         self._previous[plan.session] = key
         trim(self._previous, SENT_KEPT, KEPT_BYTES, len)

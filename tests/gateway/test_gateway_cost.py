@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import openai
+import pytest
 
 from ctx_lsp.core.render import CONTEXT_HEADER, STABLE_HEADER
 from tests.gateway.fake_upstream import Reply
@@ -94,3 +95,54 @@ def test_the_repeated_share_of_a_request_is_its_first_difference() -> None:
         assert shared_prefix(body, changed) == shared_prefix(changed, body) == at
     assert shared_prefix(body, body + b"more") == len(body)  # a longer request: all of this one repeats
     assert shared_prefix(body, body[:1000]) == 1000 and shared_prefix(b"", body) == 0
+
+
+def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What sending direct would have repeated is measured on canonical bytes with the
+    ``cache_control`` markers left out; made once per element (a conversation resends them all
+    each request), and the same bytes as the whole body made canonical: a marker that moved, a
+    client that escapes non-ASCII (Python's json) or not (JSON.stringify)."""
+    from ctx_lsp.gateway import direct
+
+    def body(turns: int, marker_at: int) -> dict:
+        messages = []
+        for i in range(turns):
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"ré {i}\n" * 40}],
+                }
+            )
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": f"t{i + 1}", "name": "Read", "input": {"n": 1.5}}],
+                }
+            )
+        messages[marker_at]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        system = [
+            {"type": "text", "text": "You are an agent \u2028", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+        ]
+        tools = [{"name": "Read", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]
+        return {"model": "m", "max_tokens": 9, "system": system, "tools": tools, "messages": messages}
+
+    made = direct.Cacheable()
+    decoded: list[int] = []
+    decode = direct._ANY.decode
+    monkeypatch.setattr(direct, "_ANY", type("D", (), {"decode": lambda self, d: decoded.append(1) or decode(d)})())
+    for dumps in (json.dumps, lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":"))):
+        first, later = dumps(body(10, -1)).encode(), dumps(body(11, -1)).encode()
+        assert made("anthropic", first) == direct.cacheable("anthropic", first)
+        decoded.clear()
+        key = made("anthropic", later)
+        assert key == direct.cacheable("anthropic", later)
+        assert len(decoded) == 3  # the two new messages, and the one that lost its marker
+        assert direct.shared_prefix(made("anthropic", first), key) > 0.9 * len(made("anthropic", first))
+    for api, raw in (
+        ("chat", b'{"tools": [], "messages": [{"role": "user", "content": "hi"}]}'),
+        ("responses", b'{"input": "x", "instructions": "y"}'),
+        ("anthropic", b"not json"),
+        ("anthropic", b"[1, 2]"),
+        ("anthropic", b'{"messages": 5}'),
+    ):
+        assert made(api, raw) == direct.cacheable(api, raw)
