@@ -9,9 +9,11 @@ registers, so it can expand what is shortened; cache_control on the system and o
 block, moved each turn)
 and Codex's (OpenAI Responses: developer instructions and 9 tools of their sizes): the assistant
 reads files of WORKSPACE (default: sympy's size, generated), greps it, runs a test suite with a
-planted failure, and a new user message comes every 15 turns. Each request is sent through an
-in-process gateway to a fake upstream; the forwarded bodies and the client's own bodies are then
-priced with a cache simulation:
+planted failure, and a new user message comes every 15 turns, after the model's answer. Each
+request is sent through an in-process gateway to a fake upstream, whose reply is the model message
+the next request resends (its tool call with the call's id, or its answer), as in an agent's loop
+(before, a fixed text no request resent: the stored conversation forked at every request); the
+forwarded bodies and the client's own bodies are then priced with a cache simulation:
 
 - Anthropic: each cache_control breakpoint writes the prefix up to the end of its block; a
   request reads the longest prefix that ends at an earlier request's breakpoint (still warm: the
@@ -95,7 +97,7 @@ from ctx_lsp.report_svg import Series, line_chart  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
 from ctx_lsp.workspace.files import WorkspaceWalker  # noqa: E402
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES  # noqa: E402
-from tests.gateway.fake_upstream import FakeUpstream  # noqa: E402
+from tests.gateway.fake_upstream import FakeUpstream, Reply  # noqa: E402
 
 SHAPES = {
     "claude": ("claude-sonnet-4-5", 200_000, 3.00),
@@ -271,6 +273,27 @@ def corpus(workspace: Path) -> tuple[list[tuple[str, str]], list[str], str]:
     return files, greps, log
 
 
+ANSWER = "Done: the failing test passes now."
+
+
+def resent_reply(body: dict[str, Any], after: dict[str, Any] | None) -> Reply:
+    """The model's reply to ``body``: the model message the client's next request (``after``)
+    resends, as an agent's loop does (a reply the client did not resend would fork the stored
+    conversation at every request); a plain answer after the last."""
+    key = "messages" if "messages" in body else "input"
+    for item in (after or {}).get(key, [])[len(body[key]) :]:
+        if item.get("type") == "function_call":  # the Responses API (Codex)
+            return Reply.tool_call(item["name"], item["arguments"], tool_id=item["call_id"])
+        if item.get("role") != "assistant":
+            continue
+        content = item["content"]
+        block = content[0] if isinstance(content, list) else {"type": "text", "text": content}
+        if block["type"] == "tool_use":
+            return Reply.tool_call(block["name"], block["input"], tool_id=block["id"])
+        return Reply.text(block["text"])
+    return Reply.text(ANSWER)
+
+
 def claude_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
     tools = [
         {"name": f"Tool{n}", "description": "Does a thing. " * 190, "input_schema": {"type": "object"}}
@@ -289,6 +312,8 @@ def claude_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
     for n in range(turns):
         if n % 15 == 0:
             path = files[n % len(files)][0]
+            if n:  # the model's answer to the task before
+                messages.append({"role": "assistant", "content": [{"type": "text", "text": ANSWER}]})
             messages.append(
                 {
                     "role": "user",
@@ -352,6 +377,10 @@ def codex_session(turns: int, files, greps, log) -> list[dict[str, Any]]:
     for n in range(turns):
         if n % 15 == 0:
             path = files[n % len(files)][0]
+            if n:  # the model's answer to the task before
+                items.append(
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ANSWER}]}
+                )
             items.append(
                 {
                     "type": "message",
@@ -473,6 +502,7 @@ async def through(
             for n, body in enumerate(bodies):
                 if n in (idle or ()):
                     await run(_age, sessions, IDLE_SECONDS)
+                up.set_default(resent_reply(body, bodies[n + 1] if n + 1 < len(bodies) else None))
                 async with http.post(url + path, json=body, headers=headers) as r:
                     await r.read()
                     if r.status != 200:

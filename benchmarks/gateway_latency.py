@@ -7,8 +7,10 @@ WORKSPACE: a source tree to plan over (default: a generated tree of sympy's size
 benchmarks/.data, or CTX_BENCH_DATA). The gateway runs as `ctx-lsp gateway` (a separate process,
 as a user runs it) in front of the fake upstream of the tests (in this process). Each request of a
 simulated Claude Code session (Anthropic Messages, streamed; one tool exchange per request, a new
-user message every 10) is sent through the gateway and, with the same body, straight to the
-upstream. Reported:
+user message every 10 after the model's answer) is sent through the gateway and, with the same
+body, straight to the upstream; the upstream's reply to each request is the model message the next
+request resends, as in an agent's loop (before, the replies were a fixed text no request resent,
+and the stored conversation forked at every request). Reported:
 
 - added latency: total time through the gateway minus straight, per request (p50 / p95);
 - time to first byte, through vs straight; per-chunk overhead on a 400-chunk streamed reply;
@@ -34,6 +36,7 @@ one stream's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import http.client
 import json
 import os
@@ -43,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
@@ -113,8 +117,15 @@ def sources(workspace: Path, limit: int) -> list[tuple[str, str]]:
     return [(entry.rel, entry.path.read_text(errors="replace")) for entry in walked]
 
 
-def session_requests(workspace: Path, turns: int, result_chars: int) -> list[dict]:
-    """A Claude Code-like session: system, tools, and one tool exchange per request."""
+DONE = "Done: the task is explained and its bugs are fixed."
+
+
+def session_requests(workspace: Path, turns: int, result_chars: int) -> tuple[list[dict], list[Reply]]:
+    """A Claude Code-like session: system, tools, and one tool exchange per request; a new task
+    every 10 requests after the model's answer. With each request, the reply the model gives to
+    it: what the next request resends as the model's message (its tool call, with the call's id),
+    as an agent's loop does — a reply the client did not resend would fork the stored
+    conversation at every request."""
     files = sources(workspace, turns)
     tools = [
         {"name": "Read", "description": "Read a file from the workspace. " * 20, "input_schema": {"type": "object"}},
@@ -128,6 +139,8 @@ def session_requests(workspace: Path, turns: int, result_chars: int) -> list[dic
     for n in range(turns):
         if n % 10 == 0:
             path = files[n % len(files)][0]
+            if n:
+                messages.append({"role": "assistant", "content": [{"type": "text", "text": DONE}]})
             messages.append({"role": "user", "content": f"Task {n // 10}: explain how {path} works and fix its bugs."})
         else:
             path, text = files[n % len(files)]
@@ -153,7 +166,15 @@ def session_requests(workspace: Path, turns: int, result_chars: int) -> list[dic
             "messages": messages,
         }
         bodies.append(json.loads(json.dumps(body)))
-    return bodies
+    replies = []
+    for n in range(turns):
+        after = n + 1  # the request that resends this reply
+        if after % 10 == 0 or after == turns:
+            replies.append(Reply.text(DONE))
+        else:
+            path = files[after % len(files)][0]
+            replies.append(Reply.tool_call("Read", {"path": path}, tool_id=f"toolu_{n:04d}"))
+    return bodies, replies
 
 
 def timed_stream(url: str, body: bytes) -> tuple[float, float, int]:
@@ -197,6 +218,20 @@ def concurrent_ttfb(url: str, streams: list[list[bytes]]) -> list[float]:
     return out
 
 
+def _responder(steps: dict[int, Reply], seconds: float, chunks: int) -> Callable[[dict], Reply | None]:
+    """The reply to a request of a concurrent conversation, by where it is in its loop (how many
+    messages it has), streamed over ``seconds``."""
+
+    def reply(body: dict) -> Reply | None:
+        found = steps.get(len(body.get("messages") or ()))
+        if found is None:
+            return None
+        events = chunks if found.kind == "text" else 8  # a tool call streams as a few events
+        return dataclasses.replace(found, delay=seconds / events)
+
+    return reply
+
+
 def concurrency_rows(url: str, up: FakeUpstream, workspace: Path, args: argparse.Namespace) -> list[tuple[str, ...]]:
     """Per number of streams: time to first byte through and straight, p50 / p99, and the difference."""
     rows = []
@@ -204,12 +239,15 @@ def concurrency_rows(url: str, up: FakeUpstream, workspace: Path, args: argparse
     words = " ".join(f"w{n}" for n in range(chunks))
     up.set_default(Reply.text(words, delay=args.reply_seconds / chunks))
     for k in args.streams:
-        streams = [
-            [json.dumps(b).encode() for b in session_requests(workspace, args.stream_requests, args.result_chars)]
-            for _ in range(k)
-        ]
+        # each conversation an agent's loop of its own (its own system prompt), all with the same
+        # steps: the reply to each request is the model message its next one resends
+        sessions = [session_requests(workspace, args.stream_requests, args.result_chars) for _ in range(k)]
+        steps = {len(b["messages"]): r for b, r in zip(*sessions[0], strict=True)}
+        up.set_responder(_responder(steps, args.reply_seconds, chunks))
+        streams = [[json.dumps(b).encode() for b in bodies] for bodies, _ in sessions]
         through = concurrent_ttfb(url, streams)
         straight = concurrent_ttfb(up.url, streams)
+        up.set_responder(None)
         rows.append(
             (
                 f"{k} streams: first byte through / straight / added, ms p50",
@@ -245,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reply-seconds", type=float, default=1.0, help="how long each reply streams (0: at once)")
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
-    bodies = session_requests(workspace, args.turns, args.result_chars)
+    bodies, replies = session_requests(workspace, args.turns, args.result_chars)
     load_before = _loadavg()
     with FakeUpstream(reply="ok") as up:
         proc, url = start_gateway(workspace, up)
@@ -253,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             added, ttfb_gw, ttfb_up, shares, costs_gw, costs_direct, over = [], [], [], [], [], [], 0
             previous, prev_body = None, bodies[0]
             cpu0 = cpu_seconds(proc.pid)
-            for body in bodies:
+            for body, reply in zip(bodies, replies, strict=True):
+                up.set_default(reply)  # through the gateway and straight: the same reply
                 raw = json.dumps(body).encode()
                 f_gw, t_gw, _ = timed_stream(url, raw)
                 sent = up.model_requests[-1].json

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -99,6 +100,7 @@ class Reply:
     gzip: bool = False
     headers: dict[str, str] = field(default_factory=dict)
     input_tokens: int | None = None
+    tool_id: str | None = None  # a tool call's id (default: one made from the request's number)
 
     @classmethod
     def text(cls, content: str = DEFAULT_REPLY, **options: Any) -> Reply:
@@ -253,6 +255,7 @@ class FakeUpstream:
         self._previous_body: dict[str, Any] = {}  # the previous request of each API, for cache diagnostics
         self._diagnosis: dict[str, Any] | None = None
         self._counter = 0
+        self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -277,10 +280,19 @@ class FakeUpstream:
         self._previous.clear()
         self._previous_body.clear()
 
-    def _next_reply(self, api: str) -> Reply:
+    def set_responder(self, responder: Callable[[dict[str, Any]], Reply | None] | None) -> None:
+        """Once the queues are empty, answer each request with ``responder(body)`` (None: the
+        default): concurrent conversations each get the reply their next request resends."""
+        self.responder = responder
+
+    def _next_reply(self, api: str, body: dict[str, Any] | None = None) -> Reply:
         for key in (api, None):
             with contextlib.suppress(IndexError):
                 return self._queues[key].popleft()
+        if self.responder is not None and body is not None:
+            found = self.responder(body)
+            if found is not None:
+                return found
         return self.default
 
     # -- where it is
@@ -426,7 +438,7 @@ class FakeUpstream:
         if not isinstance(rec.json, dict):
             rec.reply = "bad_json"
             return self._error_response(rec, Reply.error(400, "body is not a JSON object"), rec.api == "messages")
-        reply = self._next_reply(rec.api)
+        reply = self._next_reply(rec.api, rec.json)
         if reply.kind == "tool_call" and EXPAND_ID in reply.tool_arguments:
             # a model that read a shortened output asks for the whole: the id from the marker it saw
             found = re.findall(r"expand\(\\?'(g-[0-9a-f]+)\\?'\)", raw.decode("utf-8", "replace"))
@@ -504,7 +516,7 @@ class FakeUpstream:
     def _chat(self, body: dict[str, Any], reply: Reply, prompt: int, cached: int, streamed: bool) -> Any:
         n = self._counter
         cid, created, model = f"chatcmpl-fake-{n}", int(time.time()), body.get("model") or DEFAULT_MODEL
-        call_id = f"call_fake_{n}"
+        call_id = reply.tool_id or f"call_fake_{n}"
         out_text = reply.tool_arguments if reply.kind == "tool_call" else reply.content
         completion = max(1, tokens(out_text))
         usage = {
@@ -594,7 +606,7 @@ class FakeUpstream:
             item: dict[str, Any] = {
                 "type": "function_call",
                 "id": f"fc_fake_{n}",
-                "call_id": f"call_fake_{n}",
+                "call_id": reply.tool_id or f"call_fake_{n}",
                 "name": reply.tool_name,
                 "arguments": reply.tool_arguments,
                 "status": "completed",
@@ -679,7 +691,7 @@ class FakeUpstream:
         if reply.kind == "tool_call":
             block: dict[str, Any] = {
                 "type": "tool_use",
-                "id": f"toolu_fake_{n}",
+                "id": reply.tool_id or f"toolu_fake_{n}",
                 "name": reply.tool_name,
                 "input": json.loads(reply.tool_arguments or "{}"),
             }
