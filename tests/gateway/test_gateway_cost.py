@@ -99,26 +99,19 @@ def test_the_repeated_share_of_a_request_is_its_first_difference() -> None:
 
 def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """What sending direct would have repeated is measured on canonical bytes with the
-    ``cache_control`` markers left out; made once per element (a conversation resends them all
-    each request), and the same bytes as the whole body made canonical: a marker that moved, a
-    client that escapes non-ASCII (Python's json) or not (JSON.stringify)."""
+    ``cache_control`` markers left out; made only where a conversation's request differs from its
+    previous one (an agent resends all of it each request), and the same bytes as the whole body
+    made canonical: a marker that moved, a client that escapes non-ASCII (Python's json) or not
+    (JSON.stringify), a conversation that went back, another conversation."""
     from ctx_lsp.gateway import direct
 
     def body(turns: int, marker_at: int) -> dict:
         messages = []
         for i in range(turns):
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"ré {i}\n" * 40}],
-                }
-            )
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": [{"type": "tool_use", "id": f"t{i + 1}", "name": "Read", "input": {"n": 1.5}}],
-                }
-            )
+            result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"ré {i}\n" * 40}
+            messages.append({"role": "user", "content": [result]})
+            use = {"type": "tool_use", "id": f"t{i + 1}", "name": "Read", "input": {"n": 1.5}}
+            messages.append({"role": "assistant", "content": [use]})
         messages[marker_at]["content"][-1]["cache_control"] = {"type": "ephemeral"}
         system = [
             {"type": "text", "text": "You are an agent \u2028", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
@@ -131,13 +124,15 @@ def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkey
     decode = direct._ANY.decode
     monkeypatch.setattr(direct, "_ANY", type("D", (), {"decode": lambda self, d: decoded.append(1) or decode(d)})())
     for dumps in (json.dumps, lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":"))):
-        first, later = dumps(body(10, -1)).encode(), dumps(body(11, -1)).encode()
-        assert made("anthropic", first) == direct.cacheable("anthropic", first)
+        first, later, back = (dumps(body(n, -1)).encode() for n in (10, 11, 6))
+        assert made("anthropic", first, "c") == direct.cacheable("anthropic", first)
         decoded.clear()
-        key = made("anthropic", later)
+        key = made("anthropic", later, "c")
         assert key == direct.cacheable("anthropic", later)
         assert len(decoded) == 3  # the two new messages, and the one that lost its marker
-        assert direct.shared_prefix(made("anthropic", first), key) > 0.9 * len(made("anthropic", first))
+        assert direct.shared_prefix(direct.cacheable("anthropic", first), key) > 0.9 * len(key) * 10 / 11
+        assert made("anthropic", back, "c") == direct.cacheable("anthropic", back)  # it went back
+        assert made("anthropic", later, "other") == key  # another conversation: made whole
     for api, raw in (
         ("chat", b'{"tools": [], "messages": [{"role": "user", "content": "hi"}]}'),
         ("responses", b'{"input": "x", "instructions": "y"}'),
@@ -145,4 +140,4 @@ def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkey
         ("anthropic", b"[1, 2]"),
         ("anthropic", b'{"messages": 5}'),
     ):
-        assert made(api, raw) == direct.cacheable(api, raw)
+        assert made(api, raw, "c") == made(api, raw) == direct.cacheable(api, raw)
