@@ -37,3 +37,24 @@ def test_thirty_conversations_at_once_read_their_plans_from_memory(ws: Path, mon
         assert again.result.plan == first.result.plan
     finally:
         sessions.close()
+
+
+def test_plans_kept_are_bounded_by_the_conversation_they_hold(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long conversations at once hold a few MB of text each in their plans: past PLANS_BYTES the
+    sessions used longest ago go (the latest plan always stays), and an evicted plan is still
+    rebuilt whole from the store."""
+    monkeypatch.setattr(plans, "PLANS_BYTES", 6_000)
+    sessions = SessionEngine(Engine(ws))
+    try:
+        made = {}
+        for i in range(8):
+            ask = PlanRequest(query=f"how is the invoice total computed? {'in detail ' * 200} case {i}", mode="light")
+            made[f"long-{i}"] = sessions.plan(SessionPlanRequest(session=f"long-{i}", request=ask))
+        kept = sessions._plans
+        held = sum(kept._weights.values())
+        assert kept._bytes == held and 0 < held <= plans.PLANS_BYTES + max(kept._weights.values())
+        assert "long-7" in kept._outcomes and "long-0" not in kept._outcomes
+        first = made["long-0"].result.plan
+        assert sessions.outcome("long-0", first.plan_id).result.plan == first
+    finally:
+        sessions.close()

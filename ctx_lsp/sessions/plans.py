@@ -24,6 +24,7 @@ from ctx_lsp.sessions.values import PlanOptions
 # one thread), while one long session kept 16 plans of its own, each with its conversation.
 PLANS_PER_SESSION = 2
 SESSIONS_KEPT = 64
+PLANS_BYTES = 64 * 1024 * 1024  # the conversation texts they hold, at most (the latest plan stays)
 LEDGER_TURNS = 5
 LEDGER_PLANS = 200  # stored plans the ledger looks through
 RESTORE_TURNS = 50  # turns of the ledger an item to restore is looked for in
@@ -38,6 +39,8 @@ class Plans:
         self.shared = shared
         # session → its latest plans (id → outcome), the session used last at the end
         self._outcomes: OrderedDict[str, OrderedDict[str, PlanOutcome]] = OrderedDict()
+        self._weights: dict[tuple[str, str], int] = {}  # (session, plan id) → its conversation texts, in bytes
+        self._bytes = 0
 
     def keep(
         self,
@@ -67,14 +70,27 @@ class Plans:
         )
 
     def _remember(self, session: str, outcome: PlanOutcome) -> None:
+        """Keep ``outcome`` as ``session``'s latest; the oldest go past PLANS_PER_SESSION a
+        session, SESSIONS_KEPT sessions or PLANS_BYTES of conversation (30 long conversations at
+        once hold a few MB each)."""
+        plan_id = outcome.result.plan.plan_id
         kept = self._outcomes.pop(session, None) or OrderedDict()
         self._outcomes[session] = kept
-        kept[outcome.result.plan.plan_id] = outcome
-        kept.move_to_end(outcome.result.plan.plan_id)
+        if plan_id not in kept:
+            weight = sum(len(m.content) for t in outcome.inputs.conversation.turns for a in t.atoms for m in a.messages)
+            self._weights[session, plan_id] = weight
+            self._bytes += weight
+        kept[plan_id] = outcome
+        kept.move_to_end(plan_id)
         while len(kept) > PLANS_PER_SESSION:
-            kept.popitem(last=False)
-        while len(self._outcomes) > SESSIONS_KEPT:
-            self._outcomes.popitem(last=False)
+            self._forget(session, kept.popitem(last=False)[0])
+        while len(self._outcomes) > SESSIONS_KEPT or (self._bytes > PLANS_BYTES and len(self._outcomes) > 1):
+            old, plans = self._outcomes.popitem(last=False)
+            for gone in plans:
+                self._forget(old, gone)
+
+    def _forget(self, session: str, plan_id: str) -> None:
+        self._bytes -= self._weights.pop((session, plan_id), 0)
 
     def latest(self, session: str) -> tuple[str, PlanOptions] | None:
         """The query and options of the session's latest plan (None before its first)."""
