@@ -23,17 +23,6 @@ ORDER = {
 }
 
 
-def cacheable(api: str, body: bytes) -> bytes:
-    try:
-        data = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        return body
-    if not isinstance(data, dict):
-        return body
-    parts = [_strip(data.get(k)) for k in ORDER.get(api, ())]
-    return msgspec.json.encode(parts)
-
-
 _FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
@@ -41,11 +30,14 @@ _ENCODE = msgspec.json.Encoder().encode
 
 
 class Cacheable:
-    """``cacheable``, the same bytes, made canonical only where a conversation's request differs
-    from its previous one: an agent resends its whole history with every request, and decoding and
-    encoding all of it again took ~3 ms of the engine's thread a request on a 200-request session
-    (~14% of it). Each element of a list field (a message, a tool, a system block) equal to the
-    one at its place in the conversation's previous request keeps that one's canonical bytes."""
+    """A request's fields in the provider's cache order (``ORDER``), each decoded, its
+    ``cache_control`` markers left out and encoded again (compact JSON: how a client spaces or
+    escapes its body does not count), joined as a JSON list; a body that is not a JSON object, as
+    it is. Made canonical only where a conversation's request differs from its previous one: an
+    agent resends its whole history with every request, and decoding and encoding all of it again
+    took ~3 ms of the engine's thread a request on a 200-request session (~14% of it). Each element
+    of a list field (a message, a tool, a system block) equal to the one at its place in the
+    conversation's previous request keeps that one's canonical bytes."""
 
     def __init__(self) -> None:
         # conversation → list field → its elements as (sent, canonical), the latest request's
@@ -54,8 +46,8 @@ class Cacheable:
     def __call__(self, api: str, body: bytes, conversation: str | None = None) -> bytes:
         try:
             fields = _FIELDS.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):  # not a JSON object: as ``cacheable`` says
-            return cacheable(api, body)
+        except (msgspec.DecodeError, msgspec.ValidationError):  # not a JSON object
+            return body
         last = self._last.pop(conversation, {}) if conversation is not None else {}
         now: dict[str, list[tuple[bytes, bytes]]] = {}
         parts = []
