@@ -531,9 +531,7 @@ class Engine:
             found = retrieved[key] = (offered, content_digest(_set_parts(offered)))
             timings["items"] = (time.perf_counter() - t0) * 1000
         offered, digest = found
-        if cal != 1.0:
-            replace = msgspec.structs.replace
-            offered = tuple(replace(i, tokens=scaled(i.tokens, cal)) for i in offered)
+        offered = retrieval.calibrated(offered, cal)
         history = (
             history_candidates(memory.history, rag_query, counter, cal, self.history_chunks) if memory.history else []
         )

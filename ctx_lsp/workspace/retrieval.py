@@ -568,18 +568,16 @@ def candidates(
         if row[1] < floor:
             break
         offered.append(row)
-    # made uncalibrated and scaled here: a gateway's usage reports move the factor after every
-    # reply, and forms kept by factor were made again for each request
-    forms = _forms([r[0] for r in (*offered, *fill)], 1.0, load, memo)
+    forms = _forms([r[0] for r in (*offered, *fill)], load, memo)
     replace = msgspec.structs.replace
     out: list[Item] = []
     for sym, score, why in offered:
         found = forms.get(sym.id)
         if found is None:  # gone from the index since it was ranked
             continue
-        out.append(replace(found[0], score=score, why=why, tokens=scaled(found[0].tokens, calibration)))
+        out.append(replace(found[0], score=score, why=why))
         if sym.kind != "module" and found[1] is not None:
-            out.append(replace(found[1], score=score, why=why, tokens=scaled(found[1].tokens, calibration)))
+            out.append(replace(found[1], score=score, why=why))
     # below everything that scored, in their order: what is left of the room
     last = min((i.score or 0.0 for i in out), default=1.0)
     known = {i.symbol for i in out if i.symbol}
@@ -589,10 +587,20 @@ def candidates(
         found = forms.get(sym.id)
         if found is None:
             continue
-        out.append(replace(found[0], score=score, why=why, tokens=scaled(found[0].tokens, calibration)))
+        out.append(replace(found[0], score=score, why=why))
         if found[1] is not None:
-            out.append(replace(found[1], score=score, why=why, tokens=scaled(found[1].tokens, calibration)))
-    return out
+            out.append(replace(found[1], score=score, why=why))
+    return calibrated(out, calibration)
+
+
+def calibrated(items: Sequence[Item], calibration: float) -> list[Item]:
+    """Code items made uncalibrated (``candidates`` keeps them so: a gateway's usage reports move
+    the factor after every reply, and forms kept by factor were made again for each request),
+    their tokens scaled by ``calibration``."""
+    if calibration == 1.0:
+        return list(items)
+    replace = msgspec.structs.replace
+    return [replace(i, tokens=scaled(i.tokens, calibration)) for i in items]
 
 
 Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has one
@@ -600,19 +608,16 @@ Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has 
 
 def _forms(
     symbols: list[Head],
-    calibration: float,
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
     memo: dict[Any, Forms | None] | None,
 ) -> dict[int, Forms]:
-    """Card and body of each symbol (by row id), made once per ``memo``."""
+    """Card and body of each symbol (by row id), uncalibrated, made once per ``memo``."""
     memo = {} if memo is None else memo
-    keys = {sym.id: (sym.id, calibration) for sym in symbols}
     made: dict[int, Forms | None] = {}
     missing = []
     for sym in symbols:  # what is kept is read before anything is added (a full memo drops its oldest)
-        key = keys[sym.id]
-        if key in memo:
-            made[sym.id] = memo[key]
+        if sym.id in memo:
+            made[sym.id] = memo[sym.id]
         else:
             missing.append(sym)
     if missing:
@@ -624,9 +629,7 @@ def _forms(
             rows.update(load(heads))
         for sym in missing:
             row = rows.get(sym.id)
-            made[sym.id] = memo[keys[sym.id]] = (
-                None
-                if row is None
-                else (card_item(row, calibration), body_item(row, calibration) if row.body else None)
+            made[sym.id] = memo[sym.id] = (
+                None if row is None else (card_item(row, 1.0), body_item(row, 1.0) if row.body else None)
             )
     return {i: found for i, found in made.items() if found is not None}
