@@ -51,8 +51,8 @@ def test_plans_kept_are_bounded_by_the_conversation_they_hold(ws: Path, monkeypa
             ask = PlanRequest(query=f"how is the invoice total computed? {'in detail ' * 200} case {i}", mode="light")
             made[f"long-{i}"] = sessions.plan(SessionPlanRequest(session=f"long-{i}", request=ask))
         kept = sessions._plans
-        held = sum(kept._weights.values())
-        assert kept._bytes == held and 0 < held <= plans.PLANS_BYTES + max(kept._weights.values())
+        weights = [weight for plans_of in kept._outcomes.values() for _, weight in plans_of.values()]
+        assert kept._bytes == sum(weights) and 0 < sum(weights) <= plans.PLANS_BYTES + max(weights)
         assert "long-7" in kept._outcomes and "long-0" not in kept._outcomes
         first = made["long-0"].result.plan
         assert sessions.outcome("long-0", first.plan_id).result.plan == first

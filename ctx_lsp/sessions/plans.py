@@ -37,9 +37,9 @@ class _Excluded(msgspec.Struct):
 class Plans:
     def __init__(self, shared: Shared) -> None:
         self.shared = shared
-        # session → its latest plans (id → outcome), the session used last at the end
-        self._outcomes: OrderedDict[str, OrderedDict[str, PlanOutcome]] = OrderedDict()
-        self._weights: dict[tuple[str, str], int] = {}  # (session, plan id) → its conversation texts, in bytes
+        # session → its latest plans (id → the outcome and the conversation text it holds, in
+        # bytes), the session used last at the end
+        self._outcomes: OrderedDict[str, OrderedDict[str, tuple[PlanOutcome, int]]] = OrderedDict()
         self._bytes = 0
 
     def keep(
@@ -77,20 +77,15 @@ class Plans:
         kept = self._outcomes.pop(session, None) or OrderedDict()
         self._outcomes[session] = kept
         if plan_id not in kept:
-            weight = sum(len(m.content) for t in outcome.inputs.conversation.turns for a in t.atoms for m in a.messages)
-            self._weights[session, plan_id] = weight
+            turns = outcome.inputs.conversation.turns
+            weight = sum(len(m.content) for t in turns for a in t.atoms for m in a.messages)
+            kept[plan_id] = (outcome, weight)
             self._bytes += weight
-        kept[plan_id] = outcome
         kept.move_to_end(plan_id)
         while len(kept) > PLANS_PER_SESSION:
-            self._forget(session, kept.popitem(last=False)[0])
+            self._bytes -= kept.popitem(last=False)[1][1]
         while len(self._outcomes) > SESSIONS_KEPT or (self._bytes > PLANS_BYTES and len(self._outcomes) > 1):
-            old, plans = self._outcomes.popitem(last=False)
-            for gone in plans:
-                self._forget(old, gone)
-
-    def _forget(self, session: str, plan_id: str) -> None:
-        self._bytes -= self._weights.pop((session, plan_id), 0)
+            self._bytes -= sum(weight for _, weight in self._outcomes.popitem(last=False)[1].values())
 
     def latest(self, session: str) -> tuple[str, PlanOptions] | None:
         """The query and options of the session's latest plan (None before its first)."""
@@ -108,7 +103,7 @@ class Plans:
             raise NotFound(f"session {session!r} has no plan yet: call ctx/planContext first")
         cached = self._outcomes.get(session, {}).get(plan_id)
         if cached is not None:
-            return cached
+            return cached[0]
         row = self._row(plan_id)
         inputs = self.shared.store.plan_inputs(row)
         counter = counter_for(inputs.estimator.encoding)
