@@ -90,15 +90,6 @@ def run(
     return result
 
 
-def refresh(db: IndexDb, progress: Callable[[int, int, str], None] | None, processes: int | None) -> bytes:
-    """A refresh (``build._refresh``) in a child; its ``IndexStats``, msgpack-encoded."""
-    try:
-        return run(db, "refresh", progress, processes)
-    finally:
-        with db.lock:
-            db.generation += 1  # its rows changed under this process's caches (some, if it failed)
-
-
 def update_graph(db: IndexDb) -> float:
     """``refgraph.update_graph`` in a child; the seconds it took, the child's start included."""
     t0 = time.perf_counter()

@@ -107,7 +107,11 @@ def refresh(
 def _refresh_apart(db: IndexDb, progress: Callable[[int, int, str], None] | None, processes: int | None) -> IndexStats:
     """``_refresh`` in a process of its own (``apart``), its start included in ``seconds``."""
     t0 = time.perf_counter()
-    stats = msgspec.msgpack.decode(apart_work.refresh(db, progress, processes), type=IndexStats)
+    try:
+        stats = msgspec.msgpack.decode(apart_work.run(db, "refresh", progress, processes), type=IndexStats)
+    finally:
+        with db.lock:
+            db.generation += 1  # its rows changed under this process's caches (some, if it failed)
     stats.seconds = time.perf_counter() - t0
     return stats
 

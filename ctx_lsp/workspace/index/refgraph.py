@@ -158,7 +158,6 @@ def central_symbols(db: IndexDb, n: int, kinds: Iterable[str]) -> list[str]:
     # checking every ranked name against the symbols took 35–110 ms on sympy, on the request
     # path of the plan after each save (the scaffold names them).
     window = max(CENTRAL_WINDOW, int(n))
-    found: list[str] = []
     best = "SELECT qualname FROM centrality ORDER BY rank DESC, qualname LIMIT ?"
     sql = "SELECT qualname, kind FROM symbols WHERE qualname IN ({})"
     while True:
