@@ -156,7 +156,7 @@ class WorkspaceIndex:
         process of its own (``apart``), so that a long-running face neither keeps its peak nor
         waits for the GIL meanwhile; if that process fails, here."""
         seconds = None
-        if apart and self._db.reader().execute("SELECT count(*) FROM symbols").fetchone()[0] >= GRAPH_APART_MIN_SYMBOLS:
+        if apart and self.counts()[1] >= GRAPH_APART_MIN_SYMBOLS:
             try:
                 seconds = apart_work.update_graph(self._db)
             except apart_work.ApartFailed as err:
