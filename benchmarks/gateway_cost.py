@@ -666,16 +666,22 @@ def main(argv: list[str] | None = None) -> int:
         for label, bodies in runs:
             idle = idle_requests(bodies, args.idle_every)
             d = price(shape, [without_ctx_tools(b) for b in bodies], args.window, idle)
+            off_cost: float | None = None
             for mode in args.modes:
                 sent = asyncio.run(through(workspace, shape, mode, bodies, args.context_cost, args.window, idle))
                 t = price(shape, sent, args.window, idle)
-                money = f"{d.cost:>9.2f} {t.cost:>10.2f} {t.cost / d.cost:>6.2f}"
+                ratio = f"{t.cost / d.cost:>6.2f}" if d.cost else f"{'–':>6}"
+                money = f"{d.cost:>9.2f} {t.cost:>10.2f} {ratio}"
                 cache = f"{d.share:>5.2f}/{t.share:<5.2f}"
                 moved = f"{d.tokens / 1e6:>8.2f}M → {t.tokens / 1e6:.2f}M"
                 if t.tokens < 100_000:  # a short script: its tokens, not millions
                     moved = f"{d.tokens / 1e3:>8.1f}k → {t.tokens / 1e3:.1f}k"
                 grown = f"{d.largest / (args.window or SHAPES[shape][1]):>5.1f}×"
                 print(f"{shape + ' ' + label:<16} {mode:<6} {money} {cache} {moved} {d.over:>8}/{t.over:<7} {grown}")
+                if mode == "off":
+                    off_cost = t.cost
+                elif off_cost:  # the target: the default mode within 10% of mode off
+                    print(f"{'':<23} {mode} vs off: {t.cost / off_cost - 1:+.1%} (${t.cost:.4f} / ${off_cost:.4f})")
                 if args.breaks and shape != "sdk":
                     print(f"{'':<23} {breaks_line(t)}")
                     print(f"{'':<23} cache share by tenths: {share_curve(t)}")

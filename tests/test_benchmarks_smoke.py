@@ -225,8 +225,9 @@ def test_mcp_latency_prints_its_table(tmp_path: Path) -> None:
 
 def test_gateway_cost_prints_its_table() -> None:
     sample = str(ROOT / "tests" / "fixtures" / "sample_ws")
-    out = run(str(BENCH / "gateway_cost.py"), sample, "--turns", "6", "--modes", "off", timeout=300)
+    out = run(str(BENCH / "gateway_cost.py"), sample, "--turns", "6", "--modes", "off", "light", timeout=300)
     assert "claude 6" in out and "codex 6" in out and "ratio" in out, out
+    assert "light vs off: " in out, out  # the target, in dollars (the ratios are rounded)
 
 
 def test_parse_floor_prints_its_table(tmp_path: Path) -> None:
