@@ -70,6 +70,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ from ctx_lsp.engine import Engine  # noqa: E402
 from ctx_lsp.gateway.direct import shared_prefix  # noqa: E402
 from ctx_lsp.gateway.options import GatewayOptions  # noqa: E402
 from ctx_lsp.gateway.proxy import Gateway  # noqa: E402
+from ctx_lsp.memory.store import MemoryStore  # noqa: E402
 from ctx_lsp.report_html import _figure, _page  # noqa: E402
 from ctx_lsp.report_svg import Series, line_chart  # noqa: E402
 from ctx_lsp.sessions.engine import SessionEngine  # noqa: E402
@@ -481,7 +483,11 @@ async def through(
             name=name, context_length=window, max_output=8192, calibration=1.4 if shape == "claude" else 1.0
         )
         config = msgspec.structs.replace(config, models=(*config.models, small))
-    sessions = await run(lambda: SessionEngine(Engine(workspace, config)))
+    # a store of its own per run, as a new user's: what an earlier run learned (the model's
+    # calibration, above all) moved later runs' costs when it was the workspace's
+    scratch = tempfile.TemporaryDirectory(prefix="gateway-cost-")
+    store = MemoryStore(Path(scratch.name) / "memory.sqlite3")
+    sessions = await run(lambda: SessionEngine(Engine(workspace, config), store))
     await run(sessions.engine.refresh_index)
     sent = []
     async with FakeUpstream(reply="ok") as up:
@@ -511,6 +517,7 @@ async def through(
         await gateway.close()
     await run(sessions.close)
     worker.shutdown()
+    scratch.cleanup()
     return sent
 
 

@@ -19,6 +19,7 @@ from ctx_lsp.sessions.cache_plan import (
     context_tokens,
     step_pays,
     step_sizes,
+    turn_allowance,
     turn_start_trigger,
 )
 
@@ -143,3 +144,25 @@ def test_the_meter_says_when_a_request_rebuilt_the_prefix() -> None:
     rec.rebuilt = "compaction step, instead of: tool result masked"
     assert rec.label() == "⇄ 41 · 20% cached · prefix rebuilt: compaction step"  # why the share dropped
     assert "prefix rebuilt: compaction step, instead of: tool result masked" in rec.text_line()
+
+
+def test_a_turns_share_pays_for_the_layout_it_carries_as_well_as_its_block() -> None:
+    """The layout a step adds stays in every request until the next step: each turn's first
+    request gets what it leaves of the turn's share, and the layout itself is never squeezed out;
+    a request later in the turn keeps what the turn chose (its block, paid already)."""
+    assert turn_allowance(1_200, 0, None) == 1_200  # a step now: the layout is chosen within the share
+    assert turn_allowance(1_200, 500, None) == 1_200  # a later turn: 500 of it are the layout's, 700 the block's
+    assert turn_allowance(400, 500, None) == 500  # the layout stays, the block gets nothing
+    assert turn_allowance(1_200, 0, 800) == 2_000  # a step inside a turn: its block is kept, paid already
+
+
+@pytest.mark.parametrize("prices", [ANTHROPIC, OPENAI], ids=["anthropic", "openai"])
+def test_ctx_lsps_own_blocks_do_not_bring_a_step_forward_only_the_window_counts_them(prices: Prices) -> None:
+    """The conversation's room is net of the blocks the gateway adds; the step is sized on the
+    room without them, as in mode off, while the window's limit still counts them."""
+    off = step_sizes(150_000, 0.85, GROWTH, prices)
+    light = step_sizes(147_000, 0.85, GROWTH, prices, carried=3_000)
+    assert (light.trigger, light.keep) == (off.trigger, off.keep)
+    assert light.limit == int(147_000 * 0.85) < off.limit
+    small = step_sizes(14_000, 0.85, GROWTH, prices, carried=3_000)
+    assert small.trigger == small.limit == int(14_000 * 0.85)  # where the window binds, it decides

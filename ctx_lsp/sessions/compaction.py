@@ -77,6 +77,7 @@ class Compactions:
         live_turn: bool = False,
         force: bool = False,
         cache_ttl: int = CACHE_TTL_SECONDS,
+        carried: int = 0,
     ) -> bool:
         """Threshold compaction before a plan with ``budget``: a step when the active conversation
         (with the compaction summary it carries) reaches the size the money chooses
@@ -86,7 +87,8 @@ class Compactions:
         share. ``force``: now, whatever the size (the plan would otherwise mask or shed between
         steps). ``live_turn``: the path ends in the turn being asked (the gateway), which may then
         give up its own oldest tool exchanges. Returns whether it compacted. ``parts``: the
-        branch's path as (archived, active) messages."""
+        branch's path as (archived, active) messages. ``carried``: tokens of ctx_lsp's own blocks
+        in the prompt (``cache_plan.step_sizes``)."""
         active = [m.to_message() for m in parts[1]]
         if len(active) < 2:
             return False
@@ -107,7 +109,7 @@ class Compactions:
         # cheapest moment for a step
         last = self.shared.store.last_gateway_request(record.id)
         cold = last is not None and warm_until(last, time.time(), cache_ttl) is None
-        sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary, cold)
+        sizes_now = step_sizes(room, threshold, growth, model.spec.prices, summary, cold, carried)
         trigger, turn_growth = sizes_now.trigger, 0.0
         # the requests so far, archived ones too: counted only when a step is weighed (the
         # archive grows with the session; most plans return below the trigger)

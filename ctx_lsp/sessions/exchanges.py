@@ -35,7 +35,7 @@ from ctx_lsp.core.side_requests import side_request
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.engine import BudgetOverrides, ConversationContext, PlanOutcome, PlanRequest, ResolvedModel
 from ctx_lsp.memory.store import InsideCompaction, MessageMeta
-from ctx_lsp.sessions.cache_plan import CachePlan, Epoch, context_tokens
+from ctx_lsp.sessions.cache_plan import CachePlan, Epoch, context_tokens, turn_allowance
 from ctx_lsp.sessions.calibration import Calibration
 from ctx_lsp.sessions.capsules import Capsules
 from ctx_lsp.sessions.conversation import Conversation
@@ -202,7 +202,14 @@ class Exchanges:
         held = ConversationContext(
             scaffold=kept_scaffold, candidates=kept_context, allowance=allowance, present=present
         )
-        ask = partial(SessionPlanRequest, session=ex.session, model=model, keep_later=True, cache_ttl=ex.cache_ttl)
+        ask = partial(
+            SessionPlanRequest,
+            session=ex.session,
+            model=model,
+            keep_later=True,
+            cache_ttl=ex.cache_ttl,
+            carried_tokens=carried_tokens,
+        )
         outcome = self.planning.plan(ask(request=request, carried=held))
         after = (len(store.compactions(ex.session)), mode, versions)
         if after != key and (held.scaffold is not None or searches):
@@ -330,8 +337,9 @@ class Exchanges:
     ) -> int | None:
         """Tokens the automatic context of this request (scaffold, capsules, retrieved code) may
         take: with ``context_cost = "savings"``, what the gateway has saved this conversation so
-        far pays for what is chosen now; what an earlier request of it chose and kept is paid for
-        already. None: no such limit."""
+        far pays for what is chosen now, at most a share of what its requests cost; the turn's own
+        block, once chosen, is paid for; the layout kept since the last step counts in each turn's
+        share (``cache_plan.turn_allowance``). None: no such limit."""
         paid_by = self.shared.engine.config.gateway.context_cost or ("always" if mode == "heavy" else "savings")
         if mode == "off" or paid_by == "always":
             return None
@@ -345,7 +353,8 @@ class Exchanges:
         new = new if new >= MIN_ALLOWANCE else 0
         if new:  # and what pays over its life in the prompt (``cache_plan.context_tokens``), at least the minimum
             new = min(new, max(MIN_ALLOWANCE, self._context_tokens(ex, rows, prices, model)))
-        return new + sum(i.tokens for i in (kept_scaffold or []) + (kept_context or []))
+        kept = None if kept_context is None else sum(i.tokens for i in kept_context)
+        return turn_allowance(new, sum(i.tokens for i in kept_scaffold or []), kept)
 
     def _context_tokens(
         self, ex: Exchange, rows: list[dict[str, Any]], prices: dict[str, Prices | None], model: ResolvedModel

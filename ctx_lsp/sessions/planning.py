@@ -56,6 +56,7 @@ class Planning:
                 ask.query_in_conversation,
                 force=req.compact,
                 cache_ttl=req.cache_ttl,
+                carried=req.carried_tokens,
             )
         )
         if compacted:

@@ -68,6 +68,9 @@ class SessionPlanRequest:
     # the provider's cache lifetime the client's breakpoints ask for (the gateway): idle past it,
     # the cache is cold and a step costs nothing extra
     cache_ttl: int = CACHE_TTL_SECONDS
+    # tokens of ctx_lsp's own blocks the client's prompt carries (the gateway's per-turn blocks):
+    # a step is sized on the room the conversation has without them, as in mode off
+    carried_tokens: int = 0
 
 
 class PlanOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
