@@ -300,3 +300,15 @@ def test_codecs_and_inserts_name_only_declared_columns(store: MemoryStore):
         Codec.dicts(PINS, ("id", "nope"))
     with pytest.raises(ValueError, match="no column nope in table pins"), store.write() as conn:
         PINS.insert(conn, {"id": "x", "nope": 1})
+
+
+def test_a_long_resent_history_is_followed_from_its_end_and_a_deep_rewind_still_forks(store: MemoryStore):
+    """An agent resends its whole history and appends: the stored ids are found from the chain's
+    end; a client that rewound further back than that is still found where it left the store."""
+    turns = [Message(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=f"turn {n}") for n in range(40)]
+    store.append("s", None, turns)
+    assert store.follow("s", [f"m{n}" for n in range(40)] + ["new"]) == (40, "main")
+    assert store.follow("s", [f"m{n}" for n in range(38)] + ["x38", "x39"]) == (38, "branch-1")  # a short rewind
+    deep = [f"m{n}" for n in range(10)] + [f"y{n}" for n in range(10, 40)]  # 30 messages back
+    assert store.follow("s", deep) == (10, "branch-2")
+    assert store.follow("s", [f"z{n}" for n in range(30)])[0] == 0  # nothing of it stored

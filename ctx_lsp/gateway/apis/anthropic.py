@@ -93,7 +93,7 @@ PARSED_BYTES = 64 * 1024 * 1024  # their texts weigh at most this
 PARSED_AGE = 3600.0  # seconds a parse unused is kept
 
 
-def _weight(parsed: tuple[list[Message], int]) -> int:
+def _weight(parsed: tuple[list[Message], int, bool]) -> int:
     return sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in parsed[0]) + 64
 
 
@@ -103,7 +103,9 @@ class Anthropic:
     def __init__(self) -> None:
         # an assistant resends the whole conversation with every request: a message seen before
         # (the same bytes) is not decoded again
-        self._parsed: Kept[tuple[list[Message], int]] = Kept(PARSED_KEPT, PARSED_BYTES, PARSED_AGE, _weight)
+        # a message's raw bytes → (its engine messages, its media tokens, whether a breakpoint in it
+        # asks for the hour-long cache): an agent resends them all with every request
+        self._parsed: Kept[tuple[list[Message], int, bool]] = Kept(PARSED_KEPT, PARSED_BYTES, PARSED_AGE, _weight)
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
@@ -112,6 +114,7 @@ class Anthropic:
         items = b.arr(fields["messages"])
         messages = []
         media = 0
+        long_ttl = False
         for n, raw in enumerate(items):
             key = digest(memoryview(raw))
             found = self._parsed.get(key)
@@ -121,10 +124,11 @@ class Anthropic:
                     raise b.BodyError(f"messages.{n}: expected an object")
                 content = m.get("content")
                 counted = b.media_tokens(content, "anthropic")
-                found = (with_media(_messages(n, m.get("role"), content), counted), counted)
+                found = (with_media(_messages(n, m.get("role"), content), counted), counted, _asks_long(raw))
                 self._parsed.put(key, found)
             messages.append(found[0])
             media += found[1]
+            long_ttl = long_ttl or found[2]
         system = b.text_of(fields.get("system")) if "system" in fields else ""
         tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         max_tokens = b.value(fields.get("max_tokens"))
@@ -140,7 +144,7 @@ class Anthropic:
             client_session=_client_session(b.value(fields.get("metadata"))),
             media_tokens=media,
             opaque=provider_compaction(b.value(fields.get("context_management"))),
-            cache_ttl=_cache_ttl(fields),
+            cache_ttl=LONG_CACHE_TTL_SECONDS if long_ttl else _cache_ttl(fields, ("system", "tools")),
         )
 
     def _blocks(self, item: dict[str, b.Raw]) -> list[b.Raw]:
@@ -303,10 +307,14 @@ class AnthropicReader(Reader):
 LONG_TTL = re.compile(rb'"ttl"\s*:\s*"1h"')
 
 
-def _cache_ttl(fields: dict[str, b.Raw]) -> int:
-    """The prompt-cache lifetime the client's breakpoints ask for: an hour when any asks for it
-    (the provider keeps that prefix an hour), else the default five minutes."""
-    for key in ("system", "tools", "messages"):
-        if key in fields and LONG_TTL.search(bytes(fields[key])):
+def _cache_ttl(fields: dict[str, b.Raw], keys: tuple[str, ...]) -> int:
+    """The prompt-cache lifetime the client's breakpoints in ``keys`` ask for: an hour when any
+    asks for it (the provider keeps that prefix an hour), else the default five minutes."""
+    for key in keys:
+        if key in fields and _asks_long(fields[key]):
             return LONG_CACHE_TTL_SECONDS
     return CACHE_TTL_SECONDS
+
+
+def _asks_long(raw: b.Raw) -> bool:
+    return LONG_TTL.search(raw) is not None

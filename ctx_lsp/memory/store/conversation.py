@@ -213,15 +213,12 @@ class Conversation(Database):
         return rows[0] if rows else None
 
     def shrunk_saving(self, session: str, ids: list[str]) -> int:
-        """Tokens the shortened tool outputs among ``ids`` save, whole to shortened."""
-        total = 0
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ", ".join("?" * len(part))
-            sql = f"SELECT SUM(tokens - shrunk_tokens) FROM originals WHERE session = ? AND id IN ({marks})"
-            row = self._read(sql, (session, *part))
-            total += row[0][0] or 0
-        return total
+        """Tokens the shortened tool outputs among ``ids`` save, whole to shortened. The session's
+        shortened outputs are read, not each of ``ids`` looked up: a conversation holds a few of
+        them among hundreds of messages, and the gateway asks with every request."""
+        wanted = set(ids)
+        rows = self._read("SELECT id, tokens - shrunk_tokens FROM originals WHERE session = ?", (session,))
+        return sum(saved for mid, saved in rows if mid in wanted)
 
     def record_gateway_request(self, row: dict[str, Any]) -> None:
         with self.write() as conn:
@@ -537,8 +534,26 @@ def _refuse_inside_compaction(conn: sqlite3.Connection, session: str, mid: str) 
             )
 
 
+# ids at the end of a chain looked up first: an agent's request resends the conversation and
+# appends a message or two, so the stored ones end there (each request looked up all of them:
+# half a millisecond a request at 300 messages)
+TAIL_IDS = 16
+
+
 def _stored(conn: sqlite3.Connection, session: str, chain: list[str]) -> tuple[int, str | None]:
     """How many of the id chain ``chain`` are stored, and the last of them."""
+    if len(chain) > TAIL_IDS:
+        # a chain id exists only when every id before it does: with the first of the tail stored,
+        # so is everything before it
+        start = len(chain) - TAIL_IDS
+        tail = chain[start:]
+        rows = conn.execute(
+            f"SELECT id FROM messages WHERE session = ? AND id IN ({', '.join('?' * len(tail))})", (session, *tail)
+        ).fetchall()
+        found = {r[0] for r in rows}
+        if tail[0] in found:
+            known = max(start + n + 1 for n, mid in enumerate(tail) if mid in found)
+            return known, chain[known - 1]
     known = 0
     for start in range(0, len(chain), 500):
         part = chain[start : start + 500]
