@@ -91,10 +91,19 @@ def _marked_last(blocks: b.Raw) -> b.Raw:
 PARSED_KEPT = 4096  # messages whose parse is remembered, by a digest of their bytes
 PARSED_BYTES = 64 * 1024 * 1024  # their texts weigh at most this
 PARSED_AGE = 3600.0  # seconds a parse unused is kept
+# conversations whose latest request's messages are kept to compare the next one's with, in place
+PREVIOUS_KEPT = 64
+PREVIOUS_BYTES = 64 * 1024 * 1024
+
+Found = tuple[list[Message], int, bool]  # a message's engine messages, media tokens, hour-long cache asked
 
 
-def _weight(parsed: tuple[list[Message], int, bool]) -> int:
+def _weight(parsed: Found) -> int:
     return sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in parsed[0]) + 64
+
+
+def _request_weight(previous: tuple[list[b.Raw], list[Found]]) -> int:
+    return sum(len(raw) for raw in previous[0]) + 64 * len(previous[0])
 
 
 class Anthropic:
@@ -102,10 +111,14 @@ class Anthropic:
 
     def __init__(self) -> None:
         # an assistant resends the whole conversation with every request: a message seen before
-        # (the same bytes) is not decoded again
-        # a message's raw bytes → (its engine messages, its media tokens, whether a breakpoint in it
-        # asks for the hour-long cache): an agent resends them all with every request
-        self._parsed: Kept[tuple[list[Message], int, bool]] = Kept(PARSED_KEPT, PARSED_BYTES, PARSED_AGE, _weight)
+        # (the same bytes) is not decoded again; by a digest of its bytes
+        self._parsed: Kept[Found] = Kept(PARSED_KEPT, PARSED_BYTES, PARSED_AGE, _weight)
+        # and most of a request is its conversation's previous one: by a digest of its first
+        # message, that request's messages and their parses, compared in place (no digest, no
+        # lookup: a millisecond a request at 300 messages)
+        self._previous: Kept[tuple[list[b.Raw], list[Found]]] = Kept(
+            PREVIOUS_KEPT, PREVIOUS_BYTES, PARSED_AGE, _request_weight
+        )
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
@@ -115,9 +128,16 @@ class Anthropic:
         messages = []
         media = 0
         long_ttl = False
+        first = digest(memoryview(items[0])) if items else None
+        before = self._previous.get(first) if first is not None else None
+        same = before[0] if before is not None else []
+        founds: list[Found] = []
         for n, raw in enumerate(items):
-            key = digest(memoryview(raw))
-            found = self._parsed.get(key)
+            found = before[1][n] if n < len(same) and raw == same[n] else None
+            if found is None:
+                same = []  # past the first difference, each message is looked up by its digest
+                key = digest(memoryview(raw))
+                found = self._parsed.get(key)
             if found is None:
                 m = b.value(raw)
                 if not isinstance(m, dict):
@@ -126,9 +146,12 @@ class Anthropic:
                 counted = b.media_tokens(content, "anthropic")
                 found = (with_media(_messages(n, m.get("role"), content), counted), counted, _asks_long(raw))
                 self._parsed.put(key, found)
+            founds.append(found)
             messages.append(found[0])
             media += found[1]
             long_ttl = long_ttl or found[2]
+        if first is not None:
+            self._previous.put(first, (items, founds))
         system = b.text_of(fields.get("system")) if "system" in fields else ""
         tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         max_tokens = b.value(fields.get("max_tokens"))
