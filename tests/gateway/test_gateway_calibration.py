@@ -96,6 +96,25 @@ def test_the_anthropic_parse_cache_is_bounded_in_bytes() -> None:
     assert api._parsed.bytes <= 1_000_000 and len(api._parsed) < 11
 
 
+def test_a_request_is_compared_in_place_with_its_conversations_previous_one_and_an_edit_is_parsed_anew() -> None:
+    """Messages the conversation's previous request sent at the same place are taken as parsed
+    then; from the first one that differs (an edited or rewound history), each is parsed or
+    looked up by its own bytes."""
+    api = Anthropic()
+    turns = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n}"} for n in range(6)]
+
+    def parse(messages: list[dict]) -> list[str]:
+        fields = b.obj(b.raw({"model": MODEL, "messages": messages}))
+        return [m.content for ms in api.parse(fields).messages for m in ms]
+
+    assert parse(turns) == [f"turn {n}" for n in range(6)]
+    assert parse([*turns, {"role": "user", "content": "turn 6"}]) == [f"turn {n}" for n in range(7)]
+    edited = [*turns[:2], {"role": "user", "content": "turn 2, edited"}, *turns[3:]]
+    assert parse(edited) == ["turn 0", "turn 1", "turn 2, edited", "turn 3", "turn 4", "turn 5"]
+    assert parse(turns[:3]) == ["turn 0", "turn 1", "turn 2"]  # rewound: the original turn 2 again
+    assert len(api._previous) == 1  # one conversation, told by its first message
+
+
 async def test_screenshots_do_not_compact_later_text_conversations(ws: Path) -> None:
     """Six text requests calibrate the model; four with a 1.5 MB screenshot each, which the
     upstream counts at ~400k tokens (what a provider counting something we do not see looks like),
