@@ -41,29 +41,33 @@ class Cacheable:
 
     def __init__(self) -> None:
         # conversation → list field → its elements as (sent, canonical), the latest request's
-        self._last: dict[str, dict[str, list[tuple[bytes, bytes]]]] = {}
+        self._last: dict[str, dict[str, list[tuple[msgspec.Raw, bytes]]]] = {}
 
-    def __call__(self, api: str, body: bytes, conversation: str | None = None) -> bytes:
-        try:
-            fields = _FIELDS.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):  # not a JSON object
-            return body
+    def __call__(
+        self, api: str, body: bytes, conversation: str | None = None, fields: dict[str, Any] | None = None
+    ) -> bytes:
+        """``fields``: the body's top level as the gateway decoded it already (``body.obj``), so
+        as not to decode its hundreds of kB again."""
+        if fields is None:
+            try:
+                fields = _FIELDS.decode(body)
+            except (msgspec.DecodeError, msgspec.ValidationError):  # not a JSON object
+                return body
         last = self._last.pop(conversation, {}) if conversation is not None else {}
-        now: dict[str, list[tuple[bytes, bytes]]] = {}
+        now: dict[str, list[tuple[msgspec.Raw, bytes]]] = {}
         parts = []
         for key in ORDER.get(api, ()):
             if key not in fields:
                 parts.append(b"null")
                 continue
-            data = bytes(fields[key])
-            if data[:1] != b"[":
+            data = fields[key]
+            if memoryview(data)[:1] != b"[":
                 parts.append(_canonical(data))
                 continue
             before = last.get(key, [])
             pairs = []
             for n, item in enumerate(_ITEMS.decode(data)):
-                sent = bytes(item)
-                pairs.append(before[n] if n < len(before) and before[n][0] == sent else (sent, _canonical(sent)))
+                pairs.append(before[n] if n < len(before) and before[n][0] == item else (item, _canonical(item)))
             now[key] = pairs
             parts.append(b"[" + b",".join(c for _, c in pairs) + b"]")
         if conversation is not None:
@@ -72,11 +76,11 @@ class Cacheable:
         return b"[" + b",".join(parts) + b"]"
 
 
-def _canonical(data: bytes) -> bytes:
+def _canonical(data: bytes | msgspec.Raw) -> bytes:
     return _ENCODE(_strip(_ANY.decode(data)))
 
 
-def _weight(fields: dict[str, list[tuple[bytes, bytes]]]) -> int:
+def _weight(fields: dict[str, list[tuple[msgspec.Raw, bytes]]]) -> int:
     return sum(len(a) + len(b) for pairs in fields.values() for a, b in pairs)
 
 

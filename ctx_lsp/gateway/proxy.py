@@ -423,7 +423,8 @@ class Gateway:
         self.sessions.record_reply(
             plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )
-        key = self._cacheable(planned.api, planned.client_body, plan.session)
+        fields = planned.parsed.fields if planned.parsed is not None else None
+        key = self._cacheable(planned.api, planned.client_body, plan.session, fields)
         previous = self._previous.pop(plan.session, None)
         self._previous[plan.session] = key
         trim(self._previous, SENT_KEPT, KEPT_BYTES, len)
