@@ -36,7 +36,10 @@ cache lifetime (5 minutes): the simulated caches are empty there, direct and thr
 gateway's ledger says how long ago the previous request was (a step there costs nothing extra).
 
 Printed per run besides: what ctx_lsp's blocks add (tokens × the requests that carry them) and
-what the compaction steps cost — where the default mode's extra cost over mode off comes from.
+what the compaction steps cost — where the default mode's extra cost over mode off comes from —
+and each mode against mode off in dollars (``light vs off: +x%``: the ratio columns are rounded
+to two places). Each run starts from a memory store of its own, as a new user's: in the
+workspace's store, what one run learned (the model's calibration above all) moved the next.
 
 ``--window 48000 --result-chars 3500`` replays issue 32's case: at 200 turns the raw history
 outgrows the window 3.9× (Claude Code's shape) and 3.6× (Codex's), printed as "raw/window". The
