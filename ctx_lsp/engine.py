@@ -448,6 +448,11 @@ class Engine:
         retrieval_set_id = None
         in_conversation: tuple[str, ...] = ()
         if mode != "off":
+            if carried.allowance == 0:
+                notes.append(
+                    "no automatic context yet: it is paid from what the gateway has saved in this conversation "
+                    "(nothing so far; gateway.context_cost)"
+                )
             if carried.candidates is not None:
                 candidates = list(carried.candidates)
                 retrieval_set_id = _retrieval_set_id(content_digest(_set_parts(candidates)))

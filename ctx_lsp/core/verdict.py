@@ -50,6 +50,8 @@ def context_note(result: PlanResult, inputs: PlanInput) -> tuple[str, int]:
         return ADDED, added
     if inputs.mode == "off":
         return OFF, 0
+    if inputs.allowance == 0:  # nothing automatic paid for yet: not even searched for
+        return COST, 0
     automatic = [i for i in result.plan.excluded if i.section == "rag" or i.kind == SCAFFOLD or i.reason == "cost"]
     reasons = {i.reason for i in automatic}
     if "cost" in reasons:

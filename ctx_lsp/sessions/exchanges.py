@@ -175,9 +175,6 @@ class Exchanges:
         system += carried_tokens
         turn_block = cache.turn_block(user_id) if cache else None
         searches = mode != "off" and turn_block is None
-        # the engine sizes the budget around the client's prompt (``Engine.budget``)
-        client = ClientPrompt(system=system, conversation=talk, searches=searches)
-        overrides = BudgetOverrides(max_completion_tokens=ex.max_output, client=client)
         query = exchange_query(ex.messages)
         # a capsule that goes stale (its code changed) or is refreshed changes the scaffold now
         versions = content_id(*(f"{c.path}@{c.code_hash}:{c.stale}" for c in self.capsules.capsules()))
@@ -186,6 +183,14 @@ class Exchanges:
         kept_scaffold = kept[1] if kept is not None and kept[0] == key else None
         kept_context: list[Item] | None = [] if turn_block is not None else None
         allowance = self._allowance(ex, model, mode, kept_scaffold, kept_context)
+        if kept_context is None and allowance == 0:
+            # nothing automatic is paid for yet (``context_cost = "savings"``): no search this turn,
+            # whose every find the plan would leave out for its cost (a new conversation's first
+            # request ranked and read the workspace for nothing: most of its plan's time)
+            kept_context, searches = [], False
+        # the engine sizes the budget around the client's prompt (``Engine.budget``)
+        client = ClientPrompt(system=system, conversation=talk, searches=searches)
+        overrides = BudgetOverrides(max_completion_tokens=ex.max_output, client=client)
         present = None
         if kept_context is None and mode != "off":  # a new turn's search: what the model has read is not added
             stored = {m.id: m for m in new}  # as stored: big outputs shortened
