@@ -51,13 +51,20 @@ def ratio_stats(reports: Iterable[tuple[int, int]]) -> RatioStats | None:
     return stats_of(sorted(actual / estimate for estimate, actual in reports if estimate > 0))
 
 
+def _sorted_median(ordered: Sequence[float]) -> float:
+    """``statistics.median`` of values already in order, without sorting a copy: a plan asks
+    several times, over every report the model ever had (thousands in a store a few weeks old)."""
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def stats_of(ratios: Sequence[float]) -> RatioStats | None:
     """``ratio_stats`` of ratios already in ascending order (kept sorted as reports arrive)."""
     if not ratios:
         return None
     return RatioStats(
         reports=len(ratios),
-        median=statistics.median(ratios),
+        median=_sorted_median(ratios),
         p90=nearest_rank(ratios, 0.9),
         spread=ratios[-1] - ratios[0],
     )
