@@ -1,9 +1,11 @@
 """What the gateway remembers between requests, bounded in entries, bytes and age.
 
 Assistants resend the whole conversation with every request, so the gateway keeps what it read
-of each message before (by a digest of its bytes, never the bytes: a screenshot is MBs). The
-least recently used go first, once there are too many, they weigh too much, or they were not
-used for ``max_age`` seconds: a long session with large images plateaus."""
+of each message before: by a digest of its bytes (``Kept``), and, per conversation, the latest
+request's items themselves, to compare the next one's with in place (``Resent``: hashing every
+message of a 3 MB history again cost more than the rest of reading it). The least recently used
+go first, once there are too many, they weigh too much, or they were not used for ``max_age``
+seconds: a long session with large images plateaus."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
@@ -65,3 +67,44 @@ def trim(kept: dict[str, V], entries: int, max_bytes: int, weight: Callable[[V],
     total = sum(weight(v) for v in kept.values())
     while len(kept) > 1 and (len(kept) > entries or total > max_bytes):
         total -= weight(kept.pop(next(iter(kept))))
+
+
+RESENT_CONVERSATIONS = 64
+RESENT_BYTES = 64 * 1024 * 1024
+RESENT_AGE = 3600.0
+
+
+class Resent(Generic[V]):
+    """Per conversation — told by a digest of its first item — the latest request's items and
+    what was made of each. A request that resends them (and appends) gets theirs back, each
+    compared in place with the item at its place before; from the first that differs (an edit, a
+    rewind), each is made again."""
+
+    def __init__(
+        self, entries: int = RESENT_CONVERSATIONS, max_bytes: int = RESENT_BYTES, max_age: float = RESENT_AGE
+    ) -> None:
+        self._kept: Kept[tuple[list[Any], list[V]]] = Kept(entries, max_bytes, max_age, _items_weight)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def made(self, items: list[Any], make: Callable[[int, Any], V]) -> list[V]:
+        """``make(n, item)`` of each of ``items`` (raw JSON values), or what it made of the same
+        bytes at the same place in the conversation's previous request."""
+        first = digest(memoryview(items[0])) if items else None
+        before = self._kept.get(first) if first is not None else None
+        same, made = before if before is not None else ([], [])
+        out: list[V] = []
+        for n, item in enumerate(items):
+            if n < len(same) and item == same[n]:
+                out.append(made[n])
+            else:
+                same = []  # past the first difference
+                out.append(make(n, item))
+        if first is not None:
+            self._kept.put(first, (items, out))
+        return out
+
+
+def _items_weight(kept: tuple[list[Any], list[Any]]) -> int:
+    return sum(len(item) for item in kept[0]) + 64 * len(kept[0])

@@ -96,15 +96,15 @@ def test_the_anthropic_parse_cache_is_bounded_in_bytes() -> None:
     assert api._parsed.bytes <= 1_000_000 and len(api._parsed) < 11
 
 
-def test_a_request_is_compared_in_place_with_its_conversations_previous_one_and_an_edit_is_parsed_anew() -> None:
-    """Messages the conversation's previous request sent at the same place are taken as parsed
-    then; from the first one that differs (an edited or rewound history), each is parsed or
-    looked up by its own bytes."""
-    api = Anthropic()
+@pytest.mark.parametrize("api", [Anthropic(), Chat(), Responses()], ids=["anthropic", "chat", "responses"])
+def test_a_request_is_compared_in_place_with_its_conversations_previous_one_and_an_edit_is_parsed_anew(api) -> None:
+    """Messages the conversation's previous request sent at the same place are taken as read
+    then; from the first one that differs (an edited or rewound history), each is read again."""
     turns = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n}"} for n in range(6)]
 
     def parse(messages: list[dict]) -> list[str]:
-        fields = b.obj(b.raw({"model": MODEL, "messages": messages}))
+        key = "input" if api.name == "responses" else "messages"
+        fields = b.obj(b.raw({"model": MODEL, key: messages}))
         return [m.content for ms in api.parse(fields).messages for m in ms]
 
     assert parse(turns) == [f"turn {n}" for n in range(6)]

@@ -15,7 +15,7 @@ from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.core.prompt_cache import CACHE_TTL_SECONDS, LONG_CACHE_TTL_SECONDS
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Parsed, provider_compaction, with_media
-from ctx_lsp.gateway.kept import Kept, digest
+from ctx_lsp.gateway.kept import Kept, Resent, digest
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -91,19 +91,11 @@ def _marked_last(blocks: b.Raw) -> b.Raw:
 PARSED_KEPT = 4096  # messages whose parse is remembered, by a digest of their bytes
 PARSED_BYTES = 64 * 1024 * 1024  # their texts weigh at most this
 PARSED_AGE = 3600.0  # seconds a parse unused is kept
-# conversations whose latest request's messages are kept to compare the next one's with, in place
-PREVIOUS_KEPT = 64
-PREVIOUS_BYTES = 64 * 1024 * 1024
-
 Found = tuple[list[Message], int, bool]  # a message's engine messages, media tokens, hour-long cache asked
 
 
 def _weight(parsed: Found) -> int:
     return sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in parsed[0]) + 64
-
-
-def _request_weight(previous: tuple[list[b.Raw], list[Found]]) -> int:
-    return sum(len(raw) for raw in previous[0]) + 64 * len(previous[0])
 
 
 class Anthropic:
@@ -113,12 +105,9 @@ class Anthropic:
         # an assistant resends the whole conversation with every request: a message seen before
         # (the same bytes) is not decoded again; by a digest of its bytes
         self._parsed: Kept[Found] = Kept(PARSED_KEPT, PARSED_BYTES, PARSED_AGE, _weight)
-        # and most of a request is its conversation's previous one: by a digest of its first
-        # message, that request's messages and their parses, compared in place (no digest, no
-        # lookup: a millisecond a request at 300 messages)
-        self._previous: Kept[tuple[list[b.Raw], list[Found]]] = Kept(
-            PREVIOUS_KEPT, PREVIOUS_BYTES, PARSED_AGE, _request_weight
-        )
+        # and most of a request is its conversation's previous one, compared in place (no digest,
+        # no lookup: a millisecond a request at 300 messages)
+        self._previous: Resent[Found] = Resent()
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
@@ -128,30 +117,10 @@ class Anthropic:
         messages = []
         media = 0
         long_ttl = False
-        first = digest(memoryview(items[0])) if items else None
-        before = self._previous.get(first) if first is not None else None
-        same = before[0] if before is not None else []
-        founds: list[Found] = []
-        for n, raw in enumerate(items):
-            found = before[1][n] if n < len(same) and raw == same[n] else None
-            if found is None:
-                same = []  # past the first difference, each message is looked up by its digest
-                key = digest(memoryview(raw))
-                found = self._parsed.get(key)
-            if found is None:
-                m = b.value(raw)
-                if not isinstance(m, dict):
-                    raise b.BodyError(f"messages.{n}: expected an object")
-                content = m.get("content")
-                counted = b.media_tokens(content, "anthropic")
-                found = (with_media(_messages(n, m.get("role"), content), counted), counted, _asks_long(raw))
-                self._parsed.put(key, found)
-            founds.append(found)
+        for found in self._previous.made(items, self._message):
             messages.append(found[0])
             media += found[1]
             long_ttl = long_ttl or found[2]
-        if first is not None:
-            self._previous.put(first, (items, founds))
         system = b.text_of(fields.get("system")) if "system" in fields else ""
         tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         max_tokens = b.value(fields.get("max_tokens"))
@@ -169,6 +138,20 @@ class Anthropic:
             opaque=provider_compaction(b.value(fields.get("context_management"))),
             cache_ttl=LONG_CACHE_TTL_SECONDS if long_ttl else _cache_ttl(fields, ("system", "tools")),
         )
+
+    def _message(self, n: int, raw: b.Raw) -> Found:
+        """The ``n``-th message read, or looked up by its bytes (read at another place before)."""
+        key = digest(memoryview(raw))
+        found = self._parsed.get(key)
+        if found is None:
+            m = b.value(raw)
+            if not isinstance(m, dict):
+                raise b.BodyError(f"messages.{n}: expected an object")
+            content = m.get("content")
+            counted = b.media_tokens(content, "anthropic")
+            found = (with_media(_messages(n, m.get("role"), content), counted), counted, _asks_long(raw))
+            self._parsed.put(key, found)
+        return found
 
     def _blocks(self, item: dict[str, b.Raw]) -> list[b.Raw]:
         content = item.get("content")

@@ -10,6 +10,7 @@ from typing import Any
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Parsed, with_media
+from ctx_lsp.gateway.kept import Resent
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -40,19 +41,32 @@ def _message(n: int, m: Any) -> Message:
     raise b.BodyError(f"messages.{n}.role: unknown role {role!r}")
 
 
+Read = tuple[Any, Message, int]  # a message decoded, as an engine message, its media tokens
+
+
+def _read(n: int, raw: b.Raw) -> Read:
+    m = b.value(raw)
+    media = b.media_tokens(m.get("content"), "openai") if isinstance(m, dict) else 0
+    return m, _message(n, m), media
+
+
 class Chat:
     name = "chat"
+
+    def __init__(self) -> None:
+        # a client resends its whole conversation with every request: its messages as read before
+        self._previous: Resent[Read] = Resent()
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
         if not isinstance(model, str) or "messages" not in fields:
             raise b.BodyError("a chat completions request needs 'model' and 'messages'")
         raws = b.arr(fields["messages"])
-        decoded = [b.value(r) for r in raws]
+        read = self._previous.made(raws, _read)
         lead = 0
-        while lead < len(decoded) and isinstance(decoded[lead], dict) and decoded[lead].get("role") in SYSTEM_ROLES:
+        while lead < len(read) and isinstance(read[lead][0], dict) and read[lead][0].get("role") in SYSTEM_ROLES:
             lead += 1
-        system = "\n".join(_message(n, m).content for n, m in enumerate(decoded[:lead]))
+        system = "\n".join(r[1].content for r in read[:lead])
         tools = b.utf8(fields["tools"]) if "tools" in fields else ""
         limit = b.value(fields.get("max_completion_tokens"), b.value(fields.get("max_tokens")))
         return Parsed(
@@ -64,12 +78,9 @@ class Chat:
             tools=tools,
             head=raws[:lead],
             items=raws[lead:],
-            messages=[
-                with_media([_message(lead + n, m)], b.media_tokens(m.get("content"), "openai"))
-                for n, m in enumerate(decoded[lead:])
-            ],
+            messages=[with_media([r[1]], r[2]) for r in read[lead:]],
             client_session=b.value(fields.get("user")) if isinstance(b.value(fields.get("user")), str) else None,
-            media_tokens=sum(b.media_tokens(m.get("content"), "openai") for m in decoded if isinstance(m, dict)),
+            media_tokens=sum(r[2] for r in read),
         )
 
     def mask(self, item: b.Raw, stubs: dict[int, str]) -> b.Raw:

@@ -15,6 +15,7 @@ from typing import Any
 from ctx_lsp.core.items import Message, ToolCall
 from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis import Parsed, provider_compaction, with_media
+from ctx_lsp.gateway.kept import Resent
 from ctx_lsp.gateway.replies import Reader
 from ctx_lsp.sessions.values import Usage
 
@@ -67,8 +68,21 @@ def _tools(fields: dict[str, b.Raw], decoded: list[Any]) -> str:
     return json.dumps([*(first if isinstance(first, list) else []), *(t for group in more for t in group)])
 
 
+Read = tuple[Any, list[Message], int]  # an item decoded, its engine messages, its media tokens
+
+
+def _read(n: int, raw: b.Raw) -> Read:
+    item = b.value(raw)
+    media = b.media_tokens([item], "openai")
+    return item, with_media(_messages(item), media), media
+
+
 class Responses:
     name = "responses"
+
+    def __init__(self) -> None:
+        # an assistant resends its whole input with every request: its items as read before
+        self._previous: Resent[Read] = Resent()
 
     def parse(self, fields: dict[str, b.Raw]) -> Parsed:
         model = b.value(fields.get("model"))
@@ -77,7 +91,8 @@ class Responses:
         source = fields["input"]
         one = b.is_string(source)  # a bare string is one user message
         raws = [b.join_object({"role": b.raw("user"), "content": source})] if one else b.arr(source)
-        decoded = [b.value(r) for r in raws]
+        read = self._previous.made(raws, _read)
+        decoded = [r[0] for r in read]
         lead = 0
         while lead < len(decoded) and _is_system(decoded[lead]):
             lead += 1
@@ -95,9 +110,9 @@ class Responses:
             tools=_tools(fields, decoded),
             head=raws[:lead],
             items=raws[lead:],
-            messages=[with_media(_messages(d), b.media_tokens([d], "openai")) for d in decoded[lead:]],
+            messages=[r[1] for r in read[lead:]],
             client_session=key if isinstance(key, str) else None,
-            media_tokens=b.media_tokens(decoded, "openai"),
+            media_tokens=sum(r[2] for r in read),
             opaque="the history is kept by the provider (previous_response_id)"
             if b.value(fields.get("previous_response_id"))
             else provider_compaction(b.value(fields.get("context_management"))),
