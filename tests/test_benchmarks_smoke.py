@@ -230,6 +230,16 @@ def test_gateway_cost_prints_its_table() -> None:
     assert "light vs off: " in out, out  # the target, in dollars (the ratios are rounded)
 
 
+def test_gateway_parse_prints_its_table() -> None:
+    sample = str(ROOT / "tests" / "fixtures" / "sample_ws")
+    out = run(str(BENCH / "gateway_parse.py"), sample, "--turns", "12", "--last", "4", "--runs", "1", timeout=300)
+    rows = [
+        line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| claude") or line.startswith("| codex")
+    ]
+    assert [r[1].strip() for r in rows] == ["anthropic", "responses"], out
+    assert all(float(r[3]) > 0 for r in rows), out
+
+
 def test_parse_floor_prints_its_table(tmp_path: Path) -> None:
     tree = tmp_path / "poly"
     (tree / "src").mkdir(parents=True)
