@@ -509,14 +509,19 @@ class Gateway:
     async def _count_sample(self, request: bytes, answer: bytes) -> None:
         """Anthropic's exact count of a request calibrates our estimate for that model."""
         try:
-            parsed = ANTHROPIC.parse(b.obj(request))
             actual = b.value(b.obj(answer).get("input_tokens"))
-            texts = [parsed.system, parsed.tools, *(m.content for ms in parsed.messages for m in ms)]
             if isinstance(actual, int):
-                text = "\n".join(t for t in texts if t)
-                await self.run(self.sessions.count_sample, parsed.model, text, actual, parsed.media_tokens)
+                await self.run(self._count_sampled, request, actual)
         except Exception:  # a measurement lost, nothing more
             log.debug("gateway: count_tokens not used for calibration", exc_info=True)
+
+    def _count_sampled(self, request: bytes, actual: int) -> None:
+        """On the worker, as every read of a request is: what the readers keep between requests
+        is the engine thread's alone."""
+        parsed = ANTHROPIC.parse(b.obj(request))
+        texts = [parsed.system, parsed.tools, *(m.content for ms in parsed.messages for m in ms)]
+        text = "\n".join(t for t in texts if t)
+        self.sessions.count_sample(parsed.model, text, actual, parsed.media_tokens)
 
 
 def _is_anthropic(request: web.Request) -> bool:
