@@ -53,6 +53,8 @@ def test_a_client_prompt_leaves_retrieval_what_the_conversation_does_not_need() 
 
 
 def test_the_gateway_plans_under_the_budget_engine_budget_sizes(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # context paid whatever it costs: a new conversation has saved nothing, and would search nothing
+    (ws / "ctx.toml").write_text('[gateway]\ncontext_cost = "always"\n')
     engine = Engine(ws)
     asked: list[tuple[BudgetOverrides | None, BudgetSpec]] = []
     one = engine.budget
