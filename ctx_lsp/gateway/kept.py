@@ -36,6 +36,9 @@ class Kept(Generic[V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def values(self) -> list[V]:
+        return [value for value, _, _ in self._items.values()]
+
     def get(self, key: bytes) -> V | None:
         found = self._items.get(key)
         if found is None:
@@ -72,39 +75,61 @@ def trim(kept: dict[str, V], entries: int, max_bytes: int, weight: Callable[[V],
 RESENT_CONVERSATIONS = 64
 RESENT_BYTES = 64 * 1024 * 1024
 RESENT_AGE = 3600.0
+# conversations kept per first item: an assistant's sub-agents, or two sessions of it in one
+# folder, open with the same system prompt or instructions and differ only further on
+RESENT_PER_START = 8
+
+Previous = tuple[list[Any], list[V]]  # a request's items, and what was made of each
 
 
 class Resent(Generic[V]):
-    """Per conversation — told by a digest of its first item — the latest request's items and
-    what was made of each. A request that resends them (and appends) gets theirs back, each
-    compared in place with the item at its place before; from the first that differs (an edit, a
-    rewind), each is made again."""
+    """Per conversation, the latest request's items and what was made of each. A request that
+    resends them (and appends) gets theirs back, each compared in place with the item at its
+    place before; from the first that differs (an edit, a rewind), each is made again.
+    Conversations are found by a digest of their first item; of those that share it (up to
+    RESENT_PER_START), the one the request repeats furthest is its own."""
 
     def __init__(
         self, entries: int = RESENT_CONVERSATIONS, max_bytes: int = RESENT_BYTES, max_age: float = RESENT_AGE
     ) -> None:
-        self._kept: Kept[tuple[list[Any], list[V]]] = Kept(entries, max_bytes, max_age, _items_weight)
+        self._kept: Kept[list[Previous[V]]] = Kept(entries, max_bytes, max_age, _requests_weight)
 
     def __len__(self) -> int:
-        return len(self._kept)
+        return sum(len(v) for v in self._kept.values())  # conversations kept
 
     def made(self, items: list[Any], make: Callable[[int, Any], V]) -> list[V]:
         """``make(n, item)`` of each of ``items`` (raw JSON values), or what it made of the same
         bytes at the same place in the conversation's previous request."""
-        first = digest(memoryview(items[0])) if items else None
-        before = self._kept.get(first) if first is not None else None
-        same, made = before if before is not None else ([], [])
-        out: list[V] = []
-        for n, item in enumerate(items):
-            if n < len(same) and item == same[n]:
-                out.append(made[n])
-            else:
-                same = []  # past the first difference
-                out.append(make(n, item))
-        if first is not None:
-            self._kept.put(first, (items, out))
+        if not items:
+            return []
+        first = digest(memoryview(items[0]))
+        kept = self._kept.get(first) or []
+        best, shared = None, 0
+        for k, (before, _) in enumerate(kept):
+            n = _repeated(items, before)
+            if n > shared:
+                best, shared = k, n
+        out: list[V] = kept[best][1][:shared] if best is not None else []
+        out += [make(n, items[n]) for n in range(shared, len(items))]
+        # a request that repeats most of one goes on from it, in its place (Claude Code moves its
+        # cache marker off the last message every turn: a request never repeats all of the one
+        # before); one that parts from it early (another agent with the same opening, a rewind far
+        # back) is kept beside it
+        goes_on = best is not None and 2 * shared >= len(kept[best][0])
+        others = [p for k, p in enumerate(kept) if not (goes_on and k == best)]
+        self._kept.put(first, [(items, out), *others[: RESENT_PER_START - 1]])
         return out
 
 
-def _items_weight(kept: tuple[list[Any], list[Any]]) -> int:
-    return sum(len(item) for item in kept[0]) + 64 * len(kept[0])
+def _repeated(items: list[Any], before: list[Any]) -> int:
+    """How many of ``items`` repeat ``before``'s, from the first on."""
+    n = 0
+    for a, b in zip(items, before, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def _requests_weight(kept: list[Previous[Any]]) -> int:
+    return sum(len(item) + 64 for items, _ in kept for item in items)

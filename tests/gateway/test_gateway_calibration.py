@@ -20,6 +20,7 @@ from ctx_lsp.gateway import body as b
 from ctx_lsp.gateway.apis.anthropic import Anthropic
 from ctx_lsp.gateway.apis.chat import Chat
 from ctx_lsp.gateway.apis.responses import Responses
+from ctx_lsp.gateway.kept import Resent
 from tests.gateway.harness import KEY, PAID_CONTEXT, TINY_MODEL, running_gateway
 from tests.workspaces import copy_sample
 
@@ -112,7 +113,33 @@ def test_a_request_is_compared_in_place_with_its_conversations_previous_one_and_
     edited = [*turns[:2], {"role": "user", "content": "turn 2, edited"}, *turns[3:]]
     assert parse(edited) == ["turn 0", "turn 1", "turn 2, edited", "turn 3", "turn 4", "turn 5"]
     assert parse(turns[:3]) == ["turn 0", "turn 1", "turn 2"]  # rewound: the original turn 2 again
-    assert len(api._previous) == 1  # one conversation, told by its first message
+    # the conversation as it went on, its edit and its rewind, side by side (each may go on)
+    assert len(api._previous) == 3
+
+
+def test_conversations_that_open_alike_each_find_their_own_previous_request() -> None:
+    """Sub-agents open with the same system prompt: each request is compared with its own
+    conversation's previous one (the one it repeats furthest), not with whichever came last."""
+    made: list[bytes] = []
+
+    def make(n: int, item: bytes) -> bytes:
+        made.append(item)
+        return item.upper()
+
+    resent: Resent[bytes] = Resent()
+    a = [b'"system"', b'"task a"']
+    c = [b'"system"', b'"task c"']
+    for turn in range(5):  # the two agents' loops interleave, each appending a tool exchange a turn
+        a, c = [*a, b'"a %d"' % turn], [*c, b'"c %d"' % turn]
+        made.clear()
+        assert (resent.made(a, make) == [x.upper() for x in a] and made == [a[-1]] * (turn > 0)) or turn == 0
+        made.clear()
+        assert resent.made(c, make) == [x.upper() for x in c]
+        assert made == ([c[-1]] if turn > 0 else c[1:])  # only what it appended; the first, from a's
+    assert len(resent) == 2
+    made.clear()
+    resent.made([b'"system"'], make)  # a third one, shorter than both: made from their shared start
+    assert made == [] and len(resent) == 3
 
 
 async def test_screenshots_do_not_compact_later_text_conversations(ws: Path) -> None:
