@@ -10,12 +10,9 @@ from typing import Any
 
 import msgspec
 
-from ctx_lsp.gateway.kept import trim
+from ctx_lsp.gateway.kept import Resent
 
 PREFIX_BLOCK = 1 << 16
-# conversations whose last request's elements are kept, and what they weigh at most together
-CANONICAL_SESSIONS = 32
-CANONICAL_BYTES = 64 * 1024 * 1024
 ORDER = {
     "anthropic": ("tools", "system", "messages"),
     "chat": ("tools", "messages"),
@@ -33,19 +30,15 @@ class Cacheable:
     """A request's fields in the provider's cache order (``ORDER``), each decoded, its
     ``cache_control`` markers left out and encoded again (compact JSON: how a client spaces or
     escapes its body does not count), joined as a JSON list; a body that is not a JSON object, as
-    it is. Made canonical only where a conversation's request differs from its previous one: an
+    it is. The elements of a list field (messages, tools, system blocks) that repeat the
+    conversation's previous request keep their canonical bytes from then (``kept.Resent``): an
     agent resends its whole history with every request, and decoding and encoding all of it again
-    took ~3 ms of the engine's thread a request on a 200-request session (~14% of it). Each element
-    of a list field (a message, a tool, a system block) equal to the one at its place in the
-    conversation's previous request keeps that one's canonical bytes."""
+    took ~3 ms of the engine's thread a request on a 200-request session (~14% of it)."""
 
     def __init__(self) -> None:
-        # conversation → list field → its elements as (sent, canonical), the latest request's
-        self._last: dict[str, dict[str, list[tuple[msgspec.Raw, bytes]]]] = {}
+        self._fields: dict[str, Resent[bytes]] = {}  # list field → its elements as made before
 
-    def __call__(
-        self, api: str, body: bytes, conversation: str | None = None, fields: dict[str, Any] | None = None
-    ) -> bytes:
+    def __call__(self, api: str, body: bytes, fields: dict[str, Any] | None = None) -> bytes:
         """``fields``: the body's top level as the gateway decoded it already (``body.obj``), so
         as not to decode its hundreds of kB again."""
         if fields is None:
@@ -53,8 +46,6 @@ class Cacheable:
                 fields = _FIELDS.decode(body)
             except (msgspec.DecodeError, msgspec.ValidationError):  # not a JSON object
                 return body
-        last = self._last.pop(conversation, {}) if conversation is not None else {}
-        now: dict[str, list[tuple[msgspec.Raw, bytes]]] = {}
         parts = []
         for key in ORDER.get(api, ()):
             if key not in fields:
@@ -64,15 +55,8 @@ class Cacheable:
             if memoryview(data)[:1] != b"[":
                 parts.append(_canonical(data))
                 continue
-            before = last.get(key, [])
-            pairs = []
-            for n, item in enumerate(_ITEMS.decode(data)):
-                pairs.append(before[n] if n < len(before) and before[n][0] == item else (item, _canonical(item)))
-            now[key] = pairs
-            parts.append(b"[" + b",".join(c for _, c in pairs) + b"]")
-        if conversation is not None:
-            self._last[conversation] = now
-            trim(self._last, CANONICAL_SESSIONS, CANONICAL_BYTES, _weight)
+            made = self._fields.setdefault(key, Resent()).made(_ITEMS.decode(data), _canonical_at)
+            parts.append(b"[" + b",".join(made) + b"]")
         return b"[" + b",".join(parts) + b"]"
 
 
@@ -80,8 +64,8 @@ def _canonical(data: bytes | msgspec.Raw) -> bytes:
     return _ENCODE(_strip(_ANY.decode(data)))
 
 
-def _weight(fields: dict[str, list[tuple[msgspec.Raw, bytes]]]) -> int:
-    return sum(len(a) + len(b) for pairs in fields.values() for a, b in pairs)
+def _canonical_at(_: int, data: msgspec.Raw) -> bytes:
+    return _canonical(data)
 
 
 def _strip(v: Any) -> Any:

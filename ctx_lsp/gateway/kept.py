@@ -132,4 +132,5 @@ def _repeated(items: list[Any], before: list[Any]) -> int:
 
 
 def _requests_weight(kept: list[Previous[Any]]) -> int:
-    return sum(len(item) + 64 for items, _ in kept for item in items)
+    # an item, and what was made of it: about as much again (its text decoded, its canonical bytes)
+    return sum(2 * len(item) + 64 for items, _ in kept for item in items)

@@ -424,7 +424,7 @@ class Gateway:
             plan.session, record.plan_id or "", plan.ids[-1] if plan.ids else None, reply.message(), reply.usage
         )
         fields = planned.parsed.fields if planned.parsed is not None else None
-        key = self._cacheable(planned.api, planned.client_body, plan.session, fields)
+        key = self._cacheable(planned.api, planned.client_body, fields)
         previous = self._previous.pop(plan.session, None)
         self._previous[plan.session] = key
         trim(self._previous, SENT_KEPT, KEPT_BYTES, len)

@@ -104,7 +104,7 @@ def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkey
     ``cache_control`` markers left out; made only where a conversation's request differs from its
     previous one (an agent resends all of it each request), and the same bytes as the whole body
     made canonical: a marker that moved, a client that escapes non-ASCII (Python's json) or not
-    (JSON.stringify), a conversation that went back, another conversation."""
+    (JSON.stringify), a conversation that went back and on again."""
     from ctx_lsp.gateway import direct
 
     def whole(api: str, raw: bytes) -> bytes:  # the fields decoded, unmarked and encoded, all of them
@@ -144,14 +144,14 @@ def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkey
     monkeypatch.setattr(direct, "_ANY", type("D", (), {"decode": lambda self, d: decoded.append(1) or decode(d)})())
     for dumps in (json.dumps, lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":"))):
         first, later, back = (dumps(body(n, -1)).encode() for n in (10, 11, 6))
-        assert made("anthropic", first, "c") == whole("anthropic", first)
+        assert made("anthropic", first) == whole("anthropic", first)
         decoded.clear()
-        key = made("anthropic", later, "c")
+        key = made("anthropic", later)
         assert key == whole("anthropic", later)
         assert len(decoded) == 3  # the two new messages, and the one that lost its marker
         assert direct.shared_prefix(whole("anthropic", first), key) > 0.9 * len(key) * 10 / 11
-        assert made("anthropic", back, "c") == whole("anthropic", back)  # it went back
-        assert made("anthropic", later, "other") == key  # another conversation: made whole
+        assert made("anthropic", back) == whole("anthropic", back)  # it went back
+        assert made("anthropic", later) == key  # and on again
     for api, raw in (
         ("chat", b'{"tools": [], "messages": [{"role": "user", "content": "hi"}]}'),
         ("responses", b'{"input": "x", "instructions": "y"}'),
@@ -159,4 +159,4 @@ def test_a_resent_conversation_is_made_canonical_once_with_the_same_bytes(monkey
         ("anthropic", b"[1, 2]"),
         ("anthropic", b'{"messages": 5}'),
     ):
-        assert made(api, raw, "c") == made(api, raw) == whole(api, raw)
+        assert made(api, raw) == made(api, raw) == whole(api, raw)
