@@ -288,6 +288,20 @@ def test_no_item_is_packed_inside_another():
     assert tight["symbol_body:C"] == "budget"
 
 
+def test_a_spread_never_takes_the_place_of_a_files_best_ranked_item():
+    # the best hit's body does not fit, its card does, and two lesser bodies of its file follow:
+    # pkg/c.py's card would fit only in the room of the best hit's card, which stays
+    cands = [code("best", "symbol_card", 150, 9.9, (0, 99), "pkg/a.py")]
+    cands += [code("best", "symbol_body", 2000, 9.9, (0, 99), "pkg/a.py")]
+    cands += [code(f"a{n}", "symbol_body", 200, 9.0 - n, (200 + n * 20, 209 + n * 20), "pkg/a.py") for n in range(2)]
+    cands += [code("a2", "symbol_card", 40, 6.0, (300, 309), "pkg/a.py")]
+    cands += [code("b", "symbol_card", 200, 5.0, (0, 9), "pkg/b.py")]
+    cands += [code("c", "symbol_card", 260, 4.0, (0, 9), "pkg/c.py")]
+    r = reasons(plan(plan_input(candidates=tuple(cands), rag_budget=1000, mode="light")))
+    assert r["symbol_card:best"] == r["symbol_body:a0"] == r["symbol_body:a1"] == r["symbol_card:a2"] == "relevant"
+    assert r["symbol_card:b"] == "relevant" and r["symbol_card:c"] == "budget"
+
+
 def test_the_room_a_spread_frees_is_used():
     # five cards of one file fill the room; another file's 40-token card takes the place of the
     # last (100 tokens), and the 60 tokens it frees take the next card that fits

@@ -294,6 +294,18 @@ def test_a_traceback_points_at_its_innermost_project_frame(index: WorkspaceIndex
     )
 
 
+def test_a_frame_from_another_version_of_the_file_points_at_its_function_by_name(index: WorkspaceIndex) -> None:
+    # the user's copy is older: line 20 of today's inventory.py is in Product, not in restock
+    older = TRACEBACK.replace("line 56, in restock", "line 20, in restock")
+    ranked = ranked_for(index, older)
+    why = {s.qualname: why for s, _, why in ranked}
+    assert ranked[0][0].qualname == "shop.inventory.Inventory.restock"
+    assert "the innermost traceback frame in the project, shop/inventory.py:20 (×3.00)" in why[ranked[0][0].qualname]
+    assert "traceback frame" not in why.get("shop.inventory.Product", "")
+    # a frame without a usable name (``<module>``) still goes by its line
+    assert index.symbol_at("shop/inventory.py", 55, "<module>").qualname == "shop.inventory.Inventory.restock"
+
+
 def test_paths_lines_and_dotted_names_point_at_symbols(index: WorkspaceIndex) -> None:
     by_name = {
         s.qualname: why

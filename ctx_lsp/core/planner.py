@@ -620,7 +620,8 @@ class _RagPack:
         for one, when the room that card frees is enough). In a small room the cards of the first
         few files fill it; a second or third card of one file says less than the first one of
         another, which may be the file the fix is in. Bodies never give way: they carry the
-        code. (A card here is any form but a body, as the breadth pass packs them.)"""
+        code, and the card of the best hit whose body did not fit stays. (A card here is any
+        form but a body, as the breadth pass packs them.)"""
         shown = set(self.in_file)
         fresh: list[Item] = []
         for item in eligible:
@@ -632,8 +633,17 @@ class _RagPack:
             fresh.append(item)
         if not fresh:
             return
-        # the included cards, lowest-ranked first
-        cards = [self.chosen[i.id] for i in reversed(eligible) if i.id in self.chosen and i.kind != SYMBOL_BODY]
+        # the included cards, lowest-ranked first; never the card of the best hit whose body did not
+        # fit (it gave way to a far worse file's while two lesser bodies of its file stayed in). A
+        # module's card has no body: its file is shown by the items it keeps.
+        best = eligible[0].symbol if eligible else None
+        if best is not None and not any(i.kind == SYMBOL_BODY and i.symbol == best for i in eligible):
+            best = None
+        cards = [
+            self.chosen[i.id]
+            for i in reversed(eligible)
+            if i.id in self.chosen and i.kind != SYMBOL_BODY and (best is None or i.symbol != best)
+        ]
         for item in fresh:
             for n, card in enumerate(cards):
                 if card.tokens + self.room < item.tokens or len(self.in_file.get(card.path or "", ())) < 2:

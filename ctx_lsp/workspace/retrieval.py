@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -120,7 +121,7 @@ class GraphView(Protocol):
 
     def module_symbol(self, rel: str) -> SymbolRow | None: ...
 
-    def symbol_at(self, rel: str, line: int) -> SymbolRow | None: ...
+    def symbol_at(self, rel: str, line: int, name: str | None = ...) -> SymbolRow | None: ...
 
     def resolve_name(self, name: str, from_rel: str | None = ...) -> SymbolRow | None: ...
 
@@ -271,7 +272,10 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
     project = [(f, rel) for f, rel in project if rel is not None or (f.func and ("." in f.func or "::" in f.func))]
     framed: set[str] = set()
     for k, (frame, rel) in enumerate(reversed(project[-MAX_FRAMES:])):
-        sym = index.symbol_at(rel, frame.line - 1) if rel is not None else index.resolve_name(frame.func or "")
+        if rel is not None:
+            sym = index.symbol_at(rel, frame.line - 1, _short_name(frame.func))
+        else:
+            sym = index.resolve_name(frame.func or "")
         if sym is None or sym.kind == "module" or sym.qualname in framed:
             continue
         rel = sym.path
@@ -329,6 +333,13 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
             entry[1] = max(entry[1], ref * EXACT_BASE_SHARE) * boost
             entry[2].append(f"{label} (×{boost:.2f})")
     return seeds, files
+
+
+def _short_name(func: str | None) -> str | None:
+    """The last part of a frame's function as written (``Y.z``, ``fd::exec::run``), when it is a
+    name (not ``<module>``, ``<anonymous>`` or a closure's ``{{closure}}``)."""
+    last = re.split(r"::|\.", func)[-1] if func else ""
+    return last if last.isidentifier() else None
 
 
 def _prior_of(sym: Head, priors: dict[str, Prior | None], words: frozenset[str]) -> Prior | None:

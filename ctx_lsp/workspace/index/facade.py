@@ -304,9 +304,10 @@ class WorkspaceIndex:
         """The module symbol of an indexed file."""
         return lookups.module_symbol(self._db, rel)
 
-    def symbol_at(self, rel: str, line: int) -> IndexedSymbol | None:
-        """The innermost symbol of ``rel`` whose range contains the 0-based ``line``."""
-        return lookups.symbol_at(self._db, rel, line)
+    def symbol_at(self, rel: str, line: int, name: str | None = None) -> IndexedSymbol | None:
+        """The innermost symbol of ``rel`` whose range contains the 0-based ``line``; given a
+        ``name`` that symbol does not have, the symbol of ``rel`` with that name nearest the line."""
+        return lookups.symbol_at(self._db, rel, line, name)
 
     def iter_symbols(self, kinds: Iterable[str] | None = None) -> list[IndexedSymbol]:
         """Every stored symbol (optionally of some kinds), ordered by path and line."""

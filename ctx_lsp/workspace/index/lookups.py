@@ -81,16 +81,20 @@ def symbols_in(db: IndexDb, rel: str) -> list[IndexedSymbol]:
     return list(map(row_symbol, rows))
 
 
-def symbol_at(db: IndexDb, rel: str, line: int) -> IndexedSymbol | None:
-    row = (
-        db.reader()
-        .execute(
-            f"{SELECT_SYMBOLS} WHERE s.path = ? AND s.start_line <= ? AND s.end_line >= ? "
-            "ORDER BY s.start_line DESC, s.end_line ASC, s.id LIMIT 1",
-            (rel, line, line),
-        )
-        .fetchone()
-    )
+def symbol_at(db: IndexDb, rel: str, line: int, name: str | None = None) -> IndexedSymbol | None:
+    reader = db.reader()
+    row = reader.execute(
+        f"{SELECT_SYMBOLS} WHERE s.path = ? AND s.start_line <= ? AND s.end_line >= ? "
+        "ORDER BY s.start_line DESC, s.end_line ASC, s.id LIMIT 1",
+        (rel, line, line),
+    ).fetchone()
+    if name and (row is None or row_symbol(row).name != name):
+        # a stack trace from another version of the file: its line is elsewhere now, the name is not
+        named = reader.execute(
+            f"{SELECT_SYMBOLS} WHERE s.path = ? AND s.name = ? ORDER BY abs(s.start_line - ?), s.id LIMIT 1",
+            (rel, name, line),
+        ).fetchone()
+        row = named or row
     return row_symbol(row) if row else None
 
 
