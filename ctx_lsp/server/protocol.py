@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -426,7 +426,7 @@ class GatewayConversation(_P):
 
 
 class ActiveConversationParams(_P):
-    session: str
+    session: Annotated[str, msgspec.Meta(min_length=1)]  # "" names no conversation
 
 
 class PreviewPart(_P):

@@ -95,3 +95,15 @@ async def test_numbers_at_the_edge_of_range_never_break_the_server(client: Langu
                         internal.append((method, params, err.code, str(err)))
     assert not internal, internal[:3]
     assert (await req(client, "ctx/showBudget", {})).session
+
+
+async def test_an_empty_conversation_name_is_refused_and_the_session_stays(client: LanguageClient):
+    # hypothesis found it: ``ctx/setActiveConversation {"session": ""}`` made "" the server's session
+    before = (await req(client, "ctx/showBudget", {})).session
+    try:
+        await client.protocol.send_request_async("ctx/setActiveConversation", {"session": ""})
+    except JsonRpcException as err:
+        assert err.code == -32602
+    else:
+        raise AssertionError("an empty conversation name was accepted")
+    assert (await req(client, "ctx/showBudget", {})).session == before != ""
