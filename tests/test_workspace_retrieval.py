@@ -302,8 +302,15 @@ def test_a_frame_from_another_version_of_the_file_points_at_its_function_by_name
     assert ranked[0][0].qualname == "shop.inventory.Inventory.restock"
     assert "the innermost traceback frame in the project, shop/inventory.py:20 (×3.00)" in why[ranked[0][0].qualname]
     assert "traceback frame" not in why.get("shop.inventory.Product", "")
-    # a frame without a usable name (``<module>``) still goes by its line
-    assert index.symbol_at("shop/inventory.py", 55, "<module>").qualname == "shop.inventory.Inventory.restock"
+    # a frame's name is its last part; one that names nothing (``<module>``) leaves the line to decide
+    assert [retrieval._short_name(f) for f in ("com.x.Y.z", "fd::exec::run", "<module>", None)] == [
+        "z",
+        "run",
+        None,
+        None,
+    ]
+    # and a name no symbol of the file has leaves the symbol at the line
+    assert index.symbol_at("shop/inventory.py", 55, "no_such_name").qualname == "shop.inventory.Inventory.restock"
 
 
 def test_paths_lines_and_dotted_names_point_at_symbols(index: WorkspaceIndex) -> None:

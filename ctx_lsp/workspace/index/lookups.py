@@ -88,14 +88,16 @@ def symbol_at(db: IndexDb, rel: str, line: int, name: str | None = None) -> Inde
         "ORDER BY s.start_line DESC, s.end_line ASC, s.id LIMIT 1",
         (rel, line, line),
     ).fetchone()
-    if name and (row is None or row_symbol(row).name != name):
+    found = row_symbol(row) if row else None
+    if name and (found is None or found.name != name):
         # a stack trace from another version of the file: its line is elsewhere now, the name is not
         named = reader.execute(
             f"{SELECT_SYMBOLS} WHERE s.path = ? AND s.name = ? ORDER BY abs(s.start_line - ?), s.id LIMIT 1",
             (rel, name, line),
         ).fetchone()
-        row = named or row
-    return row_symbol(row) if row else None
+        if named is not None:
+            found = row_symbol(named)
+    return found
 
 
 def iter_symbols(db: IndexDb, kinds: Iterable[str] | None) -> list[IndexedSymbol]:
