@@ -191,3 +191,37 @@ def test_unpacked_texts_are_cached_within_a_bound(monkeypatch: pytest.MonkeyPatc
     assert sum(len("".join(t)) for t in texts._cache.values()) <= texts.CACHE_CHARS
     assert values[0] not in texts._cache  # the least recent went first
     texts.clear_cache()
+
+
+@pytest.mark.parametrize("long_texts", [False, True], ids=["plain", "packed"])
+def test_a_symbol_row_reads_back_every_field_as_it_was_written(long_texts: bool) -> None:
+    """``row_symbol`` names the columns one by one: each field gets a value no other field has,
+    so a column read into the wrong field shows."""
+    from ctx_lsp.workspace.index.db import IndexedSymbol, row_symbol, symbol_row
+    from ctx_lsp.workspace.parse import Symbol
+
+    filler = "x" * 2000 if long_texts else ""
+    sym = Symbol(
+        qualname="pkg.mod.Cls.method",
+        name="method",
+        kind="method",
+        path="pkg/mod.py",
+        start_line=11,
+        end_line=22,
+        start_col=4,
+        end_col=33,
+        signature="def method(self, a)",
+        docstring="The docstring." + filler,
+        decorators=("staticmethod", "cache"),
+        parent="pkg.mod.Cls",
+        identifiers="",  # never stored
+        body="    def method(self, a):\n        return a\n" + filler,
+        card="# pkg/mod.py:12-23\ndef method(self, a)" + filler,
+        secrets=2,
+    )
+    packed = texts.pack(sym.card, sym.docstring, sym.body)
+    assert (packed is not None) == long_texts
+    back = row_symbol(symbol_row(sym, 7, (101, 202, 303), packed))
+    fields = {f: getattr(sym, f) for f in Symbol.__struct_fields__}
+    expected = IndexedSymbol(**fields, id=7, card_tokens=101, body_tokens=202, header_tokens=303)
+    assert back == expected
