@@ -63,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan the context for one model call and print the budget meter and the "
         "include/exclude tree (or the plan as JSON, or the assembled prompt).",
     )
-    p.add_argument("workspace", type=Path, help="a folder of Python code")
+    p.add_argument(
+        "workspace", type=Path, help="a folder of code: Python, Rust, TypeScript, JavaScript, Go, Java, C, C++"
+    )
     q = p.add_mutually_exclusive_group()
     q.add_argument("--query", "-q", help="the user's question")
     q.add_argument("--query-file", type=Path, help="read the question from a file")
@@ -84,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-index-refresh", action="store_true", help="use the stored index as it is")
 
     i = sub.add_parser("index", help="build or refresh the workspace index", description="Index a workspace.")
-    i.add_argument("workspace", type=Path)
+    i.add_argument("workspace", type=Path, help="the folder to index")
     i.add_argument("--quiet", action="store_true", help="print only the summary line")
 
     sub.add_parser("models", help="list the built-in models and their budgets")
