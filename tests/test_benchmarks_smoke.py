@@ -301,3 +301,21 @@ def test_index_speed_edits_each_file_in_its_own_language() -> None:
         assert b"probe_fn(" in probe_edit(lines, language, "probe_fn")
     java = probe_edit(samples["java"].split(b"\n"), "java", "probe_fn")
     assert java.rstrip().endswith(b"return value; }\n}"), java  # inside the class
+
+
+def test_index_work_prints_where_the_per_file_work_goes(tmp_path: Path) -> None:
+    from tests.workspaces import copy_poly
+
+    tree = copy_poly(tmp_path / "poly")
+    out = run(str(BENCH / "index_work.py"), str(tree), "--repeat", "1", timeout=120)
+    rows = ("whole (what a pool worker does)", "no token counting", "no secret masking", "parse floor (read + parse)")
+    for row in rows:
+        assert f"| {row} |" in out, out
+    counted = {
+        line.split("|")[1].strip(): int(line.split("|")[2].replace(",", ""))
+        for line in out.splitlines()
+        if line.startswith(("| bodies and own lines", "| cards", "| body headers"))
+    }
+    assert set(counted) == {"bodies and own lines", "cards", "body headers"}, out
+    assert all(chars > 0 for chars in counted.values()), out  # each kind is told apart
+    assert "whole / parse floor:" in out and "load average" in out
