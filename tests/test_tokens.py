@@ -112,3 +112,63 @@ def test_context_header_fits_its_framing_allowance():
     from ctx_lsp.core.render import CONTEXT_HEADER, SEPARATOR
 
     assert counter_for("cl100k_base").count(CONTEXT_HEADER + SEPARATOR) <= CONTEXT_HEADER_ALLOWANCE
+
+
+def _texts_to_count() -> list[str]:
+    """Code, prose and odd text: this repository's Python (whole files and their paragraphs), every
+    language's sample, and strings built from the characters tokenizers split differently."""
+    import random
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    texts: list[str] = []
+    for path in sorted([*root.glob("ctx_lsp/**/*.py"), *root.glob("tests/fixtures/**/*.*"), root / "README.md"]):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, IsADirectoryError):
+            continue
+        texts += [text, *text.split("\n\n")]
+    rng = random.Random(29)
+    alphabet = [*"abcXYZ019 _-.,;:'\"()[]{}<>/\\\n\r\t", "é", "中", "😀", "👍🏽", "\u00a0", "\u2028", "\u3000"]
+    alphabet += ["ﬁ", "Ω", "ا", "\u200b", "'s", "'ll", "  \n", "\n\n\n", "1234567", "    ", "<|endoftext|>"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60))) for _ in range(20_000)]
+    return texts
+
+
+def test_the_indexers_fast_counter_counts_exactly_what_tiktoken_counts():
+    """The pool workers count with rs-bpe (``batch_counter``): every count must be tiktoken's, or a
+    budget the meter shows would not be the one the model's provider counts."""
+    from ctx_lsp.core.tokens import batch_counter, fast_count
+
+    assert fast_count("cl100k_base") is not None  # a dependency: installed with the project
+    assert fast_count("o200k_base") is None  # not checked here (not shipped offline): tiktoken counts
+    counter = counter_for("cl100k_base")
+    texts = _texts_to_count()
+    assert len(texts) > 20_000 and sum(map(len, texts)) > 3_000_000
+    texts += ["lone \ud800 surrogate", "", "x" * (5 * 1024 * 1024)]  # tiktoken's fallback; over the size limit
+    assert batch_counter("cl100k_base")(texts) == counter.count_batch(texts)
+
+
+def test_without_rs_bpe_the_indexer_counts_with_tiktoken(monkeypatch):
+    import builtins
+
+    from ctx_lsp.core import tokens
+
+    real_import = builtins.__import__
+
+    def no_rs_bpe(name, *args, **kwargs):
+        if name.startswith("rs_bpe"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    tokens.fast_count.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_rs_bpe)
+    try:
+        assert tokens.fast_count("cl100k_base") is None
+        counter = counter_for("cl100k_base")
+        assert tokens.batch_counter("cl100k_base") == counter.count_batch
+        code = "def f(x):\n    return x\n"
+        assert tokens.batch_counter("cl100k_base")([code]) == [len(counter.encode(code))]
+    finally:
+        monkeypatch.undo()
+        tokens.fast_count.cache_clear()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from ctx_lsp.core.tokens import counter_for
+from ctx_lsp.core.tokens import batch_counter
 from ctx_lsp.workspace.cards import body_header
 from ctx_lsp.workspace.files import (
     BINARY,
@@ -231,7 +231,7 @@ _worker_masker: SecretMasker | None = None
 def pool_init(encoding: str, masking: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
     global _worker_count, _worker_masker
     gc.disable()  # ASTs are acyclic: the cyclic GC would only re-traverse them
-    _worker_count = counter_for(encoding).count_batch
+    _worker_count = batch_counter(encoding)  # nothing else runs here: the fastest exact count
     _worker_masker = SecretMasker(*masking) if masking is not None else None
 
 
