@@ -129,17 +129,11 @@ class TokenCounter:
             self._cache[key] = n
         return n, True
 
-    def count_batch(self, texts: list[str], count: Callable[[str], int] | None = None) -> list[int]:
+    def count_batch(self, texts: list[str]) -> list[int]:
         """``count`` of each text, without the cache: what the index counts once and stores
         (a cold index of the Rust tree counts ~400k texts, few of them twice, and caching each
-        would hold ~20 MB in a server afterwards). Releases the GIL while tokenizing, unless
-        ``count`` (``batch_counter``'s) counts instead."""
-        if count is None:
-            encode = self._enc._core_bpe.encode_ordinary  # the wrapper's checks, once per text, cost ~10%
-
-            def count(text: str) -> int:
-                return len(encode(text))
-
+        would hold ~20 MB in a server afterwards). Releases the GIL while tokenizing."""
+        encode = self._enc._core_bpe.encode_ordinary  # the wrapper's checks, once per text, cost ~10%
         out = []
         for text in texts:
             if not text:
@@ -148,7 +142,7 @@ class TokenCounter:
                 out.append(self.measure(text)[0])  # the size checks of ``measure``
             else:
                 try:
-                    out.append(count(text))
+                    out.append(len(encode(text)))
                 except UnicodeEncodeError:  # lone surrogates: the wrapper replaces them
                     out.append(len(self._enc.encode_ordinary(text)))
         return out
@@ -176,12 +170,28 @@ def batch_counter(encoding: str) -> Callable[[list[str]], list[int]]:
     third of the time, which makes counting a cold index's cards and bodies cost a third of a
     parse instead of a whole one (``benchmarks/index_work.py``). It holds the GIL while it
     counts, so a process whose other threads must run meanwhile (a face's event loop; the
-    in-process indexer, whose writer counts while the parse runs) keeps tiktoken's."""
-    counter = counter_for(encoding)
-    fast = fast_count(counter.encoding)
+    in-process indexer, whose writer counts while the parse runs) keeps tiktoken's. tiktoken is
+    loaded only for what rs-bpe leaves to it (lone surrogates, texts too big to count): a worker
+    starts 0.25 s sooner."""
+    fast = fast_count(encoding)
     if fast is None:
-        return counter.count_batch
-    return lambda texts: counter.count_batch(texts, fast)
+        return counter_for(encoding).count_batch
+
+    def count_batch(texts: list[str]) -> list[int]:
+        out = []
+        for text in texts:
+            if not text:
+                out.append(0)
+            elif len(text) * 4 > EXACT_COUNT_LIMIT_BYTES:  # maybe over the limit: ``measure`` decides
+                out.append(counter_for(encoding).count_batch([text])[0])
+            else:
+                try:
+                    out.append(fast(text))
+                except UnicodeEncodeError:  # lone surrogates: tiktoken's wrapper replaces them
+                    out.append(counter_for(encoding).count_batch([text])[0])
+        return out
+
+    return count_batch
 
 
 @lru_cache(maxsize=4)
