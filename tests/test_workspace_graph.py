@@ -366,3 +366,31 @@ def test_restart_revalidates_by_stat_without_reparsing(ws: Path, monkeypatch: py
         assert idx.refresh().files_unchanged == first.files_indexed
     finally:
         idx.close()
+
+
+def test_a_reference_by_name_resolves_to_the_definition_in_the_nearest_folder() -> None:
+    """``family|folder|name`` targets (the languages tree-sitter parses): of the definitions of that
+    name in that language family, the one in the folder nearest the user's; a tie resolves to none."""
+    by_name = {
+        "new": [
+            ("c::a::b::Pool::new", "a/b/pool.rs"),  # the user's own folder
+            ("c::a::b::c::Deep::new", "a/b/c/deep.rs"),  # a folder below it
+            ("c::a::Up::new", "a/up.rs"),  # the folder above
+            ("c::a::x::Side::new", "a/x/side.rs"),  # a sibling's
+            ("c::Top::new", "top.rs"),
+            ("web.a.b.Pool.new", "a/b/pool.ts"),  # another language family, in the same folder
+        ],
+        "open": [("c::a::x::One::open", "a/x/one.rs"), ("c::a::y::Two::open", "a/y/two.rs")],
+    }
+    r = graph.Resolver({}, {}, {}, {}, by_name)
+    assert r.resolve("rust|a/b|new") == "c::a::b::Pool::new"
+    assert r.resolve("js|a/b|new") == "web.a.b.Pool.new"  # its family only
+    assert r.resolve("rust|a/b/c|new") == "c::a::b::c::Deep::new"
+    assert r.resolve("rust|a/b/c/d|new") == "c::a::b::c::Deep::new"  # the nearest folder above it
+    assert r.resolve("rust|a|new") == "c::a::Up::new"  # its own folder before the ones below
+    assert r.resolve("rust|a/z|new") == "c::a::Up::new"  # the folder above before the siblings'
+    assert r.resolve("rust|q|new") == "c::Top::new"  # nothing shared: the top folder's
+    assert r.resolve("rust||new") == "c::Top::new"
+    assert r.resolve("rust|a|open") is None  # two siblings, equally near: a tie is left unresolved
+    assert r.resolve("rust|a/x|open") == "c::a::x::One::open"
+    assert r.resolve("go|a/b|new") is None and r.resolve("rust|a/b|missing") is None
