@@ -236,7 +236,7 @@ class WorkspaceWalker:
         self.root = Path(self.root)
 
     def walk(self) -> list[WalkEntry]:
-        """All Python files of the workspace, sorted by ``rel``; fills ``self.skipped``."""
+        """Every source file of the workspace (``suffixes``), sorted by ``rel``; fills ``self.skipped``."""
         self.skipped = []
         root = os.path.abspath(self.root)
         root_real = os.path.realpath(root)
