@@ -394,3 +394,33 @@ def test_a_reference_by_name_resolves_to_the_definition_in_the_nearest_folder() 
     assert r.resolve("rust|a|open") is None  # two siblings, equally near: a tie is left unresolved
     assert r.resolve("rust|a/x|open") == "c::a::x::One::open"
     assert r.resolve("go|a/b|new") is None and r.resolve("rust|a/b|missing") is None
+
+
+def test_a_refresh_of_few_files_but_much_source_is_parsed_by_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool pays for itself by the bytes it parses, not by the count of files: 20 files of
+    1.5 MB go to it, as 300 small ones do; 19 files, or 20 small ones, are parsed here."""
+    from ctx_lsp.workspace.index import build
+
+    monkeypatch.setattr(build, "_free_cores", lambda: 1)  # as on an idle machine, whatever the load
+
+    def tree(name: str, files: int, lines: int) -> Path:
+        root = tmp_path / name
+        root.mkdir()
+        for i in range(files):
+            body = "".join(f"def f{i}_{k}(x):\n    return x + {k}  # {'pad ' * 8}\n" for k in range(lines))
+            (root / f"m{i}.py").write_text(body)
+        return root
+
+    big = tree("big", 20, 1600)  # 20 files, ~1.8 MB
+    assert sum(p.stat().st_size for p in big.iterdir()) >= build.POOL_MIN_BYTES
+    cases = {"big": (big, 2), "few": (tree("few", 19, 1900), 1), "small": (tree("small", 20, 10), 1)}
+    for name, (root, processes) in cases.items():
+        idx = WorkspaceIndex(root, db_path=tmp_path / f"{name}.sqlite3")
+        try:
+            stats = idx.refresh()
+            assert stats.processes == processes, name
+            assert stats.symbols > 0
+        finally:
+            idx.close()

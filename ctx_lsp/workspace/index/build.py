@@ -42,9 +42,17 @@ from ctx_lsp.workspace.index.terms import FTS_COLUMNS
 log = logging.getLogger("ctx_lsp.index")
 
 BATCH_FILES = 200
-POOL_MIN_FILES = 300  # fewer changed files than this are parsed in-process (a pool costs ~0.5 s to start)
+# A refresh of POOL_MIN_FILES changed files or more, or of POOL_MIN_SHARED files or more that hold
+# POOL_MIN_BYTES of source, is parsed by a pool of POOL_PROCESSES when a core is free: a worker
+# starts in ~0.25 s (it counts with rs-bpe). On the dev sets' trees (benchmarks/index_speed.py,
+# medians of 3), 2.0 MB in 257 files indexes in 1.29 s against 1.43 s in one process, 6.4 MB in
+# 120 files in 2.76 s against 2.92 s (p95 2.87 against 4.08 s), and a fresh process (`ctx-lsp
+# index`) gains 25-45%; 1.1 MB in 182 files is 7% slower with the pool.
+POOL_MIN_FILES = 300
+POOL_MIN_BYTES = 1_500_000
+POOL_MIN_SHARED = 20
 POOL_PROCESSES = 2
-APART_MIN_FILES = POOL_MIN_FILES  # a refresh this large runs in a process of its own when asked (``apart``)
+APART_MIN_FILES = 300  # a refresh this large runs in a process of its own when asked (``apart``)
 
 _INSERT_FTS = f"INSERT INTO symbols_fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
 _UPSERT_FILE = "INSERT OR REPLACE INTO files(rel, size, mtime_ns, sha256, error) VALUES (?, ?, ?, ?, ?)"
@@ -149,9 +157,10 @@ def _refresh(
 ) -> IndexStats:
     """Bring the index in line with the files on disk (see ``WorkspaceIndex.refresh``).
 
-    By default a pool of 2 processes parses a large refresh when a core is free (1-minute load
-    average under cpu_count − 0.5): sympy (1,600 files) indexes in 9.3–10 s that way against
-    13–14 s in one process (load ≈1, benchmarks/index_speed.py). On a busy machine a pool gains
+    By default a pool of 2 processes parses a large refresh (``POOL_MIN_FILES`` files, or
+    ``POOL_MIN_BYTES`` of source) when a core is free (1-minute load average under cpu_count − 0.5):
+    sympy (1,600 files) indexes in 9.3–10 s that way against 13–14 s in one process (load ≈1,
+    benchmarks/index_speed.py). On a busy machine a pool gains
     little and can lose, and it costs memory (workers peak at ~200 MB on sympy's largest
     generated files).
     """
@@ -174,7 +183,10 @@ def _refresh(
             changed.append(e)
 
     if processes is None:
-        use_pool = len(changed) >= POOL_MIN_FILES and _free_cores() >= 1
+        large = len(changed) >= POOL_MIN_FILES or (
+            len(changed) >= POOL_MIN_SHARED and sum(e.size for e in changed) >= POOL_MIN_BYTES
+        )
+        use_pool = large and _free_cores() >= 1
         processes = POOL_PROCESSES if use_pool else 0
     stats.processes = processes if processes > 1 and changed else 1
     gc_was_enabled = gc.isenabled()
