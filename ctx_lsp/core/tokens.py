@@ -177,19 +177,16 @@ def batch_counter(encoding: str) -> Callable[[list[str]], list[int]]:
     if fast is None:
         return counter_for(encoding).count_batch
 
+    def count_one(text: str) -> int:
+        if len(text) * 4 <= EXACT_COUNT_LIMIT_BYTES:  # else maybe over the limit: ``measure`` decides
+            try:
+                return fast(text)
+            except UnicodeEncodeError:  # lone surrogates: tiktoken's wrapper replaces them
+                pass
+        return counter_for(encoding).count_batch([text])[0]
+
     def count_batch(texts: list[str]) -> list[int]:
-        out = []
-        for text in texts:
-            if not text:
-                out.append(0)
-            elif len(text) * 4 > EXACT_COUNT_LIMIT_BYTES:  # maybe over the limit: ``measure`` decides
-                out.append(counter_for(encoding).count_batch([text])[0])
-            else:
-                try:
-                    out.append(fast(text))
-                except UnicodeEncodeError:  # lone surrogates: tiktoken's wrapper replaces them
-                    out.append(counter_for(encoding).count_batch([text])[0])
-        return out
+        return [count_one(text) for text in texts]
 
     return count_batch
 

@@ -160,9 +160,8 @@ def _refresh(
     By default a pool of 2 processes parses a large refresh (``POOL_MIN_FILES`` files, or
     ``POOL_MIN_BYTES`` of source) when a core is free (1-minute load average under cpu_count − 0.5):
     sympy (1,600 files) indexes in 9.3–10 s that way against 13–14 s in one process (load ≈1,
-    benchmarks/index_speed.py). On a busy machine a pool gains
-    little and can lose, and it costs memory (workers peak at ~200 MB on sympy's largest
-    generated files).
+    benchmarks/index_speed.py). On a busy machine a pool gains little and can lose, and it costs
+    memory (workers peak at ~200 MB on sympy's largest generated files).
     """
     t0 = time.perf_counter()
     entries, skipped = walked if walked is not None else _walk(db)
