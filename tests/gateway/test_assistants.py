@@ -8,7 +8,6 @@ turns a missing install into a failure; run alone without .tools/, these tests s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -136,7 +135,6 @@ def test_assistant_tool_call_round_trip(netns: None, name: str, tmp_path: Path) 
     assert _reply(name) in r.stdout, r.summary()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ctx_lsp.gateway") is None, reason="the gateway has not landed yet")
 @pytest.mark.parametrize("name", assistants.NAMES)
 def test_assistant_through_gateway(netns: None, name: str, tmp_path: Path) -> None:
     _require(name)
