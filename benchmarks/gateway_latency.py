@@ -24,9 +24,14 @@ Concurrency (``--streams 1,30``): that many conversations at once, each a sessio
 sending ``--stream-requests`` requests one after another, each reply streamed over
 ``--reply-seconds`` as a model does (sub-agents, parallel tool calls); the same bodies with the
 same concurrency straight to the upstream in the same run. Reported per concurrency: time to the
-first byte through and straight (p50 / p99), and what the gateway added. ``--reply-seconds 0``
-makes the upstream answer at once: the gateway's one engine thread is then busy all the time,
-which is the saturated case (the added latency grows with the number of streams).
+first byte through and straight (p50 / p99), and what the gateway added; then the same without
+each conversation's first request (those arrive in the same millisecond, and a new
+conversation's first plan is its most expensive). With every reply taking the same time the
+conversations stay in step and each round is such a burst again; ``--reply-jitter 0.5`` draws
+each reply's time from ±50% of it (the same for a request through the gateway and straight), so
+they drift apart as real agents do. ``--reply-seconds 0`` makes the upstream answer at once: the
+gateway's one engine thread is then busy all the time, which is the saturated case (the added
+latency grows with the number of streams).
 
 Targets (the gateway issue): added p50 ≤ 30 ms, per chunk ≤ 0.2 ms, cache share ≥ 90% on average
 with every request inside the window; with 30 streams the added time to first byte within 2× of
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import http.client
 import json
 import os
@@ -197,18 +203,19 @@ def timed_stream(url: str, body: bytes) -> tuple[float, float, int]:
     return (first or end) - t0, end - t0, chunks
 
 
-def concurrent_ttfb(url: str, streams: list[list[bytes]]) -> list[float]:
-    """Each stream's requests one after another, the streams at once: ms to each first byte."""
-    out: list[float] = []
+def concurrent_ttfb(url: str, streams: list[list[bytes]]) -> list[tuple[int, float]]:
+    """Each stream's requests one after another, the streams at once: (the request's place in
+    its stream, ms to its first byte) for every request."""
+    out: list[tuple[int, float]] = []
     lock = threading.Lock()
     start = threading.Barrier(len(streams))
 
     def one(bodies: list[bytes]) -> None:
         start.wait()
-        for raw in bodies:
+        for n, raw in enumerate(bodies):
             first, _, _ = timed_stream(url, raw)
             with lock:
-                out.append(first * 1000)
+                out.append((n, first * 1000))
 
     threads = [threading.Thread(target=one, args=(s,)) for s in streams]
     for t in threads:
@@ -218,16 +225,23 @@ def concurrent_ttfb(url: str, streams: list[list[bytes]]) -> list[float]:
     return out
 
 
-def _responder(steps: dict[int, Reply], seconds: float, chunks: int) -> Callable[[dict], Reply | None]:
+def _responder(
+    steps: dict[int, Reply], seconds: float, chunks: int, jitter: float = 0.0
+) -> Callable[[dict], Reply | None]:
     """The reply to a request of a concurrent conversation, by where it is in its loop (how many
-    messages it has), streamed over ``seconds``."""
+    messages it has), streamed over ``seconds`` — times a factor in [1 − jitter, 1 + jitter] drawn
+    from the conversation's system prompt and the step, so the same request gets the same reply
+    time through the gateway and straight, and conversations drift apart as real agents' do."""
 
     def reply(body: dict) -> Reply | None:
-        found = steps.get(len(body.get("messages") or ()))
+        n = len(body.get("messages") or ())
+        found = steps.get(n)
         if found is None:
             return None
         events = chunks if found.kind == "text" else 8  # a tool call streams as a few events
-        return dataclasses.replace(found, delay=seconds / events)
+        seed = hashlib.sha256(f"{json.dumps(body.get('system'))}:{n}".encode()).digest()
+        factor = 1 + jitter * (2 * int.from_bytes(seed[:4], "big") / 2**32 - 1)
+        return dataclasses.replace(found, delay=seconds * factor / events)
 
     return reply
 
@@ -243,27 +257,25 @@ def concurrency_rows(url: str, up: FakeUpstream, workspace: Path, args: argparse
         # steps: the reply to each request is the model message its next one resends
         sessions = [session_requests(workspace, args.stream_requests, args.result_chars) for _ in range(k)]
         steps = {len(b["messages"]): r for b, r in zip(*sessions[0], strict=True)}
-        up.set_responder(_responder(steps, args.reply_seconds, chunks))
+        up.set_responder(_responder(steps, args.reply_seconds, chunks, args.reply_jitter))
         streams = [[json.dumps(b).encode() for b in bodies] for bodies, _ in sessions]
         through = concurrent_ttfb(url, streams)
         straight = concurrent_ttfb(up.url, streams)
         up.set_responder(None)
-        rows.append(
-            (
-                f"{k} streams: first byte through / straight / added, ms p50",
-                f"{pct(through, 0.5):.0f}",
-                f"{pct(straight, 0.5):.0f}",
-                f"{pct(through, 0.5) - pct(straight, 0.5):.0f}",
-            )
-        )
-        rows.append(
-            (
-                f"{k} streams: first byte through / straight / added, ms p99",
-                f"{pct(through, 0.99):.0f}",
-                f"{pct(straight, 0.99):.0f}",
-                f"{pct(through, 0.99) - pct(straight, 0.99):.0f}",
-            )
-        )
+        # all requests; then without each conversation's first, which all arrive in the same
+        # millisecond (a new conversation's first plan is its most expensive one)
+        for label, keep in (("", lambda n: True), (", later requests", lambda n: n > 0)):
+            t = [ms for n, ms in through if keep(n)]
+            d = [ms for n, ms in straight if keep(n)]
+            for q, name in ((0.5, "p50"), (0.99, "p99")):
+                rows.append(
+                    (
+                        f"{k} streams{label}: first byte through / straight / added, ms {name}",
+                        f"{pct(t, q):.0f}",
+                        f"{pct(d, q):.0f}",
+                        f"{pct(t, q) - pct(d, q):.0f}",
+                    )
+                )
     return rows
 
 
@@ -281,6 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--stream-requests", type=int, default=6, help="requests of each concurrent conversation")
     ap.add_argument("--reply-seconds", type=float, default=1.0, help="how long each reply streams (0: at once)")
+    ap.add_argument(
+        "--reply-jitter",
+        type=float,
+        default=0.0,
+        help="each concurrent reply's time × a factor in [1 − J, 1 + J] (0: the same for all, so the"
+        " conversations stay in step and every round is a burst)",
+    )
     args = ap.parse_args(argv)
     workspace = args.workspace or generate(DATA / "synthetic_1600x330", 1600, 330)
     bodies, replies = session_requests(workspace, args.turns, args.result_chars)
@@ -330,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     def row(label: str, *values: str) -> None:
-        print(f"{label:<62}" + "".join(f"{v:>11}" for v in values))
+        print(f"{label:<72}" + "".join(f"{v:>11}" for v in values))
 
     row("measure", "p50", "p95")
     row("added latency per request (through − straight), ms", f"{pct(added, 0.5):.1f}", f"{pct(added, 0.95):.1f}")
@@ -355,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         row("cache-weighted input cost, through / direct", f"{sum(costs_gw) / sum(costs_direct):.2f}")
     if concurrency:
         each = f"{args.stream_requests} requests each, replies streamed over {args.reply_seconds:g} s"
+        if args.reply_jitter:
+            each += f" ± {args.reply_jitter:.0%}"
         print(f"concurrent conversations ({each})")
         for label, *values in concurrency:
             row(label, *values)

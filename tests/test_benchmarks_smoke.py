@@ -137,6 +137,8 @@ def test_gateway_latency_prints_its_table() -> None:
         "2",
         "--reply-seconds",
         "0.2",
+        "--reply-jitter",
+        "0.5",
         timeout=120,
     )
     for row in (
@@ -148,6 +150,8 @@ def test_gateway_latency_prints_its_table() -> None:
         "input repeating the previous request",
         "cache-weighted input cost",
         "3 streams: first byte through / straight / added, ms p50",
+        "3 streams, later requests: first byte through / straight / added, ms p99",
+        "replies streamed over 0.2 s ± 50%",
     ):
         assert row in out, out
     assert re.search(r"^requests the gateway could not plan .* 0$", out, re.M), out  # none failed open
