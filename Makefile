@@ -53,12 +53,8 @@ lint: $(STAMP)
 # end-to-end run): installed with apt when missing (root, else sudo); without either the report
 # tests are skipped, saying why.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	  else echo "browser: no root or sudo to apt-get install chromium: the report page tests are skipped"; exit 0; fi; \
-	  echo "browser: apt-get install chromium (about a minute)"; \
-	  log=$$(mktemp); { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; } \
-	    >$$log 2>&1 || { tail -20 $$log; rm -f $$log; exit 1; }; rm -f $$log; }
+	@command -v chromium >/dev/null 2>&1 || bash scripts/apt-install.sh chromium || { [ $$? = 3 ] && \
+	  echo "browser: no root or sudo to apt-get install chromium: the report page tests are skipped"; }
 
 # One worker per core (pytest-xdist): most of a server test is waiting on a server process.
 # CTX_ASSISTANTS=1 makes the assistant tests fail instead of skip when .tools/ is missing.

@@ -19,14 +19,10 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ -f "$TOOLS/cs/.done" ] || dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)
 mkdir -p "$TOOLS"
 if ((${#missing[@]})); then
-  SUDO=
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { log "need root or sudo to apt-get install ${missing[*]}"; exit 1; }
-    SUDO=sudo
-  fi
-  log "apt-get install ${missing[*]} (about a minute; log: $CACHE/apt.log)"
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"; } \
-    >"$CACHE/apt.log" 2>&1 || { tail -20 "$CACHE/apt.log" >&2; log "apt-get failed"; exit 1; }
+  rc=0
+  bash "$(dirname "$0")/../../../scripts/apt-install.sh" "${missing[@]}" || rc=$?
+  [ "$rc" = 3 ] && { log "need root or sudo to apt-get install ${missing[*]}"; exit 1; }
+  [ "$rc" = 0 ] || { log "apt-get failed"; exit 1; }
 fi
 
 # Installs from this script must not pick up the project's or the user's npm config quirks.
