@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import http.client
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -239,8 +239,7 @@ def _responder(
         if found is None:
             return None
         events = chunks if found.kind == "text" else 8  # a tool call streams as a few events
-        seed = hashlib.sha256(f"{json.dumps(body.get('system'))}:{n}".encode()).digest()
-        factor = 1 + jitter * (2 * int.from_bytes(seed[:4], "big") / 2**32 - 1)
+        factor = random.Random(f"{json.dumps(body.get('system'))}:{n}").uniform(1 - jitter, 1 + jitter)
         return dataclasses.replace(found, delay=seconds * factor / events)
 
     return reply
