@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.memory.capsules import code_hash
+from ctx_lsp.workspace.files import classify_content
 from ctx_lsp.workspace.languages import language_of, last_part
 from ctx_lsp.workspace.languages.modules import rust_module
 from ctx_lsp.workspace.languages.spec import load
@@ -194,7 +195,28 @@ def test_syntax_errors_index_what_parses() -> None:
 
 
 def test_not_utf8_is_flagged() -> None:
+    """Rust and Go sources are UTF-8 by their specifications: anything else would not compile."""
     assert parse_module("src/x.rs", b'fn f() { let s = "\xff\xfe"; }').decode_error
+    assert parse_module("x.go", b"package x\n// caf\xe9\nfunc F() {}\n").decode_error
+
+
+def test_legacy_encodings_where_the_language_takes_them() -> None:
+    """A C file with a Latin-1 comment, a Java file saved as UTF-16 with its byte order mark:
+    their compilers read them, and so does the index (the text decoded, not replaced)."""
+    c = parse_module("src/menu.c", b"/* Caf\xe9 cr\xe8me: the \x80 price */\nint price(void) { return 3; }\n")
+    assert not c.decode_error and c.error is None and c.encoding == "cp1252"
+    (fn,) = [s for s in c.symbols if s.name == "price"]
+    assert "Café crème: the € price" in fn.docstring + fn.body + fn.card
+    java = "package shop;\n/** Größe. */\npublic class Size {\n  int get() { return 1; }\n}\n"
+    parsed = parse_module("src/shop/Size.java", java.encode("utf-16"))
+    assert parsed.error is None and parsed.encoding == "utf-16"
+    assert {"shop.Size", "shop.Size.get"} <= {s.qualname for s in parsed.symbols}
+    assert classify_content(java.encode("utf-16"), "src/shop/Size.java") is None
+    # the same bytes are binary to a language that does not read UTF-16, and data is not text
+    assert classify_content(java.encode("utf-16"), "src/size.rs") == "binary"
+    noise = bytes(range(128, 256)) * 40 + b"int f(void);\n"
+    assert parse_module("src/noise.c", noise).decode_error
+    assert classify_content(noise, "src/noise.c") == "not_utf8"
 
 
 def test_parse_time_cap() -> None:

@@ -25,6 +25,7 @@ from ctx_lsp.workspace.files import (
     iter_python_files,
     read_bounded,
     read_workspace_file,
+    read_workspace_text,
     workspace_rel,
 )
 
@@ -180,6 +181,17 @@ def test_classify_content() -> None:
     assert classify_content(b"x" * 9000 + b"\x00") is None  # NUL beyond the sniffed head
     assert classify_content(b"s = '\xff'\n") == NOT_UTF8
     assert classify_content(b"# coding: cp1252\ns = '\x93quoted\x94'\n") is None
+
+
+def test_workspace_text_is_decoded_as_the_index_decodes_it(tmp_path: Path) -> None:
+    """What the server reads again for a position (a lens, a pin at the cursor) has the lines
+    and columns the index saw: a UTF-16 Java file, a Latin-1 C file, a Python file's cookie."""
+    (tmp_path / "A.java").write_bytes("class A {\n  int größe() { return 1; }\n}\n".encode("utf-16"))
+    (tmp_path / "a.c").write_bytes(b"/* \xe9t\xe9 */\nint f(void) { return 0; }\n")
+    (tmp_path / "a.py").write_bytes(b"# coding: cp1252\ns = '\x93q\x94'\n")
+    assert read_workspace_text(tmp_path, "A.java").splitlines()[1] == "  int größe() { return 1; }"
+    assert read_workspace_text(tmp_path, "a.c").startswith("/* été */\n")
+    assert read_workspace_text(tmp_path, "a.py").endswith("s = '\u201cq\u201d'\n")
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")

@@ -160,6 +160,23 @@ def test_new_file_with_syntax_error_has_no_symbols(index: WorkspaceIndex, ws: Pa
     assert index.symbols_in("shop/half_typed.py") == []
 
 
+def test_legacy_encoded_sources_are_indexed_where_their_language_allows(index: WorkspaceIndex, ws: Path) -> None:
+    """A Latin-1 Java file and a UTF-16 C++ header are indexed and found; a Go file that is
+    not UTF-8 is skipped with its reason, as Go's compiler would refuse it."""
+    legacy = b"/** R\xe9sum\xe9 of an order. */\nclass Legacy {\n  int resumeOrder() { return 1; }\n}\n"
+    (ws / "Legacy.java").write_bytes(legacy)
+    (ws / "wide.h").write_bytes("namespace wide {\nint widthOfGlyph(int c) { return c * 2; }\n}\n".encode("utf-16"))
+    (ws / "bad.go").write_bytes(b"package bad\n// caf\xe9\nfunc F() {}\n")
+    stats = index.refresh()
+    assert stats.skipped == ["bad.go (not_utf8)"]
+    assert index.search("resume order", limit=3)[0].symbol.qualname == "Legacy.resumeOrder"
+    assert "wide::widthOfGlyph" in qualnames(index, "wide.h")
+    (method,) = [s for s in index.symbols_in("Legacy.java") if s.name == "resumeOrder"]
+    assert "Résumé" not in method.body  # the class's doc comment, not the method's
+    (cls,) = [s for s in index.symbols_in("Legacy.java") if s.name == "Legacy"]
+    assert "Résumé of an order" in cls.body
+
+
 def test_binary_and_undecodable_files_are_skipped_and_remembered(index: WorkspaceIndex, ws: Path) -> None:
     (ws / "shop" / "blob.py").write_bytes(b"\x00\x01\x02 binary")
     (ws / "shop" / "legacy.py").write_bytes(b"NAME = 'caf\xe9'\n")

@@ -19,6 +19,7 @@ import pathspec
 
 from ctx_lsp.errors import Invalid
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES, language_of
+from ctx_lsp.workspace.languages.encoding import decode_code, utf16_marked
 from ctx_lsp.workspace.parse import decode_source
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -142,7 +143,14 @@ def read_workspace_file(root: Path, path: str | os.PathLike[str], max_bytes: int
 
 
 def read_workspace_text(root: Path, path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> str:
-    return read_workspace_file(root, path, max_bytes).decode("utf-8", errors="replace")
+    """A workspace file's text, decoded as the index decodes it (a C file in Latin-1, a Java file
+    in UTF-16: lines and columns agree with its symbols); else UTF-8 with replacement characters."""
+    data = read_workspace_file(root, path, max_bytes)
+    lang = language_of(os.fspath(path))
+    if lang == "python":
+        return decode_source(data)[0]
+    decoded = decode_code(lang, data) if lang is not None else None
+    return decoded[0] if decoded is not None else data.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,14 +171,19 @@ class Skipped:
     reason: str
 
 
-def classify_content(data: bytes) -> str | None:
-    """Why these file bytes must not be indexed (``"binary"``, ``"not_utf8"``), or None.
+def classify_content(data: bytes, rel: str = "") -> str | None:
+    """Why the bytes of the file at ``rel`` must not be indexed (``"binary"``, ``"not_utf8"``),
+    or None.
 
-    ``not_utf8`` means the bytes do not decode with the file's declared encoding (PEP 263
-    cookie, UTF-8 by default).
+    ``not_utf8`` means the bytes do not decode with the file's declared encoding (Python: its
+    PEP 263 cookie, UTF-8 by default), or in any encoding the file's language allows
+    (``languages.encoding``).
     """
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+    lang = language_of(rel) if rel else None
+    if b"\x00" in data[:BINARY_SNIFF_BYTES] and not utf16_marked(lang, data):
         return BINARY
+    if lang not in (None, "python"):
+        return None if decode_code(lang, data) is not None else NOT_UTF8
     _, _, ok = decode_source(data)
     return None if ok else NOT_UTF8
 
@@ -406,7 +419,7 @@ class WorkspaceWalker:
             except OSError:
                 self.skipped.append(Skipped(rel, UNREADABLE))
                 return
-            reason = classify_content(data)
+            reason = classify_content(data, rel)
             if reason is not None:
                 self.skipped.append(Skipped(rel, reason))
                 return

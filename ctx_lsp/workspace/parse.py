@@ -715,6 +715,7 @@ def _parse_tree(
     lang: str, rel: str, source: bytes | str, module: str | None, masker: SecretMasker | None, root: str | None
 ) -> ParsedModule:
     """``parse_module`` for a tree-sitter language (``languages.treesitter``)."""
+    from ctx_lsp.workspace.languages.encoding import decode_code
     from ctx_lsp.workspace.languages.modules import module_for
     from ctx_lsp.workspace.languages.spec import load
     from ctx_lsp.workspace.languages.treesitter import ParseFailed, build
@@ -723,16 +724,13 @@ def _parse_tree(
     if module is not None:
         name = prefix = module
     if isinstance(source, str):
-        text, ok = source, True
+        text, encoding = source, "utf-8"
     else:
-        raw = source[3:] if source.startswith(b"\xef\xbb\xbf") else source
-        try:
-            text, ok = raw.decode("utf-8"), True
-        except UnicodeDecodeError:
-            text, ok = raw.decode("utf-8", errors="replace"), False
-    result = ParsedModule(rel=rel, module=name, decode_error=not ok, language=lang)
-    if not ok:
-        return result
+        decoded = decode_code(lang, source)
+        if decoded is None:
+            return ParsedModule(rel=rel, module=name, decode_error=True, language=lang)
+        text, encoding = decoded
+    result = ParsedModule(rel=rel, module=name, encoding=encoding, language=lang)
     if "\x00" in text:
         result.error = "binary: NUL bytes in a source file"
         return result

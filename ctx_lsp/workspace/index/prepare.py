@@ -216,7 +216,7 @@ def prepare_file(
     if work.sha256 == prev_sha:
         work.action = "stat"  # touched, not changed
         return work
-    if classify_content(data[:8192] if len(data) > 8192 else data) == BINARY:
+    if classify_content(data[:8192] if len(data) > 8192 else data, rel) == BINARY:
         work.action, work.reason = "skip", BINARY
         return work
     spath = str(path)
