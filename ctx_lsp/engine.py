@@ -700,6 +700,9 @@ class Engine:
         else:
             entries = per_module
         central = self.index.central_symbols(5)
-        item = cards.scaffold_item(entries, central, self.root.name, counter.count)
+        languages = display_names([path for path, _ in per_module])  # folders cannot tell
+        item = cards.scaffold_item(
+            entries, central, self.root.name, counter.count, languages=languages, files=len(per_module)
+        )
         self._scaffold_cache = (key, item)
         return msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))

@@ -284,6 +284,32 @@ def test_the_prompt_names_the_workspaces_languages(tmp_path: Path) -> None:
             engine.close()
 
 
+def test_a_large_workspace_folded_into_folders_keeps_its_languages(tmp_path: Path) -> None:
+    """Past 40 modules the scaffold lists folders, whose names say nothing of the language: it
+    still speaks of Rust and Rust's names, not of Python modules and ``__init__.py``."""
+    from ctx_lsp.engine import Engine, PlanRequest
+
+    for crate in ("net-io", "wire-codec", "store"):
+        (tmp_path / crate / "src").mkdir(parents=True)
+        (tmp_path / crate / "Cargo.toml").write_text(f'[package]\nname = "{crate}"\nversion = "0.1.0"\n')
+        for k in range(16):
+            (tmp_path / crate / "src" / f"part{k}.rs").write_text(f"pub fn step{k}() -> u32 {{ {k} }}\n")
+    engine = Engine(tmp_path)
+    try:
+        engine.refresh_index()
+        inputs, _, _ = engine.build_inputs(PlanRequest(query="how is a frame decoded?"))
+        scaffold = inputs.scaffold[0].text
+        head = scaffold.splitlines()[0]
+        folded = "48 files in Rust; the 3 folders with the most symbols (symbols per folder)"
+        assert head == f"# Workspace {tmp_path.name}: {folded}"
+        assert "- wire-codec/src/ (32)" in scaffold
+        note = next(line for line in scaffold.splitlines() if line.startswith("How to navigate: "))
+        assert "Rust crate::module::Type::method" in note and ".py" not in note
+        assert "Most code is under " in note and "net-io/" in note
+    finally:
+        engine.close()
+
+
 def test_secrets_are_masked_before_a_rust_file_is_parsed() -> None:
     from ctx_lsp.workspace.secrets import SecretMasker
 

@@ -161,6 +161,8 @@ def test_layout_note_finds_tests_folders() -> None:
     assert "Tests live in tests/ folders next to the code they test." in note
     assert "app.core.Thing is Thing in app/core.py" in note
     assert "Tests live under tests/." in cards.layout_note([("pkg/", 5), ("tests/", 4)], [])
+    # a folder named like a file (``serde-1.0.152``) is still a folder
+    assert cards.layout_note([("serde-1.0.152/src/", 9)], [], ["Rust"]).startswith("Most code is under serde-1.0.152/.")
 
 
 def test_plain_words_are_weaker_names_than_code(index: WorkspaceIndex) -> None:

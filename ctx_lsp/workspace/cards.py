@@ -92,24 +92,29 @@ def body_item(
     )
 
 
-def layout_note(modules: list[tuple[str, int]], central: list[str]) -> str:
-    """One paragraph on how to find one's way around the code, from its package layout."""
+def layout_note(modules: list[tuple[str, int]], central: list[str], languages: list[str] | None = None) -> str:
+    """One paragraph on how to find one's way around the code, from its package layout
+    (``modules``: files, or folders ending in ``/``). ``languages``: the workspace's, as people
+    name them, when ``modules`` cannot tell (folders)."""
     tops: Counter[str] = Counter()
+    folders = set()
     tests = 0
     for path, n in modules:
-        head = path.split("/", 1)[0] if "/" in path else path
+        head, slash, _ = path.partition("/")
         tops[head] += n
+        if slash:
+            folders.add(head)
         if "/tests/" in f"/{path}" or "/test_" in f"/{path}" or path.startswith("tests"):
             tests += n
     parts = []
-    main = [f"{name}/" if "." not in name else name for name, _ in tops.most_common(3)]
+    main = [f"{name}/" if name in folders else name for name, _ in tops.most_common(3)]
     if main:
         parts.append(f"Most code is under {', '.join(main)}.")
     if tests:
         nested = any("/tests/" in f"/{p}" and not p.startswith("tests/") for p, _ in modules)
         where = "in tests/ folders next to the code they test" if nested else "under tests/"
         parts.append(f"Tests live {where}.")
-    names = display_names([path for path, _ in modules])
+    names = languages if languages is not None else display_names([path for path, _ in modules])
     example = next((c for c in central if c.count(".") >= 1 or "::" in c), None)
     if names and names != ["Python"]:  # each language writes its names its own way
         forms = "; ".join(f"{n} {NAME_FORMS[n]}" for n in names if n in NAME_FORMS)
@@ -130,18 +135,34 @@ def layout_note(modules: list[tuple[str, int]], central: list[str]) -> str:
     return " ".join(parts)
 
 
-def scaffold_item(modules: list[tuple[str, int]], central: list[str], root_name: str, counter_count) -> Item:
+def scaffold_item(
+    modules: list[tuple[str, int]],
+    central: list[str],
+    root_name: str,
+    counter_count,
+    *,
+    languages: list[str] | None = None,
+    files: int | None = None,
+) -> Item:
     """The orientation scaffold: a compact module tree, a short note on how to navigate the
-    code, and the 1–3 most central symbols (PageRank over the reference graph)."""
+    code, and the 1–3 most central symbols (PageRank over the reference graph). A large
+    workspace's ``modules`` are its folders with the most symbols, of its ``files`` files in
+    ``languages`` (which folder names cannot tell)."""
     central = central[:3]
-    names = display_names([path for path, _ in modules])
-    what = "Python modules" if names in ([], ["Python"]) else f"modules in {', '.join(names)}"
-    lines = [f"# Workspace {root_name}: {len(modules)} {what} (symbols per module)"]
+    names = languages if languages is not None else display_names([path for path, _ in modules])
+    python = names in ([], ["Python"])
+    if files is not None and files > len(modules):
+        langs = "Python" if python else ", ".join(names)
+        head = f"{files:,} files in {langs}; the {len(modules)} folders with the most symbols (symbols per folder)"
+    else:
+        head = f"{len(modules)} " + ("Python modules" if python else f"modules in {', '.join(names)}")
+        head += " (symbols per module)"
+    lines = [f"# Workspace {root_name}: {head}"]
     for path, n in modules:
         lines.append(f"- {path} ({n})")
     if central:
         lines.append("Most central symbols (most referenced, directly and indirectly): " + ", ".join(central))
-    lines.append("How to navigate: " + layout_note(modules, central))
+    lines.append("How to navigate: " + layout_note(modules, central, names))
     text = "\n".join(lines)
     return Item(
         id=f"scaffold:{short_hash(text)}",
