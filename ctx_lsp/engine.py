@@ -48,7 +48,7 @@ from ctx_lsp.memory.history import HistoryChunks, history_candidates
 from ctx_lsp.workspace import cards, retrieval, signals
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
 from ctx_lsp.workspace.index import IndexStats, WorkspaceIndex
-from ctx_lsp.workspace.languages import describe, display_names, language_of
+from ctx_lsp.workspace.languages import describe, display_names, kind_label, language_of
 from ctx_lsp.workspace.secrets import SecretMasker, masked_detail
 
 log = logging.getLogger("ctx_lsp.engine")
@@ -661,7 +661,9 @@ class Engine:
         text = f"The user is looking at {where}."
         sym = self.index.symbol_at(focus.path, focus.line) if focus.line is not None else None
         if sym is not None:
-            text += f" The cursor is in {sym.kind} {sym.qualname} ({sym.signature or sym.name})."
+            text += (
+                f" The cursor is in {kind_label(sym.kind, sym.signature)} {sym.qualname} ({sym.signature or sym.name})."
+            )
         item = text_item("system", FOCUS_HINT, f"focus: {where}", text, counter, cal)
         detail = masked_detail(text, sym is not None and sym.secrets > 0)  # the signature of a masked variable
         return msgspec.structs.replace(item, path=focus.path, symbol=sym.qualname if sym else None, detail=detail)

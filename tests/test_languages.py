@@ -12,7 +12,7 @@ import pytest
 
 from ctx_lsp.memory.capsules import code_hash
 from ctx_lsp.workspace.files import classify_content
-from ctx_lsp.workspace.languages import language_of, last_part
+from ctx_lsp.workspace.languages import kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.modules import rust_module
 from ctx_lsp.workspace.languages.spec import load
 from ctx_lsp.workspace.languages.treesitter import ParseFailed, parse_with_deadline
@@ -306,6 +306,62 @@ def test_a_large_workspace_folded_into_folders_keeps_its_languages(tmp_path: Pat
         note = next(line for line in scaffold.splitlines() if line.startswith("How to navigate: "))
         assert "Rust crate::module::Type::method" in note and ".py" not in note
         assert "Most code is under " in note and "net-io/" in note
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    ("signature", "label"),
+    [
+        ("class Invoice(Base, metaclass=Meta)", "class"),
+        ("class Struct:", "class"),
+        ("#[derive(Clone, Debug)] pub struct Receiver<T>", "struct"),
+        ("pub(crate) enum State", "enum"),
+        ("unsafe impl<T: Send> Send for Chan<T>", "impl"),
+        ("pub trait AsyncRead", "trait"),
+        ("mod tests", "module"),
+        ("pub type Result<T> = std::result::Result<T, Error>;", "type"),
+        ("typedef struct ofp_header ofp_header;", "struct"),
+        ("typedef uint32_t ovs_be32;", "type"),
+        ("typedef union { int a; } u;", "union"),
+        ("type Handler interface {", "interface"),
+        ("type Celsius float64", "type"),
+        ('@SuppressWarnings("serial") public class HashMap<K,V>', "class"),
+        ("public @interface Documented", "annotation"),
+        ("public record Point(int x, int y)", "record"),
+        ("export interface ParseContext<T extends Base = never>", "interface"),
+        ("export declare abstract class Base", "class"),
+        ("namespace juce", "namespace"),
+        ("Foo", "class"),
+    ],
+)
+def test_a_class_is_named_the_way_its_language_says_it(signature: str, label: str) -> None:
+    assert kind_label("class", signature) == label
+    assert kind_label("function", signature) == "function"  # only what the index calls a class
+
+
+def test_plans_and_tools_show_a_rust_struct_as_a_struct(tmp_path: Path) -> None:
+    import shutil
+
+    from ctx_lsp.engine import Engine, PlanRequest
+    from ctx_lsp.workspace.cards import body_item, card_item
+
+    ws = tmp_path / "poly"
+    shutil.copytree(POLY, ws, ignore=shutil.ignore_patterns(".ctx"))
+    engine = Engine(ws)
+    try:
+        engine.refresh_index()
+        enum, block, go = (
+            "ledger_core::error::LedgerError",
+            "ledger_core::error::impl Error for LedgerError",
+            "server.Server",
+        )
+        rows = engine.index.get_many([enum, block, go])
+        assert card_item(rows[enum], 1.0).title == f"enum {enum}"
+        assert body_item(rows[block], 1.0).title == f"impl {block} (body)"
+        assert card_item(rows[go], 1.0).title == f"struct {go}"
+        titles = [c.item.title for c in engine.plan(PlanRequest(query="LedgerError display")).result.chosen]
+        assert f"enum {enum} (body)" in titles or f"enum {enum}" in titles
     finally:
         engine.close()
 

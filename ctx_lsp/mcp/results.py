@@ -15,7 +15,7 @@ from ctx_lsp.engine import CodeSearch
 from ctx_lsp.sessions.records import Capsule
 from ctx_lsp.sessions.values import AgentContext, Meter, PinState, References
 from ctx_lsp.workspace.index import IndexedSymbol
-from ctx_lsp.workspace.languages import comment_mark
+from ctx_lsp.workspace.languages import comment_mark, kind_label
 
 EXCLUDED_LISTED = 40  # excluded items a plan summary lists (all are counted by reason)
 
@@ -233,7 +233,9 @@ def symbol(sym: IndexedSymbol, pin_id: str | None) -> tuple[SymbolResult, str]:
         note="a module: its card (docstring and outline); read the file for its whole text" if module else None,
     )
     where = _where(out.path, out.start_line, out.end_line)
-    head = f"{comment_mark(out.path)} {where} · {sym.kind} {sym.qualname} · {out.tokens} tokens"
+    head = (
+        f"{comment_mark(out.path)} {where} · {kind_label(sym.kind, sym.signature)} {sym.qualname} · {out.tokens} tokens"
+    )
     if pin_id:
         head += f" · pinned ({pin_id})"
     return out, f"{head}\n{out.code}" + (f"\n({out.note})" if out.note else "")
@@ -437,7 +439,7 @@ def references(refs: References) -> tuple[ReferencesResult, str]:
             f"  {n.qualname} ({n.kind}, {n.path}:{n.start_line}) ×{n.weight}" for n in items
         )
 
-    head = f"{sym.kind} {sym.qualname} ({sym.path}:{sym.start_line + 1})"
+    head = f"{kind_label(sym.kind, sym.signature)} {sym.qualname} ({sym.path}:{sym.start_line + 1})"
     return out, "\n".join(
         [
             head,

@@ -17,7 +17,7 @@ from ctx_lsp.sessions.shared import NotFound, Shared, found
 from ctx_lsp.sessions.values import PinIntent, PinState
 from ctx_lsp.workspace import cards, resolve
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
-from ctx_lsp.workspace.languages import language_of
+from ctx_lsp.workspace.languages import kind_label, language_of
 
 if TYPE_CHECKING:
     from ctx_lsp.workspace.index import IndexedSymbol
@@ -143,7 +143,7 @@ def _record(session: SessionRecord, sym: IndexedSymbol, intent: PinIntent) -> Pi
         lease_scope=intent.lease_scope,
         priority=intent.priority,
         created_by=intent.created_by,
-        title=f"{sym.kind} {sym.qualname}",
+        title=f"{kind_label(sym.kind, sym.signature)} {sym.qualname}",
         symbol=sym.qualname,
         path=sym.path,
         start_line=sym.start_line,

@@ -10,7 +10,7 @@ from typing import Protocol
 from ctx_lsp.core.ids import short_hash
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
 from ctx_lsp.core.tokens import scaled
-from ctx_lsp.workspace.languages import NAME_FORMS, comment_mark, display_names
+from ctx_lsp.workspace.languages import NAME_FORMS, comment_mark, display_names, kind_label
 from ctx_lsp.workspace.secrets import masked_detail
 
 SEPARATOR_TOKENS = 1
@@ -54,7 +54,7 @@ def card_item(sym: SymbolRow, calibration: float, *, score: float | None = None,
         id=f"card:{sym.qualname}@{short_hash(sym.card)}",
         section="rag",
         kind=SYMBOL_CARD,
-        title=f"{sym.kind} {sym.qualname}",
+        title=f"{kind_label(sym.kind, sym.signature)} {sym.qualname}",
         text=sym.card.rstrip(),
         tokens=scaled(sym.card_tokens + SEPARATOR_TOKENS, calibration),
         path=sym.path,
@@ -80,7 +80,7 @@ def body_item(
         id=f"body:{sym.qualname}@{short_hash(sym.body)}",
         section=section,  # type: ignore[arg-type]
         kind=SYMBOL_BODY,
-        title=f"{sym.kind} {sym.qualname} (body)",
+        title=f"{kind_label(sym.kind, sym.signature)} {sym.qualname} (body)",
         text=body_text(sym),
         tokens=scaled(sym.body_tokens + sym.header_tokens + SEPARATOR_TOKENS, calibration),
         path=sym.path,

@@ -17,7 +17,7 @@ import msgspec
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import lookups, search
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel, select_in
-from ctx_lsp.workspace.languages import language_of, last_part
+from ctx_lsp.workspace.languages import kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
 
@@ -95,7 +95,10 @@ class NameLookup(msgspec.Struct, frozen=True, kw_only=True):
         if self.symbol is not None:
             return None
         if self.candidates:
-            listed = "; ".join(f"{s.qualname} ({s.kind}, {s.path}:{s.start_line + 1})" for s in self.candidates)
+            listed = "; ".join(
+                f"{s.qualname} ({kind_label(s.kind, s.signature)}, {s.path}:{s.start_line + 1})"
+                for s in self.candidates
+            )
             more = f"; and {self.more} more" if self.more else ""
             count = len(self.candidates) + self.more
             return f"{self.name!r} is ambiguous: {count} symbols have that name: {listed}{more}. Use a qualified name"

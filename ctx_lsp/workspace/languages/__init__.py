@@ -9,6 +9,7 @@ language (``spec``), loaded only when a file of that language is parsed.
 from __future__ import annotations
 
 import functools
+import re
 
 # extension → language. ``.h`` is read as C++: the C++ grammar parses C headers too, and the
 # C grammar stops at every ``class`` or ``namespace`` of a C++ header.
@@ -136,3 +137,44 @@ def last_part(qualname: str) -> str:
     if colons > dot:
         return qualname[colons + 2 :]
     return qualname[dot + 1 :]
+
+
+# What a language's users call a definition the index files as a ``class``, by the keyword its
+# signature declares it with: a Rust struct, trait or impl block, a C union, a Java record or
+# interface, a Go struct type, a TypeScript type alias. Ranking reads ``kind``; people read this.
+_LABELS = {
+    "class": "class",
+    "struct": "struct",
+    "enum": "enum",
+    "union": "union",
+    "trait": "trait",
+    "impl": "impl",
+    "interface": "interface",
+    "record": "record",
+    "annotation": "annotation",
+    "namespace": "namespace",
+    "mod": "module",
+    "type": "type",
+    "typedef": "type",
+}
+_ATTRIBUTES = re.compile(r"#!?\[[^\]]*\]|@(?!interface\b)[\w.]+(?:\([^)]*\))?|\"[^\"]*\"|'[^']*'")
+_WORD = re.compile(r"@interface|[A-Za-z_]\w*")
+_SCANNED_WORDS = 8
+_AFTER_TYPE = frozenset({"struct", "enum", "union", "interface"})
+
+
+def kind_label(kind: str, signature: str) -> str:
+    """``kind`` as that language's users say it: ``struct``, ``enum``, ``trait``, ``impl``,
+    ``interface``, … for what the index calls a class; any other kind as it is."""
+    if kind != "class" or not signature:
+        return kind
+    words = _WORD.findall(_ATTRIBUTES.sub(" ", signature.split("\n", 1)[0]))[:_SCANNED_WORDS]
+    for i, word in enumerate(words):
+        label = _LABELS.get("annotation" if word == "@interface" else word)
+        if label is None:
+            continue
+        if label == "type":  # ``type Server struct`` (Go), ``typedef struct {…} x`` (C)
+            after = next((_LABELS[w] for w in words[i + 1 : i + 3] if _LABELS.get(w) in _AFTER_TYPE), None)
+            return after or label
+        return label
+    return kind

@@ -102,17 +102,33 @@ function isRange(x: unknown): x is Range {
   );
 }
 
+// The first word of a code item's title: its kind as the language's users say it (the server's
+// ``kind_label``), to a codicon.
+const SYMBOL_ICONS: Record<string, string> = {
+  class: "symbol-class",
+  struct: "symbol-struct",
+  union: "symbol-struct",
+  record: "symbol-struct",
+  enum: "symbol-enum",
+  interface: "symbol-interface",
+  trait: "symbol-interface",
+  annotation: "symbol-interface",
+  impl: "symbol-class",
+  type: "symbol-type-parameter",
+  method: "symbol-method",
+  function: "symbol-function",
+  variable: "symbol-variable",
+  module: "symbol-namespace",
+  namespace: "symbol-namespace",
+};
+
 export function iconOf(item: PlanItem): string {
   if (item.pinId || item.reason === "pinned") return "pinned";
   const first = item.title.split(" ", 1)[0];
   switch (item.kind) {
     case "symbol_card":
     case "symbol_body":
-      return (
-        { class: "symbol-class", method: "symbol-method", function: "symbol-function", module: "symbol-namespace" }[
-          first
-        ] ?? "symbol-misc"
-      );
+      return SYMBOL_ICONS[first] ?? "symbol-misc";
     case "system_prompt":
       return "gear";
     case "scaffold":
