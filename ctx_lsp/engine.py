@@ -702,9 +702,8 @@ class Engine:
         else:
             entries = per_module
         central = self.index.central_symbols(5)
-        languages = display_names([path for path, _ in per_module])  # folders cannot tell
-        item = cards.scaffold_item(
-            entries, central, self.root.name, counter.count, languages=languages, files=len(per_module)
-        )
+        files = [path for path, _ in per_module]
+        languages = display_names(files)  # folders cannot tell
+        item = cards.scaffold_item(entries, central, self.root.name, counter.count, languages=languages, files=files)
         self._scaffold_cache = (key, item)
         return msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))

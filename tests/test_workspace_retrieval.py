@@ -154,6 +154,39 @@ def test_scaffold_names_central_symbols_and_how_to_navigate(ws: Path) -> None:
         engine.close()
 
 
+@pytest.mark.parametrize(
+    ("files", "sentence"),
+    [
+        (
+            ["server/h.go", "server/h_test.go", "client/c.go", "client/c_test.go"],
+            "Tests sit beside the code they test (`*_test.go`).",
+        ),
+        (
+            ["src/a.ts", "src/a.test.ts", "src/b.ts", "src/b.spec.ts"],
+            "Tests sit beside the code they test (`*.test.ts`, `*.spec.ts`).",
+        ),
+        (["pkg/a.py", "tests/test_a.py", "tests/test_b.py"], "Tests live under tests/."),
+        (
+            ["a/x.py", "a/tests/test_x.py", "b/tests/test_y.py"],
+            "Tests live in tests/ folders next to the code they test.",
+        ),
+        (
+            ["src/main/java/A.java", "src/test/java/ATest.java"],
+            "Tests live in test/ folders next to the code they test.",
+        ),
+        (["src/lib.rs", "src/net.rs"], None),
+    ],
+)
+def test_where_tests_live_by_each_languages_conventions(files: list[str], sentence: str | None) -> None:
+    """From every indexed file, not the folders a large workspace's scaffold lists: Go's tests sit
+    beside its code, whatever folder is called ``tests``."""
+    note = cards.layout_note([("a/", 1)], [], ["Go"], files)
+    if sentence is None:
+        assert "Tests" not in note
+    else:
+        assert sentence in note
+
+
 def test_layout_note_finds_tests_folders() -> None:
     modules = [("src/app/", 40), ("src/app/tests/", 12), ("tools.py", 3)]
     note = cards.layout_note(modules, ["app.core.Thing"])

@@ -11,6 +11,7 @@ from ctx_lsp.core.ids import short_hash
 from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.languages import NAME_FORMS, comment_mark, display_names, kind_label
+from ctx_lsp.workspace.priors import TEST_DIRS, path_role
 from ctx_lsp.workspace.secrets import masked_detail
 
 SEPARATOR_TOKENS = 1
@@ -92,10 +93,16 @@ def body_item(
     )
 
 
-def layout_note(modules: list[tuple[str, int]], central: list[str], languages: list[str] | None = None) -> str:
+def layout_note(
+    modules: list[tuple[str, int]],
+    central: list[str],
+    languages: list[str] | None = None,
+    files: list[str] | None = None,
+) -> str:
     """One paragraph on how to find one's way around the code, from its package layout
-    (``modules``: files, or folders ending in ``/``). ``languages``: the workspace's, as people
-    name them, when ``modules`` cannot tell (folders)."""
+    (``modules``: files, or folders ending in ``/``). ``languages`` and ``files`` (every indexed
+    file): what the workspace is written in and where its tests are, when ``modules`` are folders
+    that cannot tell."""
     tops: Counter[str] = Counter()
     folders = set()
     tests = 0
@@ -110,7 +117,10 @@ def layout_note(modules: list[tuple[str, int]], central: list[str], languages: l
     main = [f"{name}/" if name in folders else name for name, _ in tops.most_common(3)]
     if main:
         parts.append(f"Most code is under {', '.join(main)}.")
-    if tests:
+    if files is not None:
+        if note := _tests_note(files):
+            parts.append(note)
+    elif tests:
         nested = any("/tests/" in f"/{p}" and not p.startswith("tests/") for p, _ in modules)
         where = "in tests/ folders next to the code they test" if nested else "under tests/"
         parts.append(f"Tests live {where}.")
@@ -135,6 +145,47 @@ def layout_note(modules: list[tuple[str, int]], central: list[str], languages: l
     return " ".join(parts)
 
 
+def _tests_note(files: list[str]) -> str | None:
+    """Where the tests are, by the test conventions of the files' languages (``priors``): in
+    test folders at the top or beside the code, or in files named as tests beside the code they
+    test (``*_test.go``, ``*.test.ts``, ``FooTest.java``)."""
+    tests = [f for f in files if path_role(f) == ("test", "test")]
+    if not tests:
+        return None
+    in_dirs: Counter[str] = Counter()
+    named: Counter[str] = Counter()
+    top = 0
+    for path in tests:
+        dirs = path.split("/")[:-1]
+        folder = next((d for d in dirs if d in TEST_DIRS), None)
+        if folder is None:
+            named[_test_pattern(path.rpartition("/")[2])] += 1
+        else:
+            in_dirs[folder] += 1
+            top += dirs[0] == folder
+    if sum(named.values()) > sum(in_dirs.values()):
+        total = sum(named.values())
+        shown = ", ".join(f"`{p}`" for p, n in named.most_common(3) if 10 * n >= total)
+        return f"Tests sit beside the code they test ({shown})."
+    folder = in_dirs.most_common(1)[0][0]
+    if 2 * top >= sum(in_dirs.values()):
+        return f"Tests live under {folder}/."
+    return f"Tests live in {folder}/ folders next to the code they test."
+
+
+def _test_pattern(name: str) -> str:
+    """The naming convention a test file follows: ``*_test.go`` for ``server_test.go``."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        return name
+    if stem.startswith("test_"):
+        return f"test_*.{ext}"
+    for tail in (".test", ".spec", "_test", "_tests", "Tests", "Test", "IT"):
+        if stem.endswith(tail):
+            return f"*{tail}.{ext}"
+    return name
+
+
 def scaffold_item(
     modules: list[tuple[str, int]],
     central: list[str],
@@ -142,18 +193,18 @@ def scaffold_item(
     counter_count,
     *,
     languages: list[str] | None = None,
-    files: int | None = None,
+    files: list[str] | None = None,
 ) -> Item:
     """The orientation scaffold: a compact module tree, a short note on how to navigate the
     code, and the 1–3 most central symbols (PageRank over the reference graph). A large
-    workspace's ``modules`` are its folders with the most symbols, of its ``files`` files in
-    ``languages`` (which folder names cannot tell)."""
+    workspace's ``modules`` are its folders with the most symbols, of its ``files`` (every
+    indexed file) in ``languages`` (which folder names cannot tell)."""
     central = central[:3]
     names = languages if languages is not None else display_names([path for path, _ in modules])
     python = names in ([], ["Python"])
-    if files is not None and files > len(modules):
+    if files is not None and len(files) > len(modules):
         langs = "Python" if python else ", ".join(names)
-        head = f"{files:,} files in {langs}; the {len(modules)} folders with the most symbols (symbols per folder)"
+        head = f"{len(files):,} files in {langs}; the {len(modules)} folders with the most symbols (symbols per folder)"
     else:
         head = f"{len(modules)} " + ("Python modules" if python else f"modules in {', '.join(names)}")
         head += " (symbols per module)"
@@ -162,7 +213,7 @@ def scaffold_item(
         lines.append(f"- {path} ({n})")
     if central:
         lines.append("Most central symbols (most referenced, directly and indirectly): " + ", ".join(central))
-    lines.append("How to navigate: " + layout_note(modules, central, names))
+    lines.append("How to navigate: " + layout_note(modules, central, names, files))
     text = "\n".join(lines)
     return Item(
         id=f"scaffold:{short_hash(text)}",
