@@ -13,7 +13,7 @@ from ctx_lsp.core.items import SYMBOL_BODY, SYMBOL_CARD, ExcludedReason, Include
 from ctx_lsp.core.meter import format_tokens
 from ctx_lsp.engine import CodeSearch
 from ctx_lsp.sessions.records import Capsule
-from ctx_lsp.sessions.values import AgentContext, Meter, PinState, References
+from ctx_lsp.sessions.values import AgentContext, Meter, PinState, Reference, References
 from ctx_lsp.workspace.index import IndexedSymbol
 from ctx_lsp.workspace.languages import comment_mark, kind_label
 
@@ -432,18 +432,20 @@ def references(refs: References) -> tuple[ReferencesResult, str]:
         callees=[_neighbour(r.symbol, r.weight) for r in refs.callees],
     )
 
-    def listed(title: str, items: list[Neighbour]) -> str:
-        if not items:
+    def listed(title: str, found: list[Reference]) -> str:
+        if not found:
             return f"{title}: none"
         return f"{title}:\n" + "\n".join(
-            f"  {n.qualname} ({n.kind}, {n.path}:{n.start_line}) ×{n.weight}" for n in items
+            f"  {r.symbol.qualname} ({kind_label(r.symbol.kind, r.symbol.signature)}, "
+            f"{r.symbol.path}:{r.symbol.start_line + 1}) ×{r.weight}"
+            for r in found
         )
 
     head = f"{kind_label(sym.kind, sym.signature)} {sym.qualname} ({sym.path}:{sym.start_line + 1})"
     return out, "\n".join(
         [
             head,
-            listed("callers (code that names it)", out.callers),
-            listed("callees (what its code names)", out.callees),
+            listed("callers (code that names it)", refs.callers),
+            listed("callees (what its code names)", refs.callees),
         ]
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ctx_lsp.core.own_tools import CTX_TOOLS
 from tests.mcp.client import TOOLS, call, data, error, mcp_session, text
+from tests.workspaces import copy_poly
 
 
 async def test_the_tools_and_their_schemas(ws: Path):
@@ -62,6 +63,18 @@ async def test_get_symbol_and_references(ws: Path):
         assert (
             "callers (code that names it):\n  shop.storage.StockRepository.load (method, shop/storage.py:20)" in shown
         )
+
+
+async def test_a_rust_workspace_speaks_of_structs_and_impl_blocks(tmp_path: Path):
+    """The tools' answers name a definition the way its language does; the structured ``kind``
+    stays the index's role (``class``), which clients may branch on."""
+    async with mcp_session(copy_poly(tmp_path / "poly")) as s:
+        found = await call(s, "get_symbol", name="ledger_core::error::LedgerError")
+        assert data(found)["kind"] == "class"
+        assert "· enum ledger_core::error::LedgerError ·" in text(found)
+        shown = text(await call(s, "references", name="ledger_core::error::Chain"))
+        assert shown.startswith("struct ledger_core::error::Chain (src/error.rs:")
+        assert "(impl, src/error.rs:" in shown, shown
 
 
 async def test_search_plan_and_budget(ws: Path):
