@@ -366,6 +366,77 @@ def test_plans_and_tools_show_a_rust_struct_as_a_struct(tmp_path: Path) -> None:
         engine.close()
 
 
+MIXER_CPP = """\
+namespace audio
+{
+
+class Mixer::Message  : public Queue::Item
+{
+public:
+    void deliver() override
+    {
+        if (auto m = mixer.get())
+            m->handle (text);
+    }
+
+private:
+    String text;
+
+    DECLARE_NON_COPYABLE (Message)
+};
+
+Mixer::Mixer()
+{
+    // the engine must be running before a mixer is made
+    ASSERT_ENGINE_RUNNING
+}
+
+Mixer::~Mixer()
+{
+    ASSERT_ENGINE_RUNNING
+}
+
+void Mixer::addInput (Input* const input)
+{
+    const ScopedLock sl (inputLock);
+
+    if (input != nullptr)
+        inputs.add (input);
+}
+
+void Mixer::removeInput (Input* const input)
+{
+    const ScopedLock sl (inputLock);
+    inputs.removeValue (input);
+}
+
+} // namespace audio
+"""
+
+
+def test_a_macro_call_alone_on_its_line_does_not_swallow_the_rest_of_a_cpp_file() -> None:
+    """JUCE-style code: a statement-like macro with no semicolon (``ASSERT_ENGINE_RUNNING``) made
+    the grammar read the rest of the file into the constructor around it — the namespace, the
+    destructor and both methods were lost. The line is read as blank where that parses with fewer
+    errors, and the code shown is still the file's own."""
+    symbols = {s.qualname: s for s in parse_module("src/Mixer.cpp", MIXER_CPP.encode()).symbols}
+    assert {
+        "audio::Mixer::Message::deliver",
+        "audio::Mixer::~Mixer",
+        "audio::Mixer::addInput",
+        "audio::Mixer::removeInput",
+    } <= set(symbols)
+    ctor = symbols["audio::Mixer::Mixer"]
+    assert (ctor.start_line, ctor.end_line) == (18, 22) and "ASSERT_ENGINE_RUNNING" in ctor.body
+    # with CRLF line ends too
+    assert "audio::Mixer::removeInput" in {
+        s.qualname for s in parse_module("src/Mixer.cpp", MIXER_CPP.replace("\n", "\r\n").encode()).symbols
+    }
+    # a Windows return type alone on its line parses worse blanked: it is kept
+    win = b"NTSTATUS\nOvsInit(VOID)\n{\n    return STATUS_SUCCESS;\n}\nVOID\nOvsCleanup(VOID)\n{\n}\n"
+    assert {"OvsInit", "OvsCleanup"} <= {s.qualname for s in parse_module("ovs/Driver.h", win).symbols}
+
+
 def test_secrets_are_masked_before_a_rust_file_is_parsed() -> None:
     from ctx_lsp.workspace.secrets import SecretMasker
 

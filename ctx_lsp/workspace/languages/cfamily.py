@@ -82,6 +82,9 @@ SPECS = {
         keywords=KEYWORDS,
         builtins=BUILTINS,
         hooks=Hooks(name=_name),
+        # measured on JUCE (C++): 677 of its 1,691 files parse better so, +2,241 definitions; on
+        # Open vSwitch (C) none gained (its macro lines are Windows types, or end in ``;``)
+        macro_lines=lang == "cpp",
     )
     for lang in ("c", "cpp")
 }

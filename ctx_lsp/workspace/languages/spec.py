@@ -83,6 +83,9 @@ class LanguageSpec:
     keywords: str = ""  # space-separated: dropped from a symbol's identifiers and references
     builtins: str = ""  # space-separated: dropped from references only
     hooks: Hooks = field(default_factory=Hooks)
+    # C++: a line that is only a macro's call (``JUCE_END_IGNORE_WARNINGS_MSVC``, ``Q_OBJECT``)
+    # may be read as blank where that parses with fewer errors (``treesitter``)
+    macro_lines: bool = False
 
 
 @dataclass(frozen=True, slots=True)

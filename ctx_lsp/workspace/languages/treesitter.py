@@ -13,6 +13,7 @@ name, as Aider's repo map and most polyglot tools do.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -448,6 +449,8 @@ def build(
     top-level names are qualified with (None: the package the file declares, else ``module``)."""
     source = text.encode("utf-8", "surrogatepass")
     tree = parse_with_deadline(loaded, source)
+    if loaded.spec.macro_lines and tree.root_node.has_error:
+        tree = _without_macro_lines(loaded, source, tree)
     root = tree.root_node
     spec = loaded.spec
     if prefix is None:
@@ -541,6 +544,50 @@ def build(
         for node in import_nodes:
             imports.extend(spec.hooks.imports(node, prefix, builder.text))
     return [mod, *symbols], imports, refs
+
+
+# A line that is only an upper-case macro's call, with no semicolon: C and C++ code wraps
+# statements and class bodies in them (``JUCE_BEGIN_IGNORE_WARNINGS_MSVC (4661)``, ``Q_OBJECT``),
+# and a grammar that does not expand macros may read the rest of the file into one error — JUCE's
+# ``AudioBuffer::clear`` swallowed 660 lines and 60 methods with them.
+_MACRO_LINE = re.compile(rb"^[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(?:\([^;{}\n]*\))?[ \t\r]*$", re.M)
+
+
+def _without_macro_lines(loaded: Loaded, source: bytes, tree):
+    """The tree of ``source`` with its macro-call lines read as spaces, when the parse went
+    wrong at one of them and reading them so gives fewer errors (a Windows return type alone on
+    its line, ``NTSTATUS``, looks the same and parses worse blanked). Every byte stays where it
+    was: texts are still cut from ``source``."""
+    macros = [m.span() for m in _MACRO_LINE.finditer(source)]
+    if not macros:
+        return tree
+    errors = _errors(tree)
+    if not any(start <= at <= end + _NEAR_BYTES for at in errors for start, end in macros):
+        return tree  # its errors are elsewhere: another parse would not mend them
+    blanked = bytearray(source)
+    for start, end in macros:
+        blanked[start:end] = b" " * (end - start)
+    try:
+        other = parse_with_deadline(loaded, bytes(blanked))
+    except ParseFailed:
+        return tree
+    return other if len(_errors(other)) < len(errors) else tree
+
+
+_NEAR_BYTES = 200  # an error this close after a macro line may be its doing (the next statement)
+
+
+def _errors(tree) -> list[int]:
+    """Where the parse has error and missing nodes (start bytes): down the branches that hold
+    one only, not the whole tree."""
+    found, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            found.append(node.start_byte)
+        if node.has_error:
+            stack.extend(node.children)
+    return found
 
 
 def _matches(loaded: Loaded, root) -> tuple[list[tuple[int, dict]], list, list]:
