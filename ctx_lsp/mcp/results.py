@@ -421,6 +421,14 @@ def _neighbour(sym: IndexedSymbol, weight: int) -> Neighbour:
     return Neighbour(qualname=sym.qualname, kind=sym.kind, path=sym.path, start_line=sym.start_line + 1, weight=weight)
 
 
+# How a reference is linked, for an answer an agent might read as "nothing uses it".
+UNTYPED = (
+    "a call is linked to the nearest definition of its name, without types: a call through a "
+    "variable may be linked elsewhere, or not at all when two definitions are as near; "
+    "search_code with its name finds the code that mentions it"
+)
+
+
 def references(refs: References) -> tuple[ReferencesResult, str]:
     sym = refs.symbol
     out = ReferencesResult(
@@ -442,10 +450,7 @@ def references(refs: References) -> tuple[ReferencesResult, str]:
         )
 
     head = f"{kind_label(sym.kind, sym.signature)} {sym.qualname} ({sym.path}:{sym.start_line + 1})"
-    return out, "\n".join(
-        [
-            head,
-            listed("callers (code that names it)", refs.callers),
-            listed("callees (what its code names)", refs.callees),
-        ]
-    )
+    callers = listed("callers (code that names it)", refs.callers)
+    if not refs.callers:  # an agent should not read this as "unused"
+        callers += f" found by name ({UNTYPED})"
+    return out, "\n".join([head, callers, listed("callees (what its code names)", refs.callees)])

@@ -63,6 +63,9 @@ async def test_get_symbol_and_references(ws: Path):
         assert (
             "callers (code that names it):\n  shop.storage.StockRepository.load (method, shop/storage.py:20)" in shown
         )
+        # none found is not "unused": the answer says how references are linked
+        lonely = text(await call(s, "references", name="shop.storage.fetchRemoteStockLevels"))
+        assert "callers (code that names it): none found by name (a call is linked to the nearest" in lonely
 
 
 async def test_a_rust_workspace_speaks_of_structs_and_impl_blocks(tmp_path: Path):
