@@ -332,6 +332,10 @@ def test_a_large_workspace_folded_into_folders_keeps_its_languages(tmp_path: Pat
         ("export interface ParseContext<T extends Base = never>", "interface"),
         ("export declare abstract class Base", "class"),
         ("namespace juce", "namespace"),
+        ("template <typename T> struct Vec", "struct"),
+        ("using Callback = std::function<void (int)>;", "type"),
+        ("enum class Colour : uint8", "enum"),
+        ("declare module 'http'", "module"),
         ("Foo", "class"),
     ],
 )

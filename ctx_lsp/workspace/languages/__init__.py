@@ -154,8 +154,10 @@ _LABELS = {
     "annotation": "annotation",
     "namespace": "namespace",
     "mod": "module",
+    "module": "module",
     "type": "type",
     "typedef": "type",
+    "using": "type",
 }
 _ATTRIBUTES = re.compile(r"#!?\[[^\]]*\]|@(?!interface\b)[\w.]+(?:\([^)]*\))?|\"[^\"]*\"|'[^']*'")
 _WORD = re.compile(r"@interface|[A-Za-z_]\w*")
