@@ -325,6 +325,7 @@ def test_a_large_workspace_folded_into_folders_keeps_its_languages(tmp_path: Pat
         ("typedef uint32_t ovs_be32;", "type"),
         ("typedef union { int a; } u;", "union"),
         ("type Handler interface {", "interface"),
+        ("type List[T any] struct { items []T }", "struct"),
         ("type Celsius float64", "type"),
         ('@SuppressWarnings("serial") public class HashMap<K,V>', "class"),
         ("public @interface Documented", "annotation"),

@@ -159,7 +159,9 @@ _LABELS = {
     "typedef": "type",
     "using": "type",
 }
-_ATTRIBUTES = re.compile(r"#!?\[[^\]]*\]|@(?!interface\b)[\w.]+(?:\([^)]*\))?|\"[^\"]*\"|'[^']*'")
+# attributes, annotations, strings and type parameters (``#[derive]``, ``@Component(…)``, Go's
+# ``List[T any]``): words in them are not the declaring keyword
+_ATTRIBUTES = re.compile(r"#!?\[[^\]]*\]|\[[^\]]*\]|@(?!interface\b)[\w.]+(?:\([^)]*\))?|\"[^\"]*\"|'[^']*'")
 _WORD = re.compile(r"@interface|[A-Za-z_]\w*")
 _SCANNED_WORDS = 8
 _AFTER_TYPE = frozenset({"struct", "enum", "union", "interface"})
