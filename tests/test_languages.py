@@ -442,6 +442,19 @@ def test_a_macro_call_alone_on_its_line_does_not_swallow_the_rest_of_a_cpp_file(
     assert {"OvsInit", "OvsCleanup"} <= {s.qualname for s in parse_module("ovs/Driver.h", win).symbols}
 
 
+def test_a_typescript_overloaded_function_is_its_implementation_by_name() -> None:
+    """TypeScript's overload signatures come first; the plain name (a pin, get_symbol, a stack
+    trace's function) is the implementation with its code, the signatures go by their parameters."""
+    src = (
+        b"export function parse(raw: string): Doc;\n"
+        b"export function parse(raw: Buffer): Doc;\n"
+        b"export function parse(raw: string | Buffer): Doc {\n  return new Doc(String(raw));\n}\n"
+    )
+    symbols = {s.qualname: s for s in parse_module("src/parse.ts", src).symbols}
+    assert "return new Doc" in symbols["src/parse.parse"].body
+    assert {"src/parse.parse(raw: string)", "src/parse.parse(raw: Buffer)"} <= set(symbols)
+
+
 def test_secrets_are_masked_before_a_rust_file_is_parsed() -> None:
     from ctx_lsp.workspace.secrets import SecretMasker
 

@@ -66,6 +66,12 @@ class _Def:
     test: bool
 
 
+def _declared_only(node) -> bool:
+    """A function declared without its code (TypeScript's overload signatures, an abstract
+    method)."""
+    return node.child_by_field_name("body") is None
+
+
 def parse_with_deadline(loaded: Loaded, source: bytes, seconds: float = PARSE_SECONDS):
     """The syntax tree of ``source``; ``ParseFailed`` when it takes more than ``seconds`` of
     this thread's CPU time."""
@@ -264,7 +270,14 @@ class TreeBuilder:
                 kind = "method"
             qualname = self._join(child_prefix, named.segment)
             if qualname in taken and kind in ("function", "method"):
-                qualname = self._overload(qualname, node, container)
+                earlier = next((d for d in reversed(out) if d.qualname == qualname), None)
+                if earlier is not None and _declared_only(earlier.node) and not _declared_only(node):
+                    # TypeScript's overload signatures come before the implementation, which is
+                    # what a pin by name or a reader wants: it takes the plain name
+                    earlier.qualname = earlier.child_prefix = self._overload(qualname, earlier.node, container)
+                    taken.add(earlier.qualname)
+                else:
+                    qualname = self._overload(qualname, node, container)
             taken.add(qualname)
             parent = named.parent or (container.qualname if container is not None else self.module)
             if kind == "impl":
