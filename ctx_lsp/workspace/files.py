@@ -4,7 +4,7 @@ virtualenvs, build output, ``.gitignore``).
 
 One ``os.scandir`` per directory, directories pruned before descending, one ``stat`` per
 source file. Content checks (binary, encoding) read the file, so the indexer turns them off
-and checks the bytes it reads anyway (:func:`classify_content`).
+and checks the bytes it reads anyway (:func:`is_binary`; its parse decodes them).
 """
 
 from __future__ import annotations
@@ -171,6 +171,12 @@ class Skipped:
     reason: str
 
 
+def is_binary(data: bytes, rel: str = "") -> bool:
+    """NUL bytes in the head of the file at ``rel``: not source, unless they are UTF-16 text in a
+    language that reads it (``languages.encoding``)."""
+    return b"\x00" in data[:BINARY_SNIFF_BYTES] and not utf16_marked(language_of(rel) if rel else None, data)
+
+
 def classify_content(data: bytes, rel: str = "") -> str | None:
     """Why the bytes of the file at ``rel`` must not be indexed (``"binary"``, ``"not_utf8"``),
     or None.
@@ -179,9 +185,9 @@ def classify_content(data: bytes, rel: str = "") -> str | None:
     PEP 263 cookie, UTF-8 by default), or in any encoding the file's language allows
     (``languages.encoding``).
     """
-    lang = language_of(rel) if rel else None
-    if b"\x00" in data[:BINARY_SNIFF_BYTES] and not utf16_marked(lang, data):
+    if is_binary(data, rel):
         return BINARY
+    lang = language_of(rel) if rel else None
     if lang not in (None, "python"):
         return None if decode_code(lang, data) is not None else NOT_UTF8
     _, _, ok = decode_source(data)

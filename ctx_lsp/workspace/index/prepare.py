@@ -22,7 +22,7 @@ from ctx_lsp.workspace.files import (
     NOT_UTF8,
     UNREADABLE,
     PathRefused,
-    classify_content,
+    is_binary,
     read_bounded,
 )
 from ctx_lsp.workspace.index import texts
@@ -216,7 +216,7 @@ def prepare_file(
     if work.sha256 == prev_sha:
         work.action = "stat"  # touched, not changed
         return work
-    if classify_content(data[:8192] if len(data) > 8192 else data, rel) == BINARY:
+    if is_binary(data, rel):  # whether it decodes, the parse says (``classify``)
         work.action, work.reason = "skip", BINARY
         return work
     spath = str(path)

@@ -13,6 +13,7 @@ name, as Aider's repo map and most polyglot tools do.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sys
 import time
@@ -575,7 +576,13 @@ def _without_macro_lines(loaded: Loaded, source: bytes, tree):
     if not macros:
         return tree
     errors = _errors(tree)
-    if not any(start <= at <= end + _NEAR_BYTES for at in errors for start, end in macros):
+    starts = [start for start, _ in macros]  # in file order
+
+    def near_a_macro(at: int) -> bool:  # the last macro line starting at or before ``at``
+        k = bisect.bisect_right(starts, at) - 1
+        return k >= 0 and at <= macros[k][1] + _NEAR_BYTES
+
+    if not any(near_a_macro(at) for at in errors):
         return tree  # its errors are elsewhere: another parse would not mend them
     blanked = bytearray(source)
     for start, end in macros:
