@@ -703,7 +703,6 @@ class Engine:
             entries = per_module
         central = self.index.central_symbols(5)
         files = [path for path, _ in per_module]
-        languages = display_names(files)  # folders cannot tell
-        item = cards.scaffold_item(entries, central, self.root.name, counter.count, languages=languages, files=files)
+        item = cards.scaffold_item(entries, central, self.root.name, counter.count, files=files)
         self._scaffold_cache = (key, item)
         return msgspec.structs.replace(item, tokens=scaled(item.tokens, cal))

@@ -93,16 +93,10 @@ def body_item(
     )
 
 
-def layout_note(
-    modules: list[tuple[str, int]],
-    central: list[str],
-    languages: list[str] | None = None,
-    files: list[str] | None = None,
-) -> str:
+def layout_note(modules: list[tuple[str, int]], central: list[str], files: list[str] | None = None) -> str:
     """One paragraph on how to find one's way around the code, from its package layout
-    (``modules``: files, or folders ending in ``/``). ``languages`` and ``files`` (every indexed
-    file): what the workspace is written in and where its tests are, when ``modules`` are folders
-    that cannot tell."""
+    (``modules``: files, or folders ending in ``/``). ``files`` (every indexed file): what the
+    workspace is written in and where its tests are, which folders cannot tell."""
     tops: Counter[str] = Counter()
     folders = set()
     tests = 0
@@ -124,7 +118,7 @@ def layout_note(
         nested = any("/tests/" in f"/{p}" and not p.startswith("tests/") for p, _ in modules)
         where = "in tests/ folders next to the code they test" if nested else "under tests/"
         parts.append(f"Tests live {where}.")
-    names = languages if languages is not None else display_names([path for path, _ in modules])
+    names = display_names(files if files is not None else [path for path, _ in modules])
     example = next((c for c in central if c.count(".") >= 1 or "::" in c), None)
     if names and names != ["Python"]:  # each language writes its names its own way
         forms = "; ".join(f"{n} {NAME_FORMS[n]}" for n in names if n in NAME_FORMS)
@@ -192,15 +186,14 @@ def scaffold_item(
     root_name: str,
     counter_count,
     *,
-    languages: list[str] | None = None,
     files: list[str] | None = None,
 ) -> Item:
     """The orientation scaffold: a compact module tree, a short note on how to navigate the
     code, and the 1–3 most central symbols (PageRank over the reference graph). A large
     workspace's ``modules`` are its folders with the most symbols, of its ``files`` (every
-    indexed file) in ``languages`` (which folder names cannot tell)."""
+    indexed file, whose languages folder names cannot tell)."""
     central = central[:3]
-    names = languages if languages is not None else display_names([path for path, _ in modules])
+    names = display_names(files if files is not None else [path for path, _ in modules])
     python = names in ([], ["Python"])
     if files is not None and len(files) > len(modules):
         langs = "Python" if python else ", ".join(names)
@@ -213,7 +206,7 @@ def scaffold_item(
         lines.append(f"- {path} ({n})")
     if central:
         lines.append("Most central symbols (most referenced, directly and indirectly): " + ", ".join(central))
-    lines.append("How to navigate: " + layout_note(modules, central, names, files))
+    lines.append("How to navigate: " + layout_note(modules, central, files))
     text = "\n".join(lines)
     return Item(
         id=f"scaffold:{short_hash(text)}",
