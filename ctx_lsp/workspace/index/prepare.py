@@ -15,7 +15,6 @@ from pathlib import Path
 import msgspec
 
 from ctx_lsp.core.tokens import batch_counter
-from ctx_lsp.workspace.cards import body_header
 from ctx_lsp.workspace.files import (
     BINARY,
     MAX_FILE_BYTES,
@@ -84,22 +83,28 @@ def _pieces(text: str, cuts: list[int]) -> list[str]:
 
 
 def _card_pieces(card: str, place: str) -> list[str]:
-    """A card, its first line's ``// path:`` apart (the same for every card of the file)."""
-    return _pieces(card, [len(place)]) if card.startswith(place) else [card]
+    """A card, its first line's ``// path:`` apart (the same for every card of the file). The
+    cut is safe by construction (``_safe_cut``): the place ends in ``:`` and a line range follows."""
+    if not card.startswith(place):
+        return [card]
+    if card[len(place) : len(place) + 1].isdigit():
+        return [place, card[len(place) :]]
+    return _pieces(card, [len(place)])
 
 
 def _header_pieces(s: Symbol, place: str) -> list[str]:
     """``body_header(s)`` as ``// path:`` · ``12-40 ·`` · `` parent`` · ``.name\n``: its file's
-    part and its parent's are counted once for all the symbols that share them."""
-    header = body_header(s)
-    range_part = f"{s.start_line + 1}-{s.end_line + 1} ·"
-    if not header.startswith(place + range_part):
-        return [header]
-    at = len(place) + len(range_part)
-    cuts = [len(place), at]
-    if s.parent and s.qualname.startswith(s.parent):
-        cuts.append(at + 1 + len(s.parent))
-    return _pieces(header, cuts)
+    part and its parent's are counted once for all the symbols that share them. The first two
+    cuts are safe by construction (``_safe_cut``: ``:`` before a digit; ``·`` before one space
+    and the qualified name); the parent's is checked."""
+    rest = f" {s.qualname}\n"
+    pieces = [place, f"{s.start_line + 1}-{s.end_line + 1} ·"]
+    parent = s.parent
+    if parent and s.qualname.startswith(parent) and _safe_cut(rest, 1 + len(parent)):
+        pieces += (rest[: 1 + len(parent)], rest[1 + len(parent) :])
+    else:
+        pieces.append(rest)
+    return pieces
 
 
 def token_plan(parsed: ParsedModule) -> tuple[list[str], Callable[[list[int]], list[tuple[int, int, int]]]]:

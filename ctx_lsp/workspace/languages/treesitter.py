@@ -65,6 +65,8 @@ class _Def:
     child_prefix: str
     doc: str
     test: bool
+    span: object = None  # the node its code starts at (``TreeBuilder.span``)
+    body: object = None  # its body's node, if it has one (``TreeBuilder.body_node``)
 
 
 def _declared_only(node) -> bool:
@@ -304,6 +306,8 @@ class TreeBuilder:
                 child_prefix=children,
                 doc="\n".join(clean_comment(self.text(c)) for c in comments).strip(),
                 test=test,
+                span=span,
+                body=self._body_node(node),
             )
             out.append(d)
             stack.append(d)
@@ -367,10 +371,9 @@ class TreeBuilder:
         return None
 
     def signature(self, d: _Def) -> str:
-        node = d.node
-        body = self._body_node(node)
+        node, body = d.node, d.body
         end = body.start_byte if body is not None and body.start_byte > node.start_byte else node.end_byte
-        start = self.span(node).start_byte
+        start = d.span.start_byte
         raw = self.source[start : min(end, start + 4 * _SIGNATURE_CHARS)].decode("utf-8", "replace")
         if body is None:
             raw = raw.split("\n", 1)[0]
@@ -382,10 +385,10 @@ class TreeBuilder:
         indent = first_line[: len(first_line) - len(first_line.lstrip())]
         out = [f"{self.comment} {self.rel}:{d.start_line + 1}-{d.end_line + 1}"]
         node_line = d.node.start_point.row
-        code_start = self.span(d.node).start_point.row
+        code_start = d.span.start_point.row
         if code_start > d.start_line:  # doc comments and attributes: the comment's first paragraph
             out.extend(_doc_summary(self._dedent(d.start_line, code_start - 1, indent)))
-        body = self._body_node(d.node)
+        body = d.body
         if body is None or body.start_point.row >= d.end_line:
             last = min(d.end_line, code_start + _CARD_VALUE_LINES - 1)
             out.extend(self._dedent(code_start, last, indent))
