@@ -147,6 +147,51 @@ def test_go_methods_named_by_receiver_and_package() -> None:
     assert ("json", "encoding/json") in parse("server/handler.go").imports
 
 
+def test_go_calls_into_the_standard_library_are_no_references(tmp_path: Path) -> None:
+    # the workspace defines a Join, an Errorf method and a Duration type: by name alone,
+    # strings.Join, t.Errorf (t *testing.T) and time.Duration would each have become an edge to them
+    (tmp_path / "go.mod").write_text("module example.com/shop\n")
+    source = b"""package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/shop/util"
+)
+
+type Config struct {
+	Wait time.Duration
+}
+
+func Run(names []string) string {
+	return strings.Join(names, ",") + util.Join(names)
+}
+
+func TestRun(t *testing.T) {
+	t.Run("empty", func(t *testing.T) { t.Errorf("bad") })
+	if Run(nil) != "" {
+		t.Errorf("bad")
+	}
+}
+
+func Print(p *util.Printer, d util.Duration) {
+	p.Errorf("%d", d)
+}
+"""
+    parsed = parse_module("app/app.go", source, root=str(tmp_path))
+    refs = {(src, target): n for src, target, n in parsed.refs}
+    # the workspace's own package, a method on a value of a workspace type: references by name
+    assert refs == {
+        ("app.Run", "go|app|Join"): 1,
+        ("app.TestRun", "app.Run"): 1,
+        ("app.Print", "go|app|Printer"): 1,
+        ("app.Print", "go|app|Duration"): 1,
+        ("app.Print", "go|app|Errorf"): 1,
+    }
+
+
 def test_java_nested_classes_and_package() -> None:
     syms = by_qualname("java/src/main/java/com/shop/Inventory.java")
     assert syms["com.shop.Inventory"].kind == "class"

@@ -4,6 +4,8 @@ variables; the comment right above a declaration is its doc (``// Run runs …``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
 
 DEFINITIONS = r"""
@@ -81,6 +83,64 @@ def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     return [(local, target)] if local not in ("_", ".") else [("*", target)] if local == "." else []
 
 
+def _standard(path: str) -> bool:
+    """Go's standard library: an import path whose first element has no dot (``fmt``,
+    ``net/http``); a module's own packages and every other module's start with a host."""
+    return "." not in path.partition("/")[0]
+
+
+_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
+
+
+def _declared_package(operand, src: Text) -> str:
+    """The package of the type ``operand`` (an identifier) is declared with as a parameter or
+    receiver of the function around it: ``testing`` for ``t`` in ``func TestX(t *testing.T)``;
+    "" when it is not one, or its type is not qualified by a package."""
+    name = src(operand)
+    node = operand.parent
+    while node is not None and node.type not in _FUNCTIONS:
+        node = node.parent
+    if node is None:
+        return ""
+    for field in ("receiver", "parameters"):
+        params = node.child_by_field_name(field)
+        for decl in params.named_children if params is not None else ():
+            if decl.type != "parameter_declaration" or not any(
+                src(n) == name for n in decl.children_by_field_name("name")
+            ):
+                continue
+            kind = decl.child_by_field_name("type")
+            while kind is not None and kind.type == "pointer_type":
+                kind = kind.named_children[0] if kind.named_children else None
+            if kind is not None and kind.type == "qualified_type":
+                package = kind.child_by_field_name("package")
+                return src(package) if package is not None else ""
+            return ""
+    return ""
+
+
+def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+    """A reference into the standard library, which a reference by name would take for a
+    workspace definition of the same name: ``fmt.Sprintf``, ``strings.Join``, a ``time.Duration``
+    field, ``t.Errorf`` of a ``t *testing.T`` (a method of a standard-library type)."""
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type == "qualified_type":
+        package = parent.child_by_field_name("package")
+        target = imports.get(src(package)) if package is not None else None
+        return target is not None and _standard(target)
+    if parent.type != "selector_expression":
+        return False
+    operand = parent.child_by_field_name("operand")
+    if operand is None or operand.type != "identifier":
+        return False
+    target = imports.get(src(operand))
+    if target is None:  # a value: of a standard-library type when declared with one
+        target = imports.get(_declared_package(operand, src))
+    return target is not None and _standard(target)
+
+
 SPECS = {
     "go": LanguageSpec(
         name="go",
@@ -92,6 +152,6 @@ SPECS = {
         group_types=frozenset({"type_declaration", "const_declaration", "var_declaration"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, package=_package, imports=_imports),
+        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside),
     )
 }

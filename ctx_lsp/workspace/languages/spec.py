@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,10 @@ class Hooks:
     imports: Callable[[Node, str, Text], list[tuple[str, str]]] | None = None
     # a definition that is test code by its own marks (Rust's ``#[cfg(test)]``, ``#[test]``)
     is_test: Callable[[Node, list[Node], Text], bool] | None = None
+    # a captured reference that names nothing in the workspace by the language's own rules (Go:
+    # ``fmt.Sprintf``, ``t.Errorf`` of a ``t *testing.T``), given the file's imports (local name
+    # → target): no edge, where a reference by name would find an unrelated definition
+    outside: Callable[[Node, Text, Mapping[str, str]], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -554,12 +554,12 @@ def build(
         body="",
         card=card,
     )
-    refs = _references(loaded, rel, ref_nodes, defs, module, source)
     imports: list[tuple[str, str]] = []
     if import_nodes and spec.hooks.imports is not None:
         import_nodes.sort(key=lambda n: n.start_byte)  # in the file's order: a later import of a name wins
         for node in import_nodes:
             imports.extend(spec.hooks.imports(node, prefix, builder.text))
+    refs = _references(loaded, rel, ref_nodes, defs, module, source, dict(imports))
     return [mod, *symbols], imports, refs
 
 
@@ -651,11 +651,13 @@ def _module_doc(loaded: Loaded, root, text) -> str:
 
 
 def _references(
-    loaded: Loaded, rel: str, nodes: list, defs: list[_Def], module: str, source: bytes
+    loaded: Loaded, rel: str, nodes: list, defs: list[_Def], module: str, source: bytes, imports: dict[str, str]
 ) -> list[tuple[str, str, int]]:
     """``(source qualname, target, count)``: each captured name, charged to the innermost
     definition around it (the module outside all of them), and resolved to the file's own
-    definition of that name when there is exactly one, else to a ``by_name_target``."""
+    definition of that name when there is exactly one, else to a ``by_name_target``; none for
+    a name the language's ``hooks.outside`` places outside the workspace (``imports``: the
+    file's, local name → target)."""
     if not nodes:
         return []
     # a name two patterns capture (Go's ``time.Duration``: a type, and a qualified type's name)
@@ -667,6 +669,8 @@ def _references(
     lang = loaded.spec.name
     sep = loaded.spec.separator
     noise = loaded.not_references
+    outside = loaded.spec.hooks.outside
+    text = text_of(source)
     found: dict[tuple[str, str], int] = {}
     stack: list[_Def] = []
     di = 0
@@ -682,6 +686,8 @@ def _references(
         src = stack[-1].qualname if stack else module
         raw = source[at : n.end_byte]
         if raw in noise:
+            continue
+        if outside is not None and outside(n, text, imports):
             continue
         name = raw.decode("utf-8", "replace")
         target = local.get(name)
