@@ -6,6 +6,8 @@ comments; imports and ``require``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
 
 _FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
@@ -85,6 +87,41 @@ Record Partial Required Readonly Pick Omit console JSON Math Date RegExp
 """
 
 
+# Methods of the language's own objects — arrays, strings, functions, promises, maps and sets,
+# regular expressions, numbers and dates: ``names.push(x)`` is Array's whatever the workspace
+# defines, and a reference by name would take it for the one ``push`` the workspace has.
+BUILTIN_METHODS = """
+    push pop shift unshift slice splice concat join reverse sort indexOf lastIndexOf includes find
+    findIndex findLast findLastIndex filter map forEach reduce reduceRight some every flat flatMap
+    fill keys values entries at charAt charCodeAt codePointAt split substring substr toLowerCase
+    toUpperCase trim trimStart trimEnd padStart padEnd startsWith endsWith repeat replace
+    replaceAll match matchAll search localeCompare normalize call apply bind then catch finally
+    get set has add delete clear test exec toString valueOf hasOwnProperty toFixed toISOString
+    getTime
+"""
+# The language's global objects: ``Math.max``, ``JSON.parse``, ``Object.keys`` are theirs.
+GLOBAL_OBJECTS = """
+console JSON Math Object Array Promise Number String Boolean Reflect Date Symbol BigInt Intl process globalThis
+window document
+"""
+_BUILTIN_METHODS = frozenset(BUILTIN_METHODS.split())
+_GLOBAL_OBJECTS = frozenset(GLOBAL_OBJECTS.split())
+
+
+def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+    """A call of a built-in method (``xs.push``, ``s.split``, ``p.then``, not ``this.push``:
+    the class's own) or of a global object's (``Math.max``, unless a file imports that name)."""
+    parent = node.parent
+    if parent is None or parent.type != "member_expression":
+        return False
+    obj = parent.child_by_field_name("object")
+    if obj is not None and obj.type == "identifier":
+        name = src(obj)
+        if name in _GLOBAL_OBJECTS and name not in imports:
+            return True
+    return src(node) in _BUILTIN_METHODS and (obj is None or obj.type != "this")
+
+
 def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
     if name_node is None:
         return Named("default", "default") if kind in ("function", "class") else None
@@ -152,7 +189,7 @@ def _spec(name: str, grammar: tuple[str, str], definitions: str, references: str
         wrapper_types=frozenset({"export_statement", "ambient_declaration"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, imports=_imports),
+        hooks=Hooks(name=_name, imports=_imports, outside=_outside),
     )
 
 
