@@ -228,7 +228,52 @@ export function load(q: Queue): Promise<string> {
     }
 
 
-def test_java_nested_classes_and_package() -> None:
+def test_java_calls_into_the_jdk_are_no_references() -> None:
+    # by name, sb.append, prices.put, carts.add (a java.util List), Math.max, System.out.println,
+    # String.valueOf and any toString() would each have become an edge to a workspace method
+    source = b"""package org.shop;
+
+import java.util.List;
+import java.util.Map;
+import java.util.ArrayList;
+import org.shop.model.Cart;
+
+public class Billing {
+    private final Map<String, Integer> prices;
+    private Cart cart;
+
+    public String render(List<String> items, Cart other) {
+        StringBuilder sb = new StringBuilder();
+        for (String item : items) {
+            sb.append(item.trim());
+        }
+        prices.put("x", Math.max(1, 2));
+        System.out.println(sb.toString());
+        cart.add("y");
+        other.add("z");
+        List<Cart> carts = new ArrayList<>();
+        carts.add(cart);
+        return String.valueOf(total()) + this.total();
+    }
+
+    int total() { return 1; }
+}
+"""
+    refs = {(src, target): n for src, target, n in parse_module("src/main/java/org/shop/Billing.java", source).refs}
+    here = "java|src/main/java/org/shop"
+    assert refs == {
+        ("org.shop.Billing", f"{here}|Cart"): 1,
+        ("org.shop.Billing.render", f"{here}|Cart"): 2,
+        ("org.shop.Billing.render", f"{here}|add"): 2,  # cart.add, other.add: Carts
+        ("org.shop.Billing.render", "org.shop.Billing.total"): 2,
+    }
+    # the JDK's own source: there java.util's types are the workspace's
+    jdk = source.replace(b"package org.shop;", b"package java.util.shop;")
+    inside = parse_module("java.base/java/util/shop/Billing.java", jdk).refs
+    assert any(target.endswith("|append") for _, target, _ in inside)
+
+
+
     syms = by_qualname("java/src/main/java/com/shop/Inventory.java")
     assert syms["com.shop.Inventory"].kind == "class"
     nested = syms["com.shop.Inventory.Reservation"]

@@ -4,6 +4,8 @@ Javadoc comments; annotations are part of a definition."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
 
 DEFINITIONS = r"""
@@ -39,6 +41,140 @@ Exception RuntimeException
 """
 
 
+# java.lang's classes, which every file uses without an import
+JAVA_LANG = """
+Object String StringBuilder StringBuffer CharSequence Integer Long Short Byte Double Float Boolean Character Number
+Math StrictMath System Thread Runtime Class ClassLoader Enum Iterable Comparable Runnable AutoCloseable Throwable
+Exception RuntimeException Error IllegalArgumentException IllegalStateException NullPointerException
+IndexOutOfBoundsException UnsupportedOperationException ClassCastException
+"""
+# java.lang.Object's methods: every object has them
+OBJECT_METHODS = "toString equals hashCode getClass"
+_JAVA_LANG = frozenset(JAVA_LANG.split())
+_OBJECT_METHODS = frozenset(OBJECT_METHODS.split())
+_SCOPES = frozenset({"method_declaration", "constructor_declaration", "lambda_expression", "class_body"})
+
+
+def _jdk(type_name: str, imports: Mapping[str, str]) -> bool:
+    """Whether a type named so in a file is the JDK's: java.lang's, or imported from ``java.``,
+    ``javax.`` or ``jdk.`` (a qualified name is its own import)."""
+    if "." in type_name:
+        return type_name.startswith(("java.", "javax.", "jdk."))
+    if type_name in _JAVA_LANG:
+        return type_name not in imports  # a class of the same name imported from elsewhere
+    return imports.get(type_name, "").startswith(("java.", "javax.", "jdk."))
+
+
+def _type_name(node, src: Text) -> str:
+    """``List`` of ``List<String>``, ``java.util.List`` of itself, ``String`` of ``String[]``."""
+    while node is not None and node.type in ("generic_type", "array_type"):
+        node = node.named_children[0] if node.named_children else None
+    return src(node) if node is not None else ""
+
+
+_file_read: tuple[object, dict[object, object]] = (None, {})
+
+
+def _of_file(src: Text) -> dict:
+    """What is worked out once per file while it is read (``src`` is the file's): the variables
+    each scope declares, the file's package. No node is kept, nor its tree."""
+    global _file_read
+    read_for, read = _file_read  # one read: another thread's file never mixes with this one's
+    if read_for is not src:
+        read = {}
+        _file_read = (src, read)
+    return read
+
+
+def _declared(scope, src: Text) -> dict[str, str]:
+    """The variables a method (or class body) declares, with their types' names: parameters,
+    locals, for-each variables (a class body: its fields)."""
+    read = _of_file(src)
+    key = (scope.start_byte, scope.end_byte)
+    found = read.get(key)
+    if found is None:
+        found = read[key] = _declarations(scope, src)
+    return found
+
+
+def _in_jdk(node, src: Text) -> bool:
+    """Whether the file is the JDK's own source (its package ``java.…``): there the JDK's types
+    are the workspace's."""
+    read = _of_file(src)
+    found = read.get("jdk")
+    if found is None:
+        while node.parent is not None:
+            node = node.parent
+        found = read["jdk"] = (_package(node, src) or "").startswith(("java.", "javax.", "jdk."))
+    return bool(found)
+
+
+def _declarations(scope, src: Text) -> dict[str, str]:
+    out: dict[str, str] = {}
+    stack = [scope]
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in ("formal_parameter", "local_variable_declaration", "field_declaration", "enhanced_for_statement"):
+            type_name = _type_name(node.child_by_field_name("type"), src)
+            if kind in ("formal_parameter", "enhanced_for_statement"):
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    out.setdefault(src(name), type_name)
+            else:
+                for declarator in node.children_by_field_name("declarator"):
+                    name = declarator.child_by_field_name("name")
+                    if name is not None:
+                        out.setdefault(src(name), type_name)
+        if node is scope or kind not in _SCOPES:  # a nested class or lambda has scopes of its own
+            stack.extend(node.named_children)
+    return out
+
+
+def _variable_type(identifier, src: Text) -> str:
+    """The declared type of the variable ``identifier`` names: the innermost method, lambda or
+    class body around it that declares it (scoping inside a method is not followed)."""
+    name = src(identifier)
+    node = identifier.parent
+    while node is not None:
+        if node.type in _SCOPES:
+            found = _declared(node, src).get(name)
+            if found is not None:
+                return found
+        node = node.parent
+    return ""
+
+
+def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+    """A reference into the JDK, which a reference by name would take for a workspace definition
+    of the same name: ``sb.append`` of a ``StringBuilder sb``, ``map.put`` of a ``Map`` imported
+    from ``java.util``, ``Math.max``, ``System.out.println``, ``x.toString()``, a ``List`` type
+    imported from ``java.util``."""
+    parent = node.parent
+    if parent is None or _in_jdk(node, src):
+        return False
+    if node.type == "type_identifier":
+        return _jdk(src(node), imports) and parent.type != "scoped_type_identifier"
+    if parent.type != "method_invocation":
+        return False
+    receiver = parent.child_by_field_name("object")
+    if receiver is None or receiver.type in ("this", "super"):
+        return False  # the class's own (or inherited) method
+    if src(node) in _OBJECT_METHODS:
+        return True
+    while receiver.type == "field_access":  # ``System.out.println``: the chain's first name
+        receiver = receiver.child_by_field_name("object")
+        if receiver is None:
+            return False
+    if receiver.type != "identifier":
+        return False
+    name = src(receiver)
+    if name[:1].isupper() and _jdk(name, imports):  # a static call: ``Math.max``, ``Objects.equals``
+        return True
+    declared = _variable_type(receiver, src)
+    return bool(declared) and _jdk(declared, imports)
+
+
 def _package(root, src: Text) -> str | None:
     for child in root.named_children:
         if child.type == "package_declaration":
@@ -71,6 +207,6 @@ SPECS = {
         comment_types=frozenset({"line_comment", "block_comment"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, package=_package, imports=_imports),
+        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside),
     )
 }
