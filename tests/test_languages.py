@@ -273,7 +273,7 @@ public class Billing {
     assert any(target.endswith("|append") for _, target, _ in inside)
 
 
-
+def test_java_nested_classes_and_package() -> None:
     syms = by_qualname("java/src/main/java/com/shop/Inventory.java")
     assert syms["com.shop.Inventory"].kind == "class"
     nested = syms["com.shop.Inventory.Reservation"]
