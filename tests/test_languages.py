@@ -273,6 +273,40 @@ public class Billing {
     assert any(target.endswith("|append") for _, target, _ in inside)
 
 
+def test_rust_paths_into_the_standard_library_are_no_references() -> None:
+    # by name, HashMap::new, Vec::new, io::Error::new, Duration::from_secs, std::mem::take and the
+    # HashMap and Duration types would each have become an edge to the workspace's nearest namesake
+    source = b"""use std::collections::HashMap;
+use std::io;
+use std::time::Duration;
+use crate::store::Store;
+
+pub struct Cache {
+    map: HashMap<String, u64>,
+    ttl: Duration,
+    store: Store,
+}
+
+impl Cache {
+    pub fn load(&mut self) -> io::Result<()> {
+        let v: Vec<u64> = Vec::new();
+        let e = io::Error::new(io::ErrorKind::Other, "x");
+        let t = Duration::from_secs(1);
+        let taken = std::mem::take(&mut self.map);
+        let other = Store::open();
+        Ok(())
+    }
+}
+"""
+    refs = {(src, target): n for src, target, n in parse_module("src/cache.rs", source).refs}
+    assert refs == {
+        ("crate::cache::Cache", "rust|src|Store"): 1,
+        ("crate::cache::Cache::load", "rust|src|Store"): 1,
+        ("crate::cache::Cache::load", "rust|src|open"): 1,
+        ("crate::cache::impl Cache", "crate::cache::Cache"): 1,
+    }
+
+
 def test_java_nested_classes_and_package() -> None:
     syms = by_qualname("java/src/main/java/com/shop/Inventory.java")
     assert syms["com.shop.Inventory"].kind == "class"

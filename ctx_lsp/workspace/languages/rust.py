@@ -5,6 +5,8 @@ as tests."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
 
 DEFINITIONS = r"""
@@ -84,6 +86,50 @@ def _is_test(node, attrs: list, src: Text) -> bool:
     return False
 
 
+_STD_CRATES = ("std", "core", "alloc")
+# std's types every file has without a ``use`` (the prelude's)
+PRELUDE_TYPES = "Vec String Box Option Result"
+_PRELUDE_TYPES = frozenset(PRELUDE_TYPES.split())
+
+
+def _from_std(name: str, imports: Mapping[str, str]) -> bool:
+    """Whether ``name``, a path's first segment or a type, is the standard library's: ``std``
+    itself, a prelude type, or a name the file ``use``s from ``std``, ``core`` or ``alloc``."""
+    if name in _STD_CRATES:
+        return True
+    target = imports.get(name)
+    if target is None:
+        return name in _PRELUDE_TYPES
+    return target.split("::", 1)[0] in _STD_CRATES
+
+
+def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+    """A reference into the standard library, which a reference by name would take for the
+    workspace's nearest definition of that name: ``Vec::new``, ``String::from``,
+    ``HashMap::with_capacity`` (``use std::collections::HashMap``), ``std::mem::take``, a
+    ``Duration`` type (``use std::time::Duration``)."""
+    parent = node.parent
+    if parent is None:
+        return False
+    if node.type == "type_identifier" and parent.type != "scoped_type_identifier":
+        return _from_std(src(node), imports)
+    if parent.type != "scoped_identifier":
+        return False
+    path = parent.child_by_field_name("path")
+    if path is None:
+        return False
+    while path.type == "scoped_identifier":  # ``std::collections::HashMap``: its first segment
+        inner = path.child_by_field_name("path")
+        if inner is None:
+            break
+        path = inner
+    if path.type != "identifier":  # ``crate::``, ``self::``, ``super::``, ``<T as Trait>::``
+        return False
+    # ``Vec::new``: the prelude's type; ``HashMap::new``, ``io::Error::new``: std's when the file
+    # uses them from std; ``std::mem::take``
+    return _from_std(src(path), imports)
+
+
 def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     """``use a::b::{c, d as e}`` → (c, a::b::c), (e, a::b::d); ``crate::`` is this crate."""
     crate = prefix.split("::", 1)[0]
@@ -141,6 +187,6 @@ SPECS = {
         leading_types=frozenset({"attribute_item"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, imports=_imports, is_test=_is_test),
+        hooks=Hooks(name=_name, imports=_imports, is_test=_is_test, outside=_outside),
     )
 }
