@@ -294,7 +294,12 @@ impl Cache {
         let t = Duration::from_secs(1);
         let taken = std::mem::take(&mut self.map);
         let other = Store::open();
+        let again = Cache::new();
         Ok(())
+    }
+
+    pub fn new() -> Self {
+        todo!()
     }
 }
 """
@@ -302,7 +307,9 @@ impl Cache {
     assert refs == {
         ("crate::cache::Cache", "rust|src|Store"): 1,
         ("crate::cache::Cache::load", "rust|src|Store"): 1,
-        ("crate::cache::Cache::load", "rust|src|open"): 1,
+        # called through their types: Store's open, wherever it is; the file's own Cache::new
+        ("crate::cache::Cache::load", "rust|src|Store::open"): 1,
+        ("crate::cache::Cache::load", "crate::cache::Cache::new"): 1,
         ("crate::cache::impl Cache", "crate::cache::Cache"): 1,
     }
 

@@ -394,6 +394,10 @@ def test_a_reference_by_name_resolves_to_the_definition_in_the_nearest_folder() 
     assert r.resolve("rust|a|open") is None  # two siblings, equally near: a tie is left unresolved
     assert r.resolve("rust|a/x|open") == "c::a::x::One::open"
     assert r.resolve("go|a/b|new") is None and r.resolve("rust|a/b|missing") is None
+    # a name called through its type (Rust's ``Side::new()``): that type's, wherever it is nearest
+    assert r.resolve("rust|a/b|Side::new") == "c::a::x::Side::new"
+    assert r.resolve("rust|a/b|Two::open") == "c::a::y::Two::open"
+    assert r.resolve("rust|a/b|Missing::new") is None  # no ``new`` of a ``Missing``: no edge
 
 
 def test_a_refresh_of_few_files_but_much_source_is_parsed_by_the_pool(

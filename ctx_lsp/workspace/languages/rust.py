@@ -90,6 +90,13 @@ _STD_CRATES = ("std", "core", "alloc")
 # std's types every file has without a ``use`` (the prelude's)
 PRELUDE_TYPES = "Vec String Box Option Result"
 _PRELUDE_TYPES = frozenset(PRELUDE_TYPES.split())
+# std's macros: ``write!(f, …)`` in every ``Display`` is std's, not the workspace's ``write``
+STD_MACROS = """
+println print eprintln eprint format format_args write writeln vec panic assert assert_eq assert_ne debug_assert
+debug_assert_eq debug_assert_ne todo unimplemented unreachable matches concat stringify include include_str
+include_bytes env option_env cfg line column file module_path compile_error dbg thread_local
+"""
+_STD_MACROS = frozenset(STD_MACROS.split())
 
 
 def _from_std(name: str, imports: Mapping[str, str]) -> bool:
@@ -107,12 +114,15 @@ def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
     """A reference into the standard library, which a reference by name would take for the
     workspace's nearest definition of that name: ``Vec::new``, ``String::from``,
     ``HashMap::with_capacity`` (``use std::collections::HashMap``), ``std::mem::take``, a
-    ``Duration`` type (``use std::time::Duration``)."""
+    ``Duration`` type (``use std::time::Duration``), ``write!``."""
     parent = node.parent
     if parent is None:
         return False
     if node.type == "type_identifier" and parent.type != "scoped_type_identifier":
         return _from_std(src(node), imports)
+    if parent.type == "macro_invocation":
+        name = src(node)
+        return name in _STD_MACROS and name not in imports
     if parent.type != "scoped_identifier":
         return False
     path = parent.child_by_field_name("path")
@@ -128,6 +138,21 @@ def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
     # ``Vec::new``: the prelude's type; ``HashMap::new``, ``io::Error::new``: std's when the file
     # uses them from std; ``std::mem::take``
     return _from_std(src(path), imports)
+
+
+def _owner(node, src: Text) -> str:
+    """The type a call goes through: ``Store`` of ``Store::new()`` and of ``model::Store::new()``;
+    "" for a module's function (``fs::read``: lower case), ``Self::``, ``crate::``."""
+    parent = node.parent
+    if parent is None or parent.type != "scoped_identifier" or parent.child_by_field_name("name") != node:
+        return ""
+    path = parent.child_by_field_name("path")
+    if path is not None and path.type == "scoped_identifier":
+        path = path.child_by_field_name("name")
+    if path is None or path.type != "identifier":
+        return ""
+    owner = src(path)
+    return owner if owner[:1].isupper() and owner != "Self" else ""
 
 
 def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
@@ -187,6 +212,6 @@ SPECS = {
         leading_types=frozenset({"attribute_item"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, imports=_imports, is_test=_is_test, outside=_outside),
+        hooks=Hooks(name=_name, imports=_imports, is_test=_is_test, outside=_outside, owner=_owner),
     )
 }

@@ -65,6 +65,9 @@ class Hooks:
     # ``fmt.Sprintf``, ``t.Errorf`` of a ``t *testing.T``), given the file's imports (local name
     # → target): no edge, where a reference by name would find an unrelated definition
     outside: Callable[[Node, Text, Mapping[str, str]], bool] | None = None
+    # the type a captured name is called through, when the code says it (Rust's ``Store::new``:
+    # ``Store``): the reference is to that type's ``new``, not to any ``new``; "" when it does not
+    owner: Callable[[Node, Text], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

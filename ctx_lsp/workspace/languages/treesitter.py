@@ -664,10 +664,15 @@ def _references(
     # is one use
     nodes = sorted(dict.fromkeys(nodes), key=lambda n: n.start_byte)
     local: dict[str, str | None] = {}
+    owned: dict[str, str | None] = {}  # ``Type::name`` → the file's own definition of it
+    owner_of = loaded.spec.hooks.owner
+    sep = loaded.spec.separator
     for d in defs:
         local[d.name] = d.qualname if d.name not in local else None  # two of a name: not decided here
+        if owner_of is not None and sep in d.qualname:  # ``Cache::new`` of ``crate::cache::Cache::new``
+            key = sep.join(d.qualname.rsplit(sep, 2)[-2:])
+            owned[key] = d.qualname if key not in owned else None
     lang = loaded.spec.name
-    sep = loaded.spec.separator
     noise = loaded.not_references
     outside = loaded.spec.hooks.outside
     text = text_of(source)
@@ -690,7 +695,12 @@ def _references(
         if outside is not None and outside(n, text, imports):
             continue
         name = raw.decode("utf-8", "replace")
-        target = local.get(name)
+        owner = owner_of(n, text) if owner_of is not None else ""
+        if owner:  # ``Store::new``: Store's, by name only among the ``new`` of a ``Store``
+            name = f"{owner}{sep}{name}"
+            target = owned.get(name)
+        else:
+            target = local.get(name)
         if target is None:
             target = by_name_target(lang, rel, name)
         elif target == src or src.startswith(target + sep) or target.startswith(src + sep):
