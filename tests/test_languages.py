@@ -31,6 +31,11 @@ def by_qualname(rel: str) -> dict:
     return {s.qualname: s for s in parse(rel).symbols}
 
 
+def refs_of(rel: str, source: bytes, root: Path | None = None) -> dict[tuple[str, str], int]:
+    """``(source qualname, target) → uses`` of a file given as its bytes."""
+    return {(src, target): n for src, target, n in parse_module(rel, source, root=str(root) if root else None).refs}
+
+
 @pytest.mark.parametrize(
     ("rel", "lang"),
     [
@@ -180,8 +185,7 @@ func Print(p *util.Printer, d util.Duration) {
 	p.Errorf("%d", d)
 }
 """
-    parsed = parse_module("app/app.go", source, root=str(tmp_path))
-    refs = {(src, target): n for src, target, n in parsed.refs}
+    refs = refs_of("app/app.go", source, tmp_path)
     # the workspace's own package, a method on a value of a workspace type: references by name
     assert refs == {
         ("app.Run", "go|app|Join"): 1,
@@ -218,8 +222,7 @@ export function load(q: Queue): Promise<string> {
   return request("/x").then((r) => split(r).join(""));
 }
 """
-    parsed = parse_module("web/src/queue.ts", source)
-    refs = {(src, target): n for src, target, n in parsed.refs}
+    refs = refs_of("web/src/queue.ts", source)
     assert refs == {
         ("web/src/queue.Queue.drain", "web/src/queue.Queue.push"): 1,  # this.push: the class's own
         ("web/src/queue.load", "web/src/queue.Queue"): 1,  # a type
@@ -259,7 +262,7 @@ public class Billing {
     int total() { return 1; }
 }
 """
-    refs = {(src, target): n for src, target, n in parse_module("src/main/java/org/shop/Billing.java", source).refs}
+    refs = refs_of("src/main/java/org/shop/Billing.java", source)
     here = "java|src/main/java/org/shop"
     assert refs == {
         ("org.shop.Billing", f"{here}|Cart"): 1,
@@ -303,7 +306,7 @@ impl Cache {
     }
 }
 """
-    refs = {(src, target): n for src, target, n in parse_module("src/cache.rs", source).refs}
+    refs = refs_of("src/cache.rs", source)
     assert refs == {
         ("crate::cache::Cache", "rust|src|Store"): 1,
         ("crate::cache::Cache::load", "rust|src|Store"): 1,

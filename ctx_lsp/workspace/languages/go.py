@@ -119,7 +119,7 @@ def _declared_package(operand, src: Text) -> str:
     return ""
 
 
-def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+def _outside(node, src: Text, imports: Mapping[str, str], _prefix: str) -> bool:
     """A reference into the standard library, which a reference by name would take for a
     workspace definition of the same name: ``fmt.Sprintf``, ``strings.Join``, a ``time.Duration``
     field, ``t.Errorf`` of a ``t *testing.T`` (a method of a standard-library type)."""

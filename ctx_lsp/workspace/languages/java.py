@@ -55,14 +55,17 @@ _OBJECT_METHODS = frozenset(OBJECT_METHODS.split())
 _SCOPES = frozenset({"method_declaration", "constructor_declaration", "lambda_expression", "class_body"})
 
 
+_JDK_PACKAGES = ("java.", "javax.", "jdk.")
+
+
 def _jdk(type_name: str, imports: Mapping[str, str]) -> bool:
     """Whether a type named so in a file is the JDK's: java.lang's, or imported from ``java.``,
     ``javax.`` or ``jdk.`` (a qualified name is its own import)."""
     if "." in type_name:
-        return type_name.startswith(("java.", "javax.", "jdk."))
+        return type_name.startswith(_JDK_PACKAGES)
     if type_name in _JAVA_LANG:
         return type_name not in imports  # a class of the same name imported from elsewhere
-    return imports.get(type_name, "").startswith(("java.", "javax.", "jdk."))
+    return imports.get(type_name, "").startswith(_JDK_PACKAGES)
 
 
 def _type_name(node, src: Text) -> str:
@@ -72,41 +75,23 @@ def _type_name(node, src: Text) -> str:
     return src(node) if node is not None else ""
 
 
-_file_read: tuple[object, dict[object, object]] = (None, {})
-
-
-def _of_file(src: Text) -> dict:
-    """What is worked out once per file while it is read (``src`` is the file's): the variables
-    each scope declares, the file's package. No node is kept, nor its tree."""
-    global _file_read
-    read_for, read = _file_read  # one read: another thread's file never mixes with this one's
-    if read_for is not src:
-        read = {}
-        _file_read = (src, read)
-    return read
+_scopes_read: tuple[object, dict[tuple[int, int], dict[str, str]]] = (None, {})
 
 
 def _declared(scope, src: Text) -> dict[str, str]:
     """The variables a method (or class body) declares, with their types' names: parameters,
-    locals, for-each variables (a class body: its fields)."""
-    read = _of_file(src)
+    locals, for-each variables (a class body: its fields). One walk per scope, kept while its
+    file is read (``src`` is the file's; no node is kept, nor its tree)."""
+    global _scopes_read
+    read_for, read = _scopes_read  # one read: another thread's file never mixes with this one's
+    if read_for is not src:
+        read = {}
+        _scopes_read = (src, read)
     key = (scope.start_byte, scope.end_byte)
     found = read.get(key)
     if found is None:
         found = read[key] = _declarations(scope, src)
     return found
-
-
-def _in_jdk(node, src: Text) -> bool:
-    """Whether the file is the JDK's own source (its package ``java.…``): there the JDK's types
-    are the workspace's."""
-    read = _of_file(src)
-    found = read.get("jdk")
-    if found is None:
-        while node.parent is not None:
-            node = node.parent
-        found = read["jdk"] = (_package(node, src) or "").startswith(("java.", "javax.", "jdk."))
-    return bool(found)
 
 
 def _declarations(scope, src: Text) -> dict[str, str]:
@@ -145,13 +130,14 @@ def _variable_type(identifier, src: Text) -> str:
     return ""
 
 
-def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+def _outside(node, src: Text, imports: Mapping[str, str], package: str) -> bool:
     """A reference into the JDK, which a reference by name would take for a workspace definition
     of the same name: ``sb.append`` of a ``StringBuilder sb``, ``map.put`` of a ``Map`` imported
     from ``java.util``, ``Math.max``, ``System.out.println``, ``x.toString()``, a ``List`` type
-    imported from ``java.util``."""
+    imported from ``java.util`` — not in the JDK's own source (``package`` ``java.…``), where the
+    JDK's types are the workspace's."""
     parent = node.parent
-    if parent is None or _in_jdk(node, src):
+    if parent is None or package.startswith(_JDK_PACKAGES):
         return False
     if node.type == "type_identifier":
         return _jdk(src(node), imports) and parent.type != "scoped_type_identifier"

@@ -110,7 +110,7 @@ def _from_std(name: str, imports: Mapping[str, str]) -> bool:
     return target.split("::", 1)[0] in _STD_CRATES
 
 
-def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+def _outside(node, src: Text, imports: Mapping[str, str], _prefix: str) -> bool:
     """A reference into the standard library, which a reference by name would take for the
     workspace's nearest definition of that name: ``Vec::new``, ``String::from``,
     ``HashMap::with_capacity`` (``use std::collections::HashMap``), ``std::mem::take``, a

@@ -63,8 +63,9 @@ class Hooks:
     is_test: Callable[[Node, list[Node], Text], bool] | None = None
     # a captured reference that names nothing in the workspace by the language's own rules (Go:
     # ``fmt.Sprintf``, ``t.Errorf`` of a ``t *testing.T``), given the file's imports (local name
-    # → target): no edge, where a reference by name would find an unrelated definition
-    outside: Callable[[Node, Text, Mapping[str, str]], bool] | None = None
+    # → target) and what its top-level names are qualified with (Java's package): no edge, where
+    # a reference by name would find an unrelated definition
+    outside: Callable[[Node, Text, Mapping[str, str], str], bool] | None = None
     # the type a captured name is called through, when the code says it (Rust's ``Store::new``:
     # ``Store``): the reference is to that type's ``new``, not to any ``new``; "" when it does not
     owner: Callable[[Node, Text], str] | None = None

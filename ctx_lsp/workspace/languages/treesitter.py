@@ -559,7 +559,7 @@ def build(
         import_nodes.sort(key=lambda n: n.start_byte)  # in the file's order: a later import of a name wins
         for node in import_nodes:
             imports.extend(spec.hooks.imports(node, prefix, builder.text))
-    refs = _references(loaded, rel, ref_nodes, defs, module, source, dict(imports))
+    refs = _references(loaded, rel, ref_nodes, defs, module, source, dict(imports), prefix)
     return [mod, *symbols], imports, refs
 
 
@@ -651,13 +651,20 @@ def _module_doc(loaded: Loaded, root, text) -> str:
 
 
 def _references(
-    loaded: Loaded, rel: str, nodes: list, defs: list[_Def], module: str, source: bytes, imports: dict[str, str]
+    loaded: Loaded,
+    rel: str,
+    nodes: list,
+    defs: list[_Def],
+    module: str,
+    source: bytes,
+    imports: dict[str, str],
+    prefix: str,
 ) -> list[tuple[str, str, int]]:
     """``(source qualname, target, count)``: each captured name, charged to the innermost
     definition around it (the module outside all of them), and resolved to the file's own
     definition of that name when there is exactly one, else to a ``by_name_target``; none for
     a name the language's ``hooks.outside`` places outside the workspace (``imports``: the
-    file's, local name → target)."""
+    file's, local name → target; ``prefix``: what its top-level names are qualified with)."""
     if not nodes:
         return []
     # a name two patterns capture (Go's ``time.Duration``: a type, and a qualified type's name)
@@ -692,7 +699,7 @@ def _references(
         raw = source[at : n.end_byte]
         if raw in noise:
             continue
-        if outside is not None and outside(n, text, imports):
+        if outside is not None and outside(n, text, imports, prefix):
             continue
         name = raw.decode("utf-8", "replace")
         owner = owner_of(n, text) if owner_of is not None else ""

@@ -108,7 +108,7 @@ _BUILTIN_METHODS = frozenset(BUILTIN_METHODS.split())
 _GLOBAL_OBJECTS = frozenset(GLOBAL_OBJECTS.split())
 
 
-def _outside(node, src: Text, imports: Mapping[str, str]) -> bool:
+def _outside(node, src: Text, imports: Mapping[str, str], _prefix: str) -> bool:
     """A call of a built-in method (``xs.push``, ``s.split``, ``p.then``, not ``this.push``:
     the class's own) or of a global object's (``Math.max``, unless a file imports that name)."""
     parent = node.parent
