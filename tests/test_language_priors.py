@@ -236,6 +236,15 @@ def test_requests_that_mention_tests_in_any_ecosystems_words() -> None:
     # the word ``test`` itself (``cargo test``, ``#[test]``, ``go test``) names what test code is: no prior
     for query in ("cargo test fails on #[test] picks_the_third_job", "go test ./... hangs"):
         assert prior_for("internal/billing/store_test.go", request_words(query)) is None, query
+    # ... as the user writes it: a ``test`` variable in the code they pasted, a ``Test`` class, are theirs
+    for report in (
+        "Memory leaks on sequence access\n```python\nfor i in range(100):\n    test = ds.SourceImageSequence\n```\n",
+        "error during inference of a class inheriting with `mod.Type`: if a class `Test` inherits from `level.Model`",
+    ):
+        prior = prior_for("tests/test_dataset.py", request_words(report))
+        assert prior is not None and prior.factor == priors.TEST_FACTOR, report
+    prior = prior_for("tests/test_dataset.py", request_words("```python\ntest = ds.X\n```\nthe test passes here"))
+    assert prior is None
     prior = prior_for("src/billing/invoice.spec.ts", request_words("how is an invoice rounded?"))
     assert prior is not None and prior.factor == priors.TEST_FACTOR
 

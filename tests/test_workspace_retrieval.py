@@ -583,3 +583,46 @@ def test_a_test_next_to_a_seed_keeps_its_test_prior(ws: Path) -> None:
     assert "calls invoice.calculate_invoice_total (graph " in why and "test code (×0.3)" in why
     # what the graph gives the caller in the package (``monthly_report``), less the test prior
     assert score < ranked["shop.reports.monthly_report"][0] * 0.5, (score, why)
+
+
+def test_the_many_users_of_a_seed_take_little_of_its_score(tmp_path: Path) -> None:
+    # ``load_rows`` is named; six jobs call it (their modules import it: twelve users). What it
+    # calls is where its problem may lie; one of its many users is not: each takes a share of
+    # the seed's score cut by how many use the seed, and says so
+    root = tmp_path / "ws"
+    (root / "shop" / "jobs").mkdir(parents=True)
+    (root / "shop" / "__init__.py").write_text("")
+    (root / "shop" / "jobs" / "__init__.py").write_text("")
+    (root / "shop" / "store.py").write_text(
+        '"""Rows kept on disk."""\n\n\n'
+        'def _parse_rows(text):\n    """Split a file\'s text into rows."""\n'
+        '    return [line.split(",") for line in text.splitlines()]\n\n\n'
+        'def load_rows(path):\n    """The rows of the file at ``path``."""\n'
+        "    with open(path) as fh:\n        return _parse_rows(fh.read())\n"
+    )
+    for i in range(5):
+        (root / "shop" / "jobs" / f"job_{i}.py").write_text(
+            "from shop.store import load_rows\n\n\n"
+            f'def nightly_{i}(folder):\n    """Job {i}: count what the folder holds."""\n'
+            f'    return len(load_rows(folder + "/part_{i}.csv"))\n'
+        )
+    (root / "shop" / "jobs" / "weekly.py").write_text(
+        "from shop.store import load_rows as fetch\n\n\n"
+        'def weekly(folder):\n    """Sum the week."""\n    return sum(len(fetch(folder + d)) for d in "1234567")\n'
+    )
+    (root / "shop" / "pricing.py").write_text(  # enough other code that the query's words are rare
+        "".join(f"def price_rule_{i}(amount):\n    return round(amount * {i + 1}, 2)\n\n\n" for i in range(80))
+    )
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        ranked = {s.qualname: (score, why) for s, score, why in ranked_for(index, "load_rows returns stale rows")}
+    callee_score, callee_why = ranked["shop.store._parse_rows"]
+    graph_score = float(re.search(r"called by store\.load_rows \(graph ([\d.]+)", callee_why)[1])
+    for q in [f"shop.jobs.job_{i}.nightly_{i}" for i in range(5)] + ["shop.jobs.weekly.weekly"]:
+        score, why = ranked[q]
+        assert score < callee_score, (q, why)
+        found = re.search(r"calls store\.load_rows \(graph ([\d.]+)[^)]*one of many users of \S+ \(×([\d.]+)\)", why)
+        assert found, why  # a share of the seed's score, as much as the callee's times the seed's specificity
+        fan = float(found[2])
+        assert fan < 0.9 and float(found[1]) == pytest.approx(graph_score * fan, rel=0.02), why
+    assert not ranked["shop.jobs.weekly.weekly"][1].startswith("bm25")  # the query does not match it

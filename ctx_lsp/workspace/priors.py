@@ -34,6 +34,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from ctx_lsp.workspace import request_text
 from ctx_lsp.workspace.languages import SOURCE_SUFFIXES, language_of
 
 # Folders whose code is a copy of another project (``requests/packages/urllib3``: a
@@ -102,19 +103,25 @@ AUX_FACTOR = 0.6  # outside the project's package: docs, examples, scripts, benc
 
 ROLES = ("vendored", "generated", "test", "aux")
 _REQUEST_WORD = re.compile(r"[\w][\w./-]*")
+_TEST_WORD = re.compile(r"(?<![\w.])test(?!\w)")  # lower-case: ``Test`` is a class's name
 _LONGEST_FIRST = tuple(sorted(SOURCE_SUFFIXES, key=len, reverse=True))  # ``.mts`` before ``.ts``
 _VERSION = re.compile(r"-\d+\.\d+\.\d+.*$|\.v\d+$")  # ``serde-1.0.188``, ``yaml.v3``
 
 
 def request_words(query: str) -> frozenset[str]:
     """The request's words, lower-cased, as ``prior_for`` compares them: identifiers, paths,
-    and the parts of dotted names and paths."""
+    and the parts of dotted names and paths. ``test`` is a word of the request only as the user
+    writes it (``cargo test``, ``#[test]``, "the test fails"): a ``test`` variable or a ``Test``
+    class in the code they pasted is theirs, not a request about the project's tests."""
     out: set[str] = set()
     for w in _REQUEST_WORD.findall(query.lower()):
         w = w.strip("./-")
         out.add(w)
         if "/" in w or "." in w:
             out.update(p for p in re.split(r"[./]", w) if p)
+    out.discard("test")
+    if _TEST_WORD.search(request_text.without_blocks(query)):
+        out.add("test")
     return frozenset(out)
 
 

@@ -111,6 +111,14 @@ _ERROR_LINE = re.compile(
 )
 
 
+def without_blocks(text: str) -> str:
+    """``text`` with its fenced blocks left out: what the user wrote around the code and output
+    they pasted."""
+    if "```" not in text and "~~~" not in text:
+        return text
+    return _FENCE.sub(" ", text)
+
+
 def output_spans(text: str) -> list[tuple[int, int]]:
     """The fenced blocks of ``text`` that hold output, not code: results, printed values, logs
     (no line of code and no error in them). Their words are values the code does not hold."""

@@ -438,15 +438,24 @@ def _graph_relevance(
             raw.append((nbr, s0 * min(1.0, 0.5 + 0.25 * weight), ref, relation, label))
     if not raw and not entries:
         return
-    stats = graph.node_stats({*entries, *(r[0] for r in raw)})
+    stats = graph.node_stats({*entries, *(r[0] for r in raw), *seed_names})
 
     # neighbour → accumulated strength, score contribution, and the reasons
     strength: dict[str, float] = {}
     share: dict[str, float] = {}
     reasons: dict[str, list[tuple[float, str, str]]] = {}
+    hub_of: dict[str, tuple[float, str]] = {}  # a neighbour → (the least factor, the hub) of its shares
     for q, s, base, relation, other in raw:
         s *= _specificity(stats.get(q, (0.0, 1))[1])
         strength[q] = min(MAX_STRENGTH, strength.get(q, 0.0) + s)
+        if relation == "uses" and other in seeds_set:
+            # One of the many users of a seed (every test and script that calls ``dcmread``) is
+            # not where the seed's problem lies: it takes a share of the seed's score only as
+            # much as the seed is specific (its boost as a lexical hit stays).
+            fan = _specificity(stats.get(other, (0.0, 1))[1])
+            if fan < 1.0:
+                s *= fan
+                hub_of[q] = min(hub_of.get(q, (1.0, "")), (fan, other))
         share[q] = share.get(q, 0.0) + s * base
         reasons.setdefault(q, []).append((s, relation, other))
 
@@ -467,6 +476,8 @@ def _graph_relevance(
                     verb = "called by"
             parts.append(f"{verb} {_short(other) if other in kinds else other}")
         label = ", ".join(parts) + (f" (+{len(best) - 2})" if len(best) > 2 else "")
+        hub = hub_of.get(q)
+        shared = f"; one of many users of {_short(hub[1])} (×{hub[0]:.2f})" if hub is not None else ""
         entry = entries.get(q)
         if entry is not None:
             if entry[0].name == "__all__":  # an export list names everything it exports
@@ -479,13 +490,13 @@ def _graph_relevance(
                 entry[2].append(f"{label} (graph ×{factor:.2f}{how})")
             else:  # a weak lexical hit must not rank below a neighbour that matched nothing
                 entry[1] = via_graph
-                entry[2].append(f"{label} (graph {via_graph:.2f}, above its lexical score{how})")
+                entry[2].append(f"{label} (graph {via_graph:.2f}, above its lexical score{how}{shared})")
         else:
             sym = fetched.get(q)
             if sym is None or sym.kind == "module" or sym.name == "__all__":
                 continue
             score = GRAPH_SHARE * share[q]
-            entries[q] = [sym, score, [f"{label} (graph {score:.2f}{_resolved_how(sym.path)})"]]
+            entries[q] = [sym, score, [f"{label} (graph {score:.2f}{_resolved_how(sym.path)}{shared})"]]
 
     for q, entry in entries.items():
         pct = stats.get(q, (0.0, 0))[0]
