@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctx_lsp.memory.capsules import code_hash
+from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.files import classify_content
 from ctx_lsp.workspace.languages import kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.modules import rust_module
@@ -274,6 +275,51 @@ public class Billing {
     jdk = source.replace(b"package org.shop;", b"package java.util.shop;")
     inside = parse_module("java.base/java/util/shop/Billing.java", jdk).refs
     assert any(target.endswith("|append") for _, target, _ in inside)
+
+
+def test_java_static_calls_are_their_classs_methods() -> None:
+    # ``Jsoup.parse(html)`` is Jsoup's parse, wherever Jsoup is: by its bare name it was the
+    # nearest ``parse`` of any class (or none among several); a call on a variable, a field or a
+    # constant stays a call by name, and the file's own class is its own
+    source = b"""package org.shop;
+
+import org.jsoup.Jsoup;
+
+public class Report {
+    private static final Parser DEFAULT = new Parser();
+    private Parser parser;
+
+    public String render(String html, Parser given) {
+        Object doc = Jsoup.parse(html);
+        Object full = org.jsoup.Jsoup.parse(html, "");
+        Object row = Outer.Inner.of(1);
+        given.parse(html);
+        parser.parse(html);
+        DEFAULT.parse(html);
+        return Report.title() + title();
+    }
+
+    static String title() { return ""; }
+}
+"""
+    refs = refs_of("src/main/java/org/shop/Report.java", source)
+    here = "java|src/main/java/org/shop"
+    assert refs == {
+        ("org.shop.Report", f"{here}|Parser"): 3,
+        ("org.shop.Report.render", f"{here}|Parser"): 1,
+        ("org.shop.Report.render", f"{here}|Jsoup.parse"): 2,
+        ("org.shop.Report.render", f"{here}|Inner.of"): 1,
+        ("org.shop.Report.render", f"{here}|parse"): 3,  # on a parameter, a field, a constant
+        ("org.shop.Report.render", "org.shop.Report.title"): 2,
+    }
+    by_name = {
+        "parse": [("org.jsoup.Jsoup.parse", "src/main/java/org/jsoup/Jsoup.java"),
+                  ("org.shop.Parser.parse", "src/main/java/org/shop/Parser.java")],
+    }  # fmt: skip
+    r = graph.Resolver({}, {}, {}, {}, by_name)
+    assert r.resolve(f"{here}|Jsoup.parse") == "org.jsoup.Jsoup.parse"  # not the nearer Parser.parse
+    assert r.resolve(f"{here}|parse") == "org.shop.Parser.parse"
+    assert r.resolve(f"{here}|StringUtils.isBlank") is None  # no isBlank of a StringUtils here
 
 
 def test_rust_paths_into_the_standard_library_are_no_references() -> None:

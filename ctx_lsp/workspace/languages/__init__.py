@@ -41,7 +41,7 @@ SOURCE_SUFFIXES: tuple[str, ...] = tuple(EXTENSIONS)
 # What the parsers make, in every language: a change to a language's description (its queries,
 # hooks, keywords) or to the walk that changes a symbol bumps it, and indexes made before are
 # built again (``index.db``), as for a new schema.
-PARSER_VERSION = "6"
+PARSER_VERSION = "7"
 LANGUAGES: tuple[str, ...] = tuple(dict.fromkeys(EXTENSIONS.values()))
 
 # Languages whose code can name each other's definitions (TypeScript imports JavaScript; a C++

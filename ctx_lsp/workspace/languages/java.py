@@ -161,6 +161,24 @@ def _outside(node, src: Text, imports: Mapping[str, str], package: str) -> bool:
     return bool(declared) and _jdk(declared, imports)
 
 
+def _owner(node, src: Text) -> str:
+    """The class a static call goes through: ``Jsoup`` of ``Jsoup.parse(html)`` and of
+    ``org.jsoup.Jsoup.parse(html)``, ``Inner`` of ``Outer.Inner.of()``; "" for a call on a
+    variable, a field, ``this``, or a constant (``DEFAULT.parse()``: no lower-case letter)."""
+    parent = node.parent
+    if parent is None or parent.type != "method_invocation" or parent.child_by_field_name("name") != node:
+        return ""
+    receiver = parent.child_by_field_name("object")
+    if receiver is not None and receiver.type == "field_access":
+        receiver = receiver.child_by_field_name("field")
+    if receiver is None or receiver.type != "identifier":
+        return ""
+    name = src(receiver)
+    if not name[:1].isupper() or name.isupper() or _variable_type(receiver, src):
+        return ""
+    return name
+
+
 def _package(root, src: Text) -> str | None:
     for child in root.named_children:
         if child.type == "package_declaration":
@@ -193,6 +211,6 @@ SPECS = {
         comment_types=frozenset({"line_comment", "block_comment"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside),
+        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside, owner=_owner),
     )
 }
