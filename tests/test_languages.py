@@ -98,7 +98,7 @@ def test_rust_module_names_follow_cargo() -> None:
 def test_rust_test_code_is_marked() -> None:
     syms = by_qualname("src/lib.rs")
     assert syms["ledger_core::tests"].decorators == ("test",)
-    assert syms["ledger_core::tests::empty_ledger_has_zero_balance"].decorators == ("test",)
+    assert syms["ledger_core::tests::empty_ledger_has_zero_balance"].decorators == ("test", "test case")
     assert syms["ledger_core::total_balance"].decorators == ()
     assert syms["ledger_core"].docstring == "Ledger core: accounts, postings and the errors they raise."
 
@@ -320,6 +320,56 @@ public class Report {
     assert r.resolve(f"{here}|Jsoup.parse") == "org.jsoup.Jsoup.parse"  # not the nearer Parser.parse
     assert r.resolve(f"{here}|parse") == "org.shop.Parser.parse"
     assert r.resolve(f"{here}|StringUtils.isBlank") is None  # no isBlank of a StringUtils here
+
+
+def test_a_test_case_is_no_references_target() -> None:
+    # jsoup's ElementsTest has a @Test method ``text``: every ``els.text()`` of its file (and, by
+    # name, of the test folder) went to it. A test the runner calls is never what code calls.
+    source = b"""package org.jsoup.select;
+
+import org.junit.jupiter.api.Test;
+
+public class ElementsTest {
+    @Test public void text() {
+        Elements els = Jsoup.parse("<p>x</p>").select("p");
+        assertEquals("x", els.text());
+        helper();
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    void html() { els.text(); }
+
+    void helper() { }
+}
+"""
+    parsed = parse_module("src/test/java/org/jsoup/select/ElementsTest.java", source)
+    marks = {s.qualname: s.decorators for s in parsed.symbols}
+    assert marks["org.jsoup.select.ElementsTest.text"] == ("test", "test case")
+    assert marks["org.jsoup.select.ElementsTest.html"] == ("test", "test case")
+    assert marks["org.jsoup.select.ElementsTest.helper"] == ()
+    here = "java|src/test/java/org/jsoup/select"
+    refs = {(src, target) for src, target, _ in parsed.refs}
+    assert ("org.jsoup.select.ElementsTest.text", f"{here}|text") in refs  # by name: not its own test
+    assert ("org.jsoup.select.ElementsTest.html", f"{here}|text") in refs
+    assert ("org.jsoup.select.ElementsTest.text", "org.jsoup.select.ElementsTest.helper") in refs
+    rust = b"""#[cfg(test)]
+mod tests {
+    fn vec() -> Vec<u8> { Vec::new() }
+
+    #[test]
+    fn parse() { let v = vec(); drop(v); }
+
+    #[tokio::test]
+    async fn run() { parse(); }
+}
+"""
+    parsed = parse_module("src/lib.rs", rust)
+    marks = {s.qualname: s.decorators for s in parsed.symbols}
+    assert marks["crate::tests::vec"] == ("test",)  # a helper only tests call: test code, callable
+    assert marks["crate::tests::parse"] == marks["crate::tests::run"] == ("test", "test case")
+    refs = {(src, target) for src, target, _ in parsed.refs}
+    assert ("crate::tests::parse", "crate::tests::vec") in refs
+    assert ("crate::tests::run", "rust|src|parse") in refs  # not the test ``parse`` beside it
 
 
 def test_rust_paths_into_the_standard_library_are_no_references() -> None:

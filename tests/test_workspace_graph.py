@@ -428,3 +428,39 @@ def test_a_refresh_of_few_files_but_much_source_is_parsed_by_the_pool(
             assert stats.symbols > 0
         finally:
             idx.close()
+
+
+def test_no_reference_by_name_resolves_to_a_test_case(tmp_path: Path) -> None:
+    """A ``@Test`` method named ``text`` was the target of every ``x.text()`` near it: a test the
+    runner calls is no candidate, in the full graph update and in a saved file's resolution."""
+    root = tmp_path / "ws"
+    tests = root / "src" / "test" / "java" / "org" / "shop"
+    main = root / "src" / "main" / "java" / "org" / "shop"
+    tests.mkdir(parents=True)
+    main.mkdir(parents=True)
+    (tests / "PageTest.java").write_text(
+        "package org.shop;\n\nclass PageTest {\n    @Test\n    void text() { }\n\n"
+        '    String title() { return ""; }\n}\n'
+    )
+    (main / "Page.java").write_text(
+        "package org.shop;\n\nclass Page {\n    String render(Node n) { return n.text() + n.title(); }\n}\n"
+    )
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        index.update_graph()
+        callers = {
+            (seed, nbr) for seed, nbr, _, _ in index.neighbours(["org.shop.PageTest.text", "org.shop.PageTest.title"])
+        }
+        assert callers == {("org.shop.PageTest.title", "org.shop.Page.render")}  # a helper is; the test is not
+        (main / "Other.java").write_text(
+            "package org.shop;\n\nclass Other {\n    String a(Node n) { return n.text(); }\n}\n"
+        )
+        index.update_file("src/main/java/org/shop/Other.java", (main / "Other.java").read_bytes())
+        index.update_graph()
+        assert not index.neighbours(["org.shop.PageTest.text"])
+        # the resolver a save's affected names go through reads the index with SQL: the same
+        from ctx_lsp.workspace.index import names
+
+        resolver = names.sql_resolver(index._db.reader())
+        assert resolver.resolve("java|src/main/java/org/shop|text") is None
+        assert resolver.resolve("java|src/main/java/org/shop|title") == "org.shop.PageTest.title"

@@ -17,7 +17,7 @@ import msgspec
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import lookups, search
 from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel, select_in
-from ctx_lsp.workspace.languages import kind_label, language_of, last_part
+from ctx_lsp.workspace.languages import TEST_CASE_MARK, kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
 
@@ -245,11 +245,12 @@ class _KindLookup:
 
 
 class _NameLookup(_KindLookup):
-    """short name → (qualname, path) of each non-module symbol so named."""
+    """short name → (qualname, path) of each non-module symbol so named, test cases aside
+    (nothing calls one by name: ``refgraph.update_graph`` leaves them out the same way)."""
 
     def get(self, name: str, default=None):  # type: ignore[override]
-        sql = "SELECT qualname, path FROM symbols WHERE name = ? AND kind != 'module'"
-        return self.conn.execute(sql, (name,)).fetchall()
+        sql = "SELECT qualname, path FROM symbols WHERE name = ? AND kind != 'module' AND instr(decorators, ?) = 0"
+        return self.conn.execute(sql, (name, f'"{TEST_CASE_MARK}"')).fetchall()
 
 
 class _ModuleLookup(_KindLookup):

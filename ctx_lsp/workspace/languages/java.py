@@ -179,6 +179,25 @@ def _owner(node, src: Text) -> str:
     return name
 
 
+# JUnit 4 and 5's and TestNG's annotations of a test the runner calls
+TEST_ANNOTATIONS = "Test ParameterizedTest RepeatedTest TestFactory TestTemplate"
+_TEST_ANNOTATIONS = frozenset(TEST_ANNOTATIONS.split())
+
+
+def _is_test_case(node, attrs: list, src: Text) -> bool:
+    """A method annotated ``@Test`` (``@org.junit.Test``, ``@ParameterizedTest(…)``, …)."""
+    if node.type != "method_declaration":
+        return False
+    for child in node.children:
+        if child.type == "modifiers":
+            for mark in child.named_children:
+                if mark.type in ("marker_annotation", "annotation"):
+                    name = mark.child_by_field_name("name")
+                    if name is not None and src(name).rpartition(".")[2] in _TEST_ANNOTATIONS:
+                        return True
+    return False
+
+
 def _package(root, src: Text) -> str | None:
     for child in root.named_children:
         if child.type == "package_declaration":
@@ -211,6 +230,8 @@ SPECS = {
         comment_types=frozenset({"line_comment", "block_comment"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside, owner=_owner),
+        hooks=Hooks(
+            name=_name, package=_package, imports=_imports, is_test_case=_is_test_case, outside=_outside, owner=_owner
+        ),
     )
 }

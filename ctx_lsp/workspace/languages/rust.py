@@ -79,9 +79,15 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
 
 
 def _is_test(node, attrs: list, src: Text) -> bool:
+    return _is_test_case(node, attrs, src) or any("".join(src(a).split()) == "#[cfg(test)]" for a in attrs)
+
+
+def _is_test_case(node, attrs: list, src: Text) -> bool:
+    """A function the test runner calls: ``#[test]``, ``#[tokio::test]``, ``#[test_case(…)]``,
+    ``#[rstest]`` (a ``#[cfg(test)]`` helper is called by tests: not one)."""
     for attr in attrs:
         text = "".join(src(attr).split())
-        if text in ("#[test]", "#[cfg(test)]") or text.startswith(("#[tokio::test", "#[test_case", "#[rstest")):
+        if text == "#[test]" or text.startswith(("#[tokio::test", "#[test_case", "#[rstest")):
             return True
     return False
 
@@ -212,6 +218,8 @@ SPECS = {
         leading_types=frozenset({"attribute_item"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, imports=_imports, is_test=_is_test, outside=_outside, owner=_owner),
+        hooks=Hooks(
+            name=_name, imports=_imports, is_test=_is_test, is_test_case=_is_test_case, outside=_outside, owner=_owner
+        ),
     )
 }

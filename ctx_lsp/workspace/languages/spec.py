@@ -61,6 +61,9 @@ class Hooks:
     imports: Callable[[Node, str, Text], list[tuple[str, str]]] | None = None
     # a definition that is test code by its own marks (Rust's ``#[cfg(test)]``, ``#[test]``)
     is_test: Callable[[Node, list[Node], Text], bool] | None = None
+    # a test the runner calls, never the code (Rust's ``#[test] fn``, Java's ``@Test`` method):
+    # no reference by name resolves to it (a ``text()`` call is not jsoup's test ``text``)
+    is_test_case: Callable[[Node, list[Node], Text], bool] | None = None
     # a captured reference that names nothing in the workspace by the language's own rules (Go:
     # ``fmt.Sprintf``, ``t.Errorf`` of a ``t *testing.T``), given the file's imports (local name
     # → target) and what its top-level names are qualified with (Java's package): no edge, where

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctx_lsp.workspace.languages import FAMILY
+from ctx_lsp.workspace.languages import FAMILY, TEST_CASE_MARK, TEST_MARK
 from ctx_lsp.workspace.languages.spec import Loaded, Named
 
 # A file tree-sitter cannot parse in this much CPU time is skipped (never a hang). CPU time, not
@@ -65,6 +65,7 @@ class _Def:
     child_prefix: str
     doc: str
     test: bool
+    case: bool = False  # a test case (``hooks.is_test_case``): never a reference's target
     span: object = None  # the node its code starts at (``TreeBuilder.span``)
     body: object = None  # its body's node, if it has one (``TreeBuilder.body_node``)
 
@@ -292,6 +293,7 @@ class TreeBuilder:
             test = container.test if container is not None else False
             if not test and hooks.is_test is not None:
                 test = hooks.is_test(node, attrs, self.text)
+            case = hooks.is_test_case is not None and hooks.is_test_case(node, attrs, self.text)
             end_line = node.end_point.row - (1 if node.end_point.column == 0 and node.end_point.row > 0 else 0)
             d = _Def(
                 kind=kind,
@@ -305,7 +307,8 @@ class TreeBuilder:
                 parent=parent,
                 child_prefix=children,
                 doc="\n".join(clean_comment(self.text(c)) for c in comments).strip(),
-                test=test,
+                test=test or case,
+                case=case,
                 span=span,
                 body=self._body_node(node),
             )
@@ -507,7 +510,7 @@ def build(
         body = builder.segment(d.start_line, d.end_line)
         words_text = own_text(d.start_line, d.end_line, children) if children else body
         identifiers, _ = scan(words_text, names, noise)
-        decorators = ("test",) if d.test else ()
+        decorators = (TEST_MARK, TEST_CASE_MARK) if d.case else (TEST_MARK,) if d.test else ()
         symbols.append(
             symbol_type(
                 qualname=d.qualname,
@@ -675,6 +678,8 @@ def _references(
     owner_of = loaded.spec.hooks.owner
     sep = loaded.spec.separator
     for d in defs:
+        if d.case:  # nothing calls a test case: ``els.text()`` in ElementsTest is not its test ``text``
+            continue
         local[d.name] = d.qualname if d.name not in local else None  # two of a name: not decided here
         if owner_of is not None and sep in d.qualname:  # ``Cache::new`` of ``crate::cache::Cache::new``
             key = sep.join(d.qualname.rsplit(sep, 2)[-2:])
