@@ -187,14 +187,56 @@ func Print(p *util.Printer, d util.Duration) {
 }
 """
     refs = refs_of("app/app.go", source, tmp_path)
-    # the workspace's own package, a method on a value of a workspace type: references by name
+    # the workspace's own package: its Join, its types; a method on a value of a workspace type:
+    # a reference by name
     assert refs == {
-        ("app.Run", "go|app|Join"): 1,
+        ("app.Run", "go|app|util.Join"): 1,
         ("app.TestRun", "app.Run"): 1,
-        ("app.Print", "go|app|Printer"): 1,
-        ("app.Print", "go|app|Duration"): 1,
+        ("app.Print", "go|app|util.Printer"): 1,
+        ("app.Print", "go|app|util.Duration"): 1,
         ("app.Print", "go|app|Errorf"): 1,
     }
+
+
+def test_go_names_qualified_by_an_imported_package_are_that_packages() -> None:
+    # ``st.Open()`` is package store's Open (an alias), ``cli.NewApp()`` cli's (a /v2 module),
+    # ``yaml.Unmarshal`` yaml's (gopkg.in's .v3): by their bare names each went to the nearest
+    # Open, NewApp, Unmarshal of any package
+    source = b"""package cmd
+
+import (
+	"fmt"
+
+	st "example.com/app/internal/store"
+	"example.com/app/internal/cli/v2"
+	"gopkg.in/yaml.v3"
+)
+
+func Run(db *st.DB) error {
+	s := st.Open("x")
+	fmt.Println(s)
+	cli.NewApp()
+	yaml.Unmarshal(nil, nil)
+	return db.Close()
+}
+"""
+    parsed = parse_module("cmd/run.go", source)
+    assert dict(parsed.imports)["cli"] == "example.com/app/internal/cli/v2"
+    assert {(src, target) for src, target, _ in parsed.refs} == {
+        ("cmd.Run", "go|cmd|store.DB"),
+        ("cmd.Run", "go|cmd|store.Open"),
+        ("cmd.Run", "go|cmd|cli.NewApp"),
+        ("cmd.Run", "go|cmd|yaml.Unmarshal"),
+        ("cmd.Run", "go|cmd|Close"),  # a method on a value: by name
+    }
+    by_name = {
+        "Open": [("cmd.Open", "cmd/open.go"), ("store.Open", "internal/store/db.go")],
+        "Unmarshal": [("cmd.Unmarshal", "cmd/open.go")],
+    }
+    r = graph.Resolver({}, {}, {}, {}, by_name)
+    assert r.resolve("go|cmd|store.Open") == "store.Open"  # not the nearer cmd.Open
+    assert r.resolve("go|cmd|Open") == "cmd.Open"
+    assert r.resolve("go|cmd|yaml.Unmarshal") is None  # yaml is not in the workspace
 
 
 def test_typescript_calls_of_builtin_methods_are_no_references() -> None:

@@ -134,14 +134,16 @@ class Resolver:
         scan of them all per use took 0.9 s of its graph update)."""
         found = self._candidates.get((name, family))
         if found is None:
-            # ``Store::new``, ``Jsoup.parse`` (a name called through its type): only the ``new``
-            # of a ``Store``, the ``parse`` of a ``Jsoup`` (a plain name holds neither separator)
+            # ``Store::new``, ``Jsoup.parse``, ``store.Open`` (a name called through its type or
+            # package): only the ``new`` of a ``Store``, the ``Open`` of package ``store`` (a plain
+            # name holds neither separator)
             sep = "::" if "::" in name else "."
             owner, _, short = name.rpartition(sep)
             rows = sorted(
                 ("".join(f"{part}/" for part in path.split("/")[:-1]), path.count("/"), qualname)
                 for qualname, path in self.by_name.get(short, ())
-                if FAMILY.get(language_of(path) or "") == family and (not owner or qualname.endswith(sep + name))
+                if FAMILY.get(language_of(path) or "") == family
+                and (not owner or qualname == name or qualname.endswith(sep + name))
             )
             found = self._candidates[(name, family)] = ([r[0] for r in rows], [(r[2], r[1]) for r in rows])
         return found

@@ -4,6 +4,7 @@ variables; the comment right above a declaration is its doc (``// Run runs …``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
@@ -79,8 +80,41 @@ def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
         return []
     target = src(path).strip('"`')
     alias = node.child_by_field_name("name")
-    local = src(alias) if alias is not None else target.rpartition("/")[2]
+    local = src(alias) if alias is not None else _package_name(target)
     return [(local, target)] if local not in ("_", ".") else [("*", target)] if local == "." else []
+
+
+_MAJOR = re.compile(r"v[2-9]\d*")
+
+
+def _package_name(path: str) -> str:
+    """The name an import path's package goes by (its package clause, by Go's convention): the
+    last element, before a major version (``…/cli/v2`` is ``cli``) and without gopkg.in's
+    (``gopkg.in/yaml.v3`` is ``yaml``)."""
+    parts = path.split("/")
+    last = parts[-1]
+    if _MAJOR.fullmatch(last) and len(parts) > 1:
+        last = parts[-2]
+    return re.sub(r"\.v\d+$", "", last)
+
+
+def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
+    """The package a name is qualified by, when it is an imported one outside the standard
+    library (``store`` of ``st.Open()`` after ``import st ".../internal/store"``, of a
+    ``store.DB`` type): the reference is to that package's ``Open``, not to the nearest one."""
+    parent = node.parent
+    if parent is None:
+        return ""
+    if parent.type == "qualified_type":
+        operand = parent.child_by_field_name("package")
+    elif parent.type == "selector_expression" and parent.child_by_field_name("field") == node:
+        operand = parent.child_by_field_name("operand")
+    else:
+        return ""
+    if operand is None or operand.type not in ("identifier", "package_identifier"):
+        return ""
+    target = imports.get(src(operand))
+    return _package_name(target) if target is not None and not _standard(target) else ""
 
 
 def _standard(path: str) -> bool:
@@ -152,6 +186,6 @@ SPECS = {
         group_types=frozenset({"type_declaration", "const_declaration", "var_declaration"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside),
+        hooks=Hooks(name=_name, package=_package, imports=_imports, outside=_outside, owner=_owner),
     )
 }

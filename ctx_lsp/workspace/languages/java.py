@@ -161,7 +161,7 @@ def _outside(node, src: Text, imports: Mapping[str, str], package: str) -> bool:
     return bool(declared) and _jdk(declared, imports)
 
 
-def _owner(node, src: Text) -> str:
+def _owner(node, src: Text, _imports: Mapping[str, str]) -> str:
     """The class a static call goes through: ``Jsoup`` of ``Jsoup.parse(html)`` and of
     ``org.jsoup.Jsoup.parse(html)``, ``Inner`` of ``Outer.Inner.of()``; "" for a call on a
     variable, a field, ``this``, or a constant (``DEFAULT.parse()``: no lower-case letter)."""

@@ -146,7 +146,7 @@ def _outside(node, src: Text, imports: Mapping[str, str], _prefix: str) -> bool:
     return _from_std(src(path), imports)
 
 
-def _owner(node, src: Text) -> str:
+def _owner(node, src: Text, _imports: Mapping[str, str]) -> str:
     """The type a call goes through: ``Store`` of ``Store::new()`` and of ``model::Store::new()``;
     "" for a module's function (``fs::read``: lower case), ``Self::``, ``crate::``."""
     parent = node.parent

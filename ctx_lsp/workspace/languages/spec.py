@@ -69,9 +69,10 @@ class Hooks:
     # → target) and what its top-level names are qualified with (Java's package): no edge, where
     # a reference by name would find an unrelated definition
     outside: Callable[[Node, Text, Mapping[str, str], str], bool] | None = None
-    # the type a captured name is called through, when the code says it (Rust's ``Store::new``:
-    # ``Store``): the reference is to that type's ``new``, not to any ``new``; "" when it does not
-    owner: Callable[[Node, Text], str] | None = None
+    # the type (Go: the imported package) a captured name is called through, when the code says
+    # it (Rust's ``Store::new``: ``Store``; Java's ``Jsoup.parse``; Go's ``store.Open``), given the
+    # file's imports: the reference is to that type's ``new``, not to any ``new``; "" when it does not
+    owner: Callable[[Node, Text, Mapping[str, str]], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

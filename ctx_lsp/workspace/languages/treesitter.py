@@ -707,7 +707,7 @@ def _references(
         if outside is not None and outside(n, text, imports, prefix):
             continue
         name = raw.decode("utf-8", "replace")
-        owner = owner_of(n, text) if owner_of is not None else ""
+        owner = owner_of(n, text, imports) if owner_of is not None else ""
         if owner:  # ``Store::new``: Store's, by name only among the ``new`` of a ``Store``
             name = f"{owner}{sep}{name}"
             target = owned.get(name)
