@@ -239,6 +239,40 @@ func Run(db *st.DB) error {
     assert r.resolve("go|cmd|yaml.Unmarshal") is None  # yaml is not in the workspace
 
 
+def test_typescript_static_calls_are_their_classs_when_it_is_found() -> None:
+    # ``Api.create()`` after ``import { ApiClient as Api }`` is ApiClient's create, not the
+    # nearest create of any class; a namespace or default import, a value, a constant stay by name
+    source = b"""import { ApiClient as Api } from "./api/client";
+import * as utils from "./utils";
+import React from "react";
+const DEFAULTS = { merge() {} };
+export class Store {
+  static open(): Store { return new Store(); }
+  load() { Api.create(1); utils.fmt(1); React.createElement("a"); DEFAULTS.merge(); Store.open(); }
+}
+"""
+    refs = {(src, target) for src, target, _ in parse_module("web/src/store.ts", source).refs}
+    load = "web/src/store.Store.load"
+    assert refs == {
+        (load, "js|web/src|ApiClient.create"),
+        (load, "js|web/src|fmt"),
+        (load, "js|web/src|createElement"),
+        (load, "js|web/src|merge"),
+        (load, "web/src/store.Store.open"),  # the file's own
+    }
+    by_name = {
+        "create": [("web/src/store.Store.create", "web/src/store.ts"),
+                   ("web/src/api/client.ApiClient.create", "web/src/api/client.ts")],
+        "open": [("web/src/db.Db.open", "web/src/db.ts")],
+    }  # fmt: skip
+    r = graph.Resolver({}, {}, {}, {}, by_name)
+    assert r.resolve("js|web/src|ApiClient.create") == "web/src/api/client.ApiClient.create"  # not the nearer one
+    # a receiver named like a class that holds no such method (``Config.open()`` of a ``const
+    # Config``): JavaScript's values may be named so, and the bare name decides, as before
+    assert r.resolve("js|web/src|Config.open") == "web/src/db.Db.open"
+    assert graph.Resolver({}, {}, {}, {}, {"new": [("c::x::Pool::new", "x/p.rs")]}).resolve("rust|x|Side::new") is None
+
+
 def test_typescript_calls_of_builtin_methods_are_no_references() -> None:
     # the file defines push and split; xs.push, line.split, Math.max, p.then are the language's.
     # q.push (q: Queue) is left out with them: no edge beats a wrong one, and without types a

@@ -139,14 +139,21 @@ class Resolver:
             # name holds neither separator)
             sep = "::" if "::" in name else "."
             owner, _, short = name.rpartition(sep)
+            candidates = [(q, p) for q, p in self.by_name.get(short, ()) if FAMILY.get(language_of(p) or "") == family]
+            of_owner = [(q, p) for q, p in candidates if not owner or q == name or q.endswith(sep + name)]
+            if not of_owner and family in OWNER_OPTIONAL:
+                of_owner = candidates
             rows = sorted(
                 ("".join(f"{part}/" for part in path.split("/")[:-1]), path.count("/"), qualname)
-                for qualname, path in self.by_name.get(short, ())
-                if FAMILY.get(language_of(path) or "") == family
-                and (not owner or qualname == name or qualname.endswith(sep + name))
+                for qualname, path in of_owner
             )
             found = self._candidates[(name, family)] = ([r[0] for r in rows], [(r[2], r[1]) for r in rows])
         return found
+
+
+# Families whose receivers may be values named like classes (a JavaScript ``const Config = {…}``,
+# a global ``Buffer``): a name found under no class of that name is resolved by its bare name.
+OWNER_OPTIONAL = frozenset({"js"})
 
 
 def pagerank(

@@ -122,6 +122,25 @@ def _outside(node, src: Text, imports: Mapping[str, str], _prefix: str) -> bool:
     return src(node) in _BUILTIN_METHODS and (obj is None or obj.type != "this")
 
 
+def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
+    """The class a static call goes through: ``ApiClient`` of ``ApiClient.create()`` and of
+    ``Api.create()`` after ``import { ApiClient as Api }``; "" for a call on a value (lower
+    case), ``this``, a namespace or default import, or a constant (``DEFAULTS.merge()``)."""
+    parent = node.parent
+    if parent is None or parent.type != "member_expression" or parent.child_by_field_name("property") != node:
+        return ""
+    obj = parent.child_by_field_name("object")
+    if obj is None or obj.type != "identifier":
+        return ""
+    name = src(obj)
+    target = imports.get(name)
+    if target is not None:  # ``{ ApiClient as Api }``: the class's own name
+        module, _, name = target.rpartition(".")
+        if not module or name == "default":
+            return ""
+    return name if name[:1].isupper() and not name.isupper() else ""
+
+
 def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
     if name_node is None:
         return Named("default", "default") if kind in ("function", "class") else None
@@ -189,7 +208,7 @@ def _spec(name: str, grammar: tuple[str, str], definitions: str, references: str
         wrapper_types=frozenset({"export_statement", "ambient_declaration"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
-        hooks=Hooks(name=_name, imports=_imports, outside=_outside),
+        hooks=Hooks(name=_name, imports=_imports, outside=_outside, owner=_owner),
     )
 
 
