@@ -16,6 +16,7 @@ Longer than most modules on purpose: the whole protocol is read in one place.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import sys
@@ -586,6 +587,9 @@ def json_schema() -> dict[str, Any]:
         types += [params, result]
     types += list(NOTIFICATIONS.values())
     (schemas, components) = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
+    for component in components.values():  # a docstring's lines as written: msgspec 0.23 dedents them, 0.22 did not
+        if "description" in component:
+            component["description"] = inspect.cleandoc(component["description"])
     methods = {}
     it = iter(schemas)
     for method in REQUESTS:
