@@ -30,7 +30,7 @@ from ctx_lsp import storage
 from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.workspace.index import texts
 from ctx_lsp.workspace.index.terms import FTS_COLUMNS
-from ctx_lsp.workspace.languages import PARSER_VERSION
+from ctx_lsp.workspace.languages import PARSER_VERSION, TEST_CASE_MARK
 from ctx_lsp.workspace.parse import Symbol
 from ctx_lsp.workspace.secrets import SecretMasker
 
@@ -149,6 +149,10 @@ class IndexedSymbol(Symbol, frozen=True, kw_only=True, gc=False):
     body_tokens: int
     header_tokens: int  # of the line above its body in a prompt (``cards.body_header``)
 
+
+# A test case's mark as it stands in its row's ``decorators`` (a JSON list): what the lookups of
+# candidates for a reference by name leave out (``refgraph.update_graph``, ``names._NameLookup``)
+TEST_CASE_JSON = f'"{TEST_CASE_MARK}"'
 
 # The ``symbols`` columns, named after the ``IndexedSymbol`` fields they hold: the three the index
 # adds to a parsed symbol, the parsed fields stored as they are, the three texts (``texts``),

@@ -16,8 +16,8 @@ import msgspec
 
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import lookups, search
-from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol, normalise_rel, select_in
-from ctx_lsp.workspace.languages import TEST_CASE_MARK, kind_label, language_of, last_part
+from ctx_lsp.workspace.index.db import TEST_CASE_JSON, IndexDb, IndexedSymbol, normalise_rel, select_in
+from ctx_lsp.workspace.languages import kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
 
@@ -250,7 +250,7 @@ class _NameLookup(_KindLookup):
 
     def get(self, name: str, default=None):  # type: ignore[override]
         sql = "SELECT qualname, path FROM symbols WHERE name = ? AND kind != 'module' AND instr(decorators, ?) = 0"
-        return self.conn.execute(sql, (name, f'"{TEST_CASE_MARK}"')).fetchall()
+        return self.conn.execute(sql, (name, TEST_CASE_JSON)).fetchall()
 
 
 class _ModuleLookup(_KindLookup):

@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index import names as index_names
-from ctx_lsp.workspace.index.db import SET_META, IndexDb, select_in, write_transaction
-from ctx_lsp.workspace.languages import TEST_CASE_MARK
+from ctx_lsp.workspace.index.db import SET_META, TEST_CASE_JSON, IndexDb, select_in, write_transaction
 
 
 def resolve_local(db: IndexDb, rel: str, old: set[str], new: set[str]) -> None:
@@ -65,7 +64,6 @@ def update_graph(db: IndexDb) -> float:
         kinds: dict[str, str] = {}
         module_paths: dict[str, str] = {}
         by_name: dict[str, list[tuple[str, str]]] = {}
-        case = f'"{TEST_CASE_MARK}"'  # in a symbol's marks (a JSON list)
         for qualname, name, kind, path, marks in conn.execute(
             "SELECT qualname, name, kind, path, decorators FROM symbols"
         ):
@@ -73,7 +71,7 @@ def update_graph(db: IndexDb) -> float:
                 kinds[qualname] = kind
             if kind == "module":
                 module_paths[qualname] = path
-            elif case not in marks:  # nothing calls a test case by name
+            elif TEST_CASE_JSON not in marks:  # nothing calls a test case by name
                 by_name.setdefault(name, []).append((qualname, path))
         imports: dict[str, dict[str, str]] = {}
         stars: dict[str, list[str]] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text, qualifier
 
 DEFINITIONS = r"""
 (function_declaration name: (_) @name) @definition.function
@@ -102,15 +102,9 @@ def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
     """The package a name is qualified by, when it is an imported one outside the standard
     library (``store`` of ``st.Open()`` after ``import st ".../internal/store"``, of a
     ``store.DB`` type): the reference is to that package's ``Open``, not to the nearest one."""
-    parent = node.parent
-    if parent is None:
-        return ""
-    if parent.type == "qualified_type":
-        operand = parent.child_by_field_name("package")
-    elif parent.type == "selector_expression" and parent.child_by_field_name("field") == node:
-        operand = parent.child_by_field_name("operand")
-    else:
-        return ""
+    operand = qualifier(node, "qualified_type", "name", "package") or qualifier(
+        node, "selector_expression", "field", "operand"
+    )
     if operand is None or operand.type not in ("identifier", "package_identifier"):
         return ""
     target = imports.get(src(operand))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text, qualifier
 
 DEFINITIONS = r"""
 (class_declaration name: (_) @name) @definition.class
@@ -165,12 +165,7 @@ def _owner(node, src: Text, _imports: Mapping[str, str]) -> str:
     """The class a static call goes through: ``Jsoup`` of ``Jsoup.parse(html)`` and of
     ``org.jsoup.Jsoup.parse(html)``, ``Inner`` of ``Outer.Inner.of()``; "" for a call on a
     variable, a field, ``this``, or a constant (``DEFAULT.parse()``: no lower-case letter)."""
-    parent = node.parent
-    if parent is None or parent.type != "method_invocation" or parent.child_by_field_name("name") != node:
-        return ""
-    receiver = parent.child_by_field_name("object")
-    if receiver is not None and receiver.type == "field_access":
-        receiver = receiver.child_by_field_name("field")
+    receiver = qualifier(node, "method_invocation", "name", "object", ("field_access", "field"))
     if receiver is None or receiver.type != "identifier":
         return ""
     name = src(receiver)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text, qualifier
 
 DEFINITIONS = r"""
 (struct_item name: (_) @name) @definition.class
@@ -79,7 +79,9 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
 
 
 def _is_test(node, attrs: list, src: Text) -> bool:
-    return _is_test_case(node, attrs, src) or any("".join(src(a).split()) == "#[cfg(test)]" for a in attrs)
+    """Code compiled for tests only (``#[cfg(test)] mod tests``, a helper); a test case is test
+    code too (the walk counts ``_is_test_case`` as both)."""
+    return any("".join(src(a).split()) == "#[cfg(test)]" for a in attrs)
 
 
 def _is_test_case(node, attrs: list, src: Text) -> bool:
@@ -149,12 +151,7 @@ def _outside(node, src: Text, imports: Mapping[str, str], _prefix: str) -> bool:
 def _owner(node, src: Text, _imports: Mapping[str, str]) -> str:
     """The type a call goes through: ``Store`` of ``Store::new()`` and of ``model::Store::new()``;
     "" for a module's function (``fs::read``: lower case), ``Self::``, ``crate::``."""
-    parent = node.parent
-    if parent is None or parent.type != "scoped_identifier" or parent.child_by_field_name("name") != node:
-        return ""
-    path = parent.child_by_field_name("path")
-    if path is not None and path.type == "scoped_identifier":
-        path = path.child_by_field_name("name")
+    path = qualifier(node, "scoped_identifier", "name", "path", ("scoped_identifier", "name"))
     if path is None or path.type != "identifier":
         return ""
     owner = src(path)

@@ -75,6 +75,22 @@ class Hooks:
     owner: Callable[[Node, Text, Mapping[str, str]], str] | None = None
 
 
+def qualifier(
+    node: Node, parent_type: str, name_field: str, qualifier_field: str, chain: tuple[str, str] | None = None
+) -> Node | None:
+    """What a captured name is qualified by, for a ``hooks.owner``: in a ``parent_type`` node that
+    holds the name in ``name_field``, its ``qualifier_field``, or the last part of a qualifier
+    that is itself a ``chain`` (type, field): ``Store`` of ``model::Store::new``, ``Jsoup`` of
+    ``org.jsoup.Jsoup.parse``. None when the name is not the qualified part of such a node."""
+    parent = node.parent
+    if parent is None or parent.type != parent_type or parent.child_by_field_name(name_field) != node:
+        return None
+    found = parent.child_by_field_name(qualifier_field)
+    if chain is not None and found is not None and found.type == chain[0]:
+        found = found.child_by_field_name(chain[1])
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class LanguageSpec:
     name: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
+from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text, qualifier
 
 _FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 _COMMON = rf"""
@@ -126,10 +126,7 @@ def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
     """The class a static call goes through: ``ApiClient`` of ``ApiClient.create()`` and of
     ``Api.create()`` after ``import { ApiClient as Api }``; "" for a call on a value (lower
     case), ``this``, a namespace or default import, or a constant (``DEFAULTS.merge()``)."""
-    parent = node.parent
-    if parent is None or parent.type != "member_expression" or parent.child_by_field_name("property") != node:
-        return ""
-    obj = parent.child_by_field_name("object")
+    obj = qualifier(node, "member_expression", "property", "object")
     if obj is None or obj.type != "identifier":
         return ""
     name = src(obj)
