@@ -254,9 +254,10 @@ export class Store {
     refs = {(src, target) for src, target, _ in parse_module("web/src/store.ts", source).refs}
     load = "web/src/store.Store.load"
     assert refs == {
-        (load, "js|web/src|ApiClient.create"),
-        (load, "js|web/src|fmt"),
-        (load, "js|web/src|createElement"),
+        # with the definition the imports name, tried first (``test_typescript_imported_names…``)
+        (load, "js|web/src|ApiClient.create|web/src/api/client.ApiClient.create"),
+        (load, "js|web/src|fmt|web/src/utils.fmt"),
+        (load, "js|web/src|createElement"),  # a default import: its own name is not known here
         (load, "js|web/src|merge"),
         (load, "web/src/store.Store.open"),  # the file's own
     }
@@ -271,6 +272,74 @@ export class Store {
     # Config``): JavaScript's values may be named so, and the bare name decides, as before
     assert r.resolve("js|web/src|Config.open") == "web/src/db.Db.open"
     assert graph.Resolver({}, {}, {}, {}, {"new": [("c::x::Pool::new", "x/p.rs")]}).resolve("rust|x|Side::new") is None
+
+
+def test_typescript_imported_names_are_the_definitions_their_imports_name() -> None:
+    # effect's ``Option.isSome(x)`` after ``import * as Option from "./Option"``: by its bare name
+    # it went to the nearest isSome, internal/option's; a named import the same. When the
+    # workspace has no such definition (a package, a re-export through an index file), the name
+    # decides as before
+    source = b"""import * as Option from "./Option";
+import { fmt, parse as toNumber } from "./lib/text";
+import { useState } from "react";
+export function show(o: unknown): string {
+  return Option.isSome(o) ? fmt(toNumber("1")) : `${useState(0)}`;
+}
+"""
+    refs = {target for _, target, _ in parse_module("src/internal/show.ts", source).refs}
+    assert refs == {
+        "js|src/internal|isSome|src/internal/Option.isSome",
+        "js|src/internal|fmt|src/internal/lib/text.fmt",
+        "js|src/internal|toNumber|src/internal/lib/text.parse",
+        "js|src/internal|useState|react.useState",
+    }
+    kinds = {"src/internal/Option.isSome": "variable", "src/internal/lib/text.fmt": "function"}
+    by_name = {
+        "isSome": [("src/internal/option.isSome", "src/internal/option.ts"),
+                   ("src/internal/Option.isSome", "src/internal/Option.ts")],
+        "fmt": [("src/internal/fmt.fmt", "src/internal/fmt.ts")],
+        "useState": [("src/internal/hooks.useState", "src/internal/hooks.ts")],
+    }  # fmt: skip
+    r = graph.Resolver(kinds, {}, {}, {}, by_name)
+    assert r.resolve("js|src/internal|isSome") is None  # two equally near: no edge
+    assert r.resolve("js|src/internal|isSome|src/internal/Option.isSome") == "src/internal/Option.isSome"
+    assert r.resolve("js|src/internal|fmt|src/internal/lib/text.fmt") == "src/internal/lib/text.fmt"
+    # react's useState is not the workspace's: the name decides, as without the import
+    assert r.resolve("js|src/internal|useState|react.useState") == "src/internal/hooks.useState"
+
+
+def test_typescript_syntax_its_grammar_does_not_know_costs_no_definitions() -> None:
+    # variance marks (TypeScript 4.7) and overloads whose generic call signatures stand on lines
+    # of their own, as effect writes them: the grammar read the rest of the file as errors, and
+    # every definition after the first such line was lost (Effect.ts kept 20 of its thousands)
+    source = b"""export interface Cache<in out K, out V> extends Iterable<[K, V]> {
+  readonly get: (key: K) => V
+}
+
+export const match: {
+  <B, A, C = B>(options: { readonly onNone: () => B }): (self: Option<A>) => B | C
+  <A, B, C = B>(
+    self: Option<A>,
+    options: { readonly onNone: () => B }
+  ): B | C
+} = dual(2, (self, { onNone }) => onNone())
+
+export const isSome: <A>(self: Option<A>) => boolean = option.isSome
+
+export function getOrElse<A>(self: Option<A>, orElse: () => A): A {
+  return isSome(self) ? self.value : orElse()
+}
+
+const later = 1 < 2 ? [1,
+  2] : []
+"""
+    parsed = parse_module("src/Option.ts", source)
+    names = {s.qualname: s.kind for s in parsed.symbols}
+    assert {"src/Option.Cache", "src/Option.match", "src/Option.isSome", "src/Option.getOrElse"} <= set(names)
+    cache = next(s for s in parsed.symbols if s.qualname == "src/Option.Cache")
+    assert cache.body.startswith("export interface Cache<in out K, out V>")  # the code as written
+    getter = next(s for s in parsed.symbols if s.qualname == "src/Option.getOrElse")
+    assert (getter.start_line, getter.end_line) == (14, 16)
 
 
 def test_typescript_calls_of_builtin_methods_are_no_references() -> None:
@@ -303,7 +372,7 @@ export function load(q: Queue): Promise<string> {
     assert refs == {
         ("web/src/queue.Queue.drain", "web/src/queue.Queue.push"): 1,  # this.push: the class's own
         ("web/src/queue.load", "web/src/queue.Queue"): 1,  # a type
-        ("web/src/queue.load", "js|web/src|request"): 1,
+        ("web/src/queue.load", "js|web/src|request|web/src/api.request"): 1,
         ("web/src/queue.load", "web/src/queue.split"): 1,
     }
 

@@ -107,6 +107,11 @@ class Resolver:
 
     def _by_name(self, target: str) -> str | None:
         family, folder, name = target.split("|", 2)
+        name, _, via = name.partition("|")
+        if via:  # the definition the file's imports name, when the workspace has it
+            found = self._resolve(via, 0)
+            if found is not None:
+                return found
         here = folder.split("/") if folder else []
         keys, entries = self._named(name, family)
         # the candidates nearest ``here``: those under the deepest of its folders that has any (a

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -73,6 +74,11 @@ class Hooks:
     # it (Rust's ``Store::new``: ``Store``; Java's ``Jsoup.parse``; Go's ``store.Open``), given the
     # file's imports: the reference is to that type's ``new``, not to any ``new``; "" when it does not
     owner: Callable[[Node, Text, Mapping[str, str]], str] | None = None
+    # the definition a captured name is by the file's imports, when they say (TypeScript's
+    # ``fmt`` after ``import { fmt } from './fmt'``, ``utils.fmt`` after ``import * as utils``):
+    # tried first; when the workspace has no such definition (a package, a re-export), the
+    # name decides as without it
+    imported: Callable[[Node, Text, Mapping[str, str]], str | None] | None = None
 
 
 def qualifier(
@@ -114,6 +120,10 @@ class LanguageSpec:
     # C++: a line that is only a macro's call (``JUCE_END_IGNORE_WARNINGS_MSVC``, ``Q_OBJECT``)
     # may be read as blank where that parses with fewer errors (``treesitter``)
     macro_lines: bool = False
+    # what the grammar cannot read, each (pattern, byte): the spans of the pattern's first group
+    # read as that byte, kept unless the file parses with fewer errors as it is (``treesitter``):
+    # TypeScript's variance marks as spaces
+    unreadable: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,8 @@ class ParseFailed(Exception):
 def by_name_target(lang: str, rel: str, name: str) -> str:
     """A reference by name that only the whole workspace can resolve: ``family|dir|name``
     (``graph.Resolver`` prefers a definition of that name in the same language family, in the
-    folder nearest ``dir``)."""
+    folder nearest ``dir``); ``family|dir|name|dotted`` when the file's imports name the
+    definition (``hooks.imported``), which is tried first."""
     return f"{FAMILY.get(lang, lang)}|{rel.rpartition('/')[0]}|{name}"
 
 
@@ -468,7 +469,7 @@ def build(
     """Symbols (the module's first), imports and references of one file. ``prefix`` is what
     top-level names are qualified with (None: the package the file declares, else ``module``)."""
     source = text.encode("utf-8", "surrogatepass")
-    tree = parse_with_deadline(loaded, source)
+    tree = _parse_readable(loaded, source)
     if loaded.spec.macro_lines and tree.root_node.has_error:
         tree = _without_macro_lines(loaded, source, tree)
     root = tree.root_node
@@ -600,6 +601,30 @@ def _without_macro_lines(loaded: Loaded, source: bytes, tree):
     return other if len(_errors(other)) < len(errors) else tree
 
 
+def _parse_readable(loaded: Loaded, source: bytes):
+    """The tree of ``source`` read with what the language's ``unreadable`` patterns find as their
+    bytes, when they find any (one parse, and the error recovery of a file the grammar cannot
+    read is its slowest); the tree of ``source`` as it is when that has fewer errors. Every byte
+    stays where it was: texts are still cut from ``source``."""
+    read = bytearray()
+    for pattern, byte in loaded.spec.unreadable:
+        for m in pattern.finditer(source):
+            if not read:
+                read = bytearray(source)
+            start, end = m.span(1)
+            read[start:end] = byte * (end - start)
+    if not read:
+        return parse_with_deadline(loaded, source)
+    try:
+        tree = parse_with_deadline(loaded, bytes(read))
+    except ParseFailed:
+        return parse_with_deadline(loaded, source)
+    if not tree.root_node.has_error:
+        return tree
+    plain = parse_with_deadline(loaded, source)
+    return tree if len(_errors(tree)) < len(_errors(plain)) else plain
+
+
 _NEAR_BYTES = 200  # an error this close after a macro line may be its doing (the next statement)
 
 
@@ -676,6 +701,7 @@ def _references(
     local: dict[str, str | None] = {}
     owned: dict[str, str | None] = {}  # ``Type::name`` → the file's own definition of it
     owner_of = loaded.spec.hooks.owner
+    imported = loaded.spec.hooks.imported
     sep = loaded.spec.separator
     for d in defs:
         if d.case:  # nothing calls a test case: ``els.text()`` in ElementsTest is not its test ``text``
@@ -715,6 +741,9 @@ def _references(
             target = local.get(name)
         if target is None:
             target = by_name_target(lang, rel, name)
+            via = imported(n, text, imports) if imported is not None else None
+            if via:
+                target = f"{target}|{via}"
         elif target == src or src.startswith(target + sep) or target.startswith(src + sep):
             continue  # itself, an enclosing or a nested definition
         key = (src, target)
