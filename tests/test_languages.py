@@ -308,6 +308,31 @@ export function show(o: unknown): string {
     assert r.resolve("js|src/internal|useState|react.useState") == "src/internal/hooks.useState"
 
 
+def test_javascript_requires_are_imports() -> None:
+    # CommonJS as eslint and webpack write it: ``isInLoop`` after ``const { isInLoop } =
+    # require("./utils/ast-utils")`` went, by its name, to another rule file's own isInLoop
+    source = b"""const astUtils = require("./utils/ast-utils");
+const { isInLoop } = require("./utils/ast-utils.js");
+const { SourceProcessor: HtmlProcessor } = require("./syntax");
+const Linter = require("../linter");
+function create(node) {
+  return isInLoop(node) && astUtils.isNullOrUndefined(node) && new HtmlProcessor() && Linter.verify();
+}
+module.exports = { create };
+"""
+    parsed = parse_module("lib/rules/no-loop.js", source)
+    assert parsed.imports == [
+        ("astUtils", "lib/rules/utils/ast-utils"),
+        ("isInLoop", "lib/rules/utils/ast-utils.isInLoop"),
+    ]  # a renamed key and a name written like a class are left to their names
+    assert {target for _, target, _ in parsed.refs} == {
+        "js|lib/rules|isInLoop|lib/rules/utils/ast-utils.isInLoop",
+        "js|lib/rules|isNullOrUndefined|lib/rules/utils/ast-utils.isNullOrUndefined",
+        "js|lib/rules|HtmlProcessor",
+        "js|lib/rules|Linter.verify",
+    }
+
+
 def test_typescript_syntax_its_grammar_does_not_know_costs_no_definitions() -> None:
     # variance marks (TypeScript 4.7) and overloads whose generic call signatures stand on lines
     # of their own, as effect writes them: the grammar read the rest of the file as errors, and

@@ -72,6 +72,7 @@ _REFERENCES_JSX = r"""
 
 IMPORTS = r"""
 (import_statement) @import
+(variable_declarator value: (call_expression function: (identifier) arguments: (arguments (string)))) @import
 """
 
 # the language's keywords: noise to a search
@@ -168,26 +169,62 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
     return Named(text, text) if text else None
 
 
+def _module_of(spec: str, prefix: str) -> str:
+    """The module an import names: ``./m`` beside the file (``prefix``) as the workspace's module,
+    without its extension; a package's name as written."""
+    if not spec.startswith("."):
+        return spec
+    base = prefix.rpartition("/")[0]
+    parts = [p for p in base.split("/") if p] if base else []
+    for piece in spec.split("/"):
+        if piece == "..":
+            if parts:
+                parts.pop()
+        elif piece not in (".", ""):
+            parts.append(piece)
+    target = "/".join(parts)
+    for ext in (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", ".mts", ".cts"):
+        target = target.removesuffix(ext)
+    return target
+
+
+def _required(node, prefix: str, src: Text) -> list[tuple[str, str]]:
+    """CommonJS: ``const text = require('./text')`` → (text, <module>); ``const { fmt } =
+    require('./text')`` → (fmt, <module>.fmt). A name written like a class (``const Linter =
+    require('./linter')``) is what the module exports, not the module: it is left to its name, as
+    a class's (``hooks.owner``). So is a renamed one (``const { SourceProcessor: HtmlProcessor }``):
+    ``module.exports = { SourceProcessor: HtmlProcessor }`` names a key, not a definition, and
+    webpack's module that does so also defines a ``SourceProcessor`` of its own, another one."""
+    call = node.child_by_field_name("value")
+    callee = call.child_by_field_name("function") if call is not None else None
+    args = call.child_by_field_name("arguments") if call is not None else None
+    if callee is None or args is None or src(callee) != "require":
+        return []
+    string = next((c for c in args.named_children if c.type == "string"), None)
+    bound = node.child_by_field_name("name")
+    if string is None or bound is None:
+        return []
+    target = _module_of(src(string).strip("'\"`"), prefix)
+    if bound.type == "identifier":
+        name = src(bound)
+        return [] if name[:1].isupper() else [(name, target)]
+    out: list[tuple[str, str]] = []
+    if bound.type == "object_pattern":
+        for part in bound.named_children:
+            if part.type == "shorthand_property_identifier_pattern":
+                out.append((src(part), f"{target}.{src(part)}"))
+    return out
+
+
 def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
-    """``import {a as b} from './m'`` → (b, <module of ./m>.a); ``import x from 'pkg'`` → (x, pkg)."""
+    """``import {a as b} from './m'`` → (b, <module of ./m>.a); ``import x from 'pkg'`` → (x, pkg);
+    ``require`` as ``_required`` reads it."""
+    if node.type == "variable_declarator":
+        return _required(node, prefix, src)
     source = node.child_by_field_name("source")
     if source is None:
         return []
-    spec = src(source).strip("'\"`")
-    if spec.startswith("."):
-        base = prefix.rpartition("/")[0]
-        parts = [p for p in base.split("/") if p] if base else []
-        for piece in spec.split("/"):
-            if piece == "..":
-                if parts:
-                    parts.pop()
-            elif piece not in (".", ""):
-                parts.append(piece)
-        target = "/".join(parts)
-        for ext in (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", ".mts", ".cts"):
-            target = target.removesuffix(ext)
-    else:
-        target = spec
+    target = _module_of(src(source).strip("'\"`"), prefix)
     out: list[tuple[str, str]] = []
     clause = next((c for c in node.named_children if c.type == "import_clause"), None)
     if clause is None:
