@@ -308,6 +308,35 @@ export function show(o: unknown): string {
     assert r.resolve("js|src/internal|useState|react.useState") == "src/internal/hooks.useState"
 
 
+def test_typescript_imports_through_an_index_file_reach_the_definition() -> None:
+    # zod's ``import * as z from "./v4"`` then ``z.array(…)``: ./v4 is a folder, its index.ts passes
+    # on what other modules define (``export * from``, ``export { _gte as gte } from``); by its
+    # name ``gte`` went to a test's own gte, or none
+    index = parse_module(
+        "zod/v4/index.ts",
+        b"""export * from "./schemas";
+export * as core from "./core/index.js";
+export { _gte as gte, lt } from "./api";
+""",
+    )
+    assert index.imports == [
+        ("*", "zod/v4/schemas"),
+        ("core", "zod/v4/core/index"),
+        ("gte", "zod/v4/api._gte"),
+        ("lt", "zod/v4/api.lt"),
+    ]
+    user = parse_module("zod/tests/use.ts", b'import * as z from "../v4";\nexport const s = () => z.array(z.gte(1));\n')
+    assert {t for _, t, _ in user.refs} == {"js|zod/tests|array|zod/v4.array", "js|zod/tests|gte|zod/v4.gte"}
+    kinds = {"zod/v4/schemas.array": "function", "zod/v4/api._gte": "function"}
+    modules = {m: f"{m}.ts" for m in ("zod/v4/index", "zod/v4/schemas", "zod/v4/api", "zod/v4/core/index")}
+    imports = {"zod/v4/index.ts": {k: v for k, v in index.imports if k != "*"}}
+    stars = {"zod/v4/index.ts": [v for k, v in index.imports if k == "*"]}
+    by_name = {"gte": [("zod/tests/helpers.gte", "zod/tests/helpers.ts")]}
+    r = graph.Resolver(kinds, modules, imports, stars, by_name)
+    assert r.resolve("js|zod/tests|array|zod/v4.array") == "zod/v4/schemas.array"
+    assert r.resolve("js|zod/tests|gte|zod/v4.gte") == "zod/v4/api._gte"  # not the test helper's gte
+
+
 def test_javascript_requires_are_imports() -> None:
     # CommonJS as eslint and webpack write it: ``isInLoop`` after ``const { isInLoop } =
     # require("./utils/ast-utils")`` went, by its name, to another rule file's own isInLoop

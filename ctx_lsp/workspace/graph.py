@@ -110,6 +110,10 @@ class Resolver:
         name, _, via = name.partition("|")
         if via:  # the definition the file's imports name, when the workspace has it
             found = self._resolve(via, 0)
+            if found is None:  # ``from './lib'``: a folder's index file
+                module, dot, rest = via.partition(".")
+                if dot and f"{module}/index" in self.module_paths:
+                    found = self._resolve(f"{module}/index.{rest}", 0)
             if found is not None:
                 return found
         here = folder.split("/") if folder else []

@@ -72,6 +72,7 @@ _REFERENCES_JSX = r"""
 
 IMPORTS = r"""
 (import_statement) @import
+(export_statement source: (string)) @import
 (variable_declarator value: (call_expression function: (identifier) arguments: (arguments (string)))) @import
 """
 
@@ -216,15 +217,39 @@ def _required(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     return out
 
 
+def _reexports(node, target: str, src: Text) -> list[tuple[str, str]]:
+    """What an index file passes on, read as imports (``graph.Resolver`` follows them as it does
+    Python's re-exports): ``export * from './m'`` → ("*", m), ``export * as ns from './m'`` →
+    (ns, m), ``export { a as b } from './m'`` → (b, m.a)."""
+    out: list[tuple[str, str]] = []
+    for part in node.named_children:
+        if part.type == "namespace_export":
+            ident = next((c for c in part.named_children if c.type == "identifier"), None)
+            if ident is not None:
+                out.append((src(ident), target))
+            return out
+        if part.type == "export_clause":
+            for spec_node in part.named_children:
+                name = spec_node.child_by_field_name("name") if spec_node.type == "export_specifier" else None
+                if name is not None:
+                    alias = spec_node.child_by_field_name("alias")
+                    exported = src(name).strip("'\"")
+                    out.append((src(alias or name).strip("'\""), f"{target}.{exported}"))
+            return out
+    return [("*", target)]
+
+
 def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     """``import {a as b} from './m'`` → (b, <module of ./m>.a); ``import x from 'pkg'`` → (x, pkg);
-    ``require`` as ``_required`` reads it."""
+    ``export … from`` as ``_reexports`` reads it, ``require`` as ``_required`` does."""
     if node.type == "variable_declarator":
         return _required(node, prefix, src)
     source = node.child_by_field_name("source")
     if source is None:
         return []
     target = _module_of(src(source).strip("'\"`"), prefix)
+    if node.type == "export_statement":
+        return _reexports(node, target, src)
     out: list[tuple[str, str]] = []
     clause = next((c for c in node.named_children if c.type == "import_clause"), None)
     if clause is None:
