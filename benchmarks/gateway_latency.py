@@ -13,6 +13,7 @@ request resends, as in an agent's loop (before, the replies were a fixed text no
 and the stored conversation forked at every request). Reported:
 
 - added latency: total time through the gateway minus straight, per request (p50 / p95);
+- the same for its first request after start, which pays for whatever start-up left to build;
 - time to first byte, through vs straight; per-chunk overhead on a 400-chunk streamed reply;
 - the gateway's RSS after the session;
 - cache: the share of each request's input that repeats the previous request's byte for byte in
@@ -357,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
 
     row("measure", "p50", "p95")
     row("added latency per request (through − straight), ms", f"{pct(added, 0.5):.1f}", f"{pct(added, 0.95):.1f}")
+    row("added latency of its first request after start, ms", f"{added[0]:.1f}")
     row("gateway CPU per request (all threads, reply recorded), ms", f"{cpu_ms:.1f}")
     row("time to first byte through the gateway, ms", f"{pct(ttfb_gw, 0.5):.1f}", f"{pct(ttfb_gw, 0.95):.1f}")
     row("time to first byte straight to the upstream, ms", f"{pct(ttfb_up, 0.5):.1f}", f"{pct(ttfb_up, 0.95):.1f}")

@@ -6,9 +6,9 @@ whichever face serves it.
   work on one indexer thread (``index_work``), never on the event loop.
 - ``start``: what the user should know (settings ignored, a memory store that cannot be read),
   the index refreshed (with progress), a cache found unreadable and rebuilt, capsules for the
-  central modules when there are none; then ``ready``, the file watcher, and search's postings
-  prepared on the indexer, off the request path; then what start-up built is set apart from the
-  garbage collector (a full collection no longer walks it).
+  central modules when there are none, what every first plan builds made; then ``ready``, the
+  file watcher, and search's postings prepared on the indexer, off the request path; then what
+  start-up built is set apart from the garbage collector (a full collection no longer walks it).
 - A file saved or changed on disk: re-indexed on the indexer, its capsule checked on the worker
   (``file_saved``); the face is told which capsules became stale.
 - ``close``, in one order: the watcher, a refresh told to stop, the indexer drained (a search
@@ -124,6 +124,9 @@ class WorkspaceHost:
             except Exception as err:  # the index serves without them
                 log.exception("making capsules failed")
                 fail(f"making capsules failed: {err}")
+            # what every first plan builds or reads (the scaffold, the calibration), before the
+            # first request: a gateway's first plan paid 30-40 ms for them on sympy
+            await self.run(sessions.warm)
         except Exception as err:  # requests are answered from the index as it is
             if not self.closing:
                 log.exception("indexing failed")

@@ -80,6 +80,9 @@ async def test_what_start_up_built_is_not_walked_by_each_full_collection(tmp_pat
         await host.search_prepared
         engine = host.engine
         assert engine is not None and gc.get_freeze_count() > 0
+        # and what every first plan built (the scaffold: a gateway's first request waited 30-40 ms
+        # for it on sympy) was built at start-up
+        assert engine._scaffold_cache is not None
         assert not any(o is engine for o in gc.get_objects())  # not in any generation a collection walks
     finally:
         await host.close()

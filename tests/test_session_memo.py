@@ -1,8 +1,8 @@
 """What the store and the sessions engine keep in memory between plans gives what reading
 everything again gives: a session's path after appends, compactions and recounts; its
-compactions; usage statistics after reports; another process's writes seen at once. Older-history
-retrieval over an index grown turn by turn ranks like one made at once, and like the plain BM25
-loop it replaces."""
+compactions; usage statistics after reports, and warmed before any is asked for; another
+process's writes seen at once. Older-history retrieval over an index grown turn by turn ranks
+like one made at once, and like the plain BM25 loop it replaces."""
 
 from __future__ import annotations
 
@@ -87,6 +87,30 @@ def test_usage_statistics_kept_in_order_match_reading_them_all(tmp_path: Path):
             assert kept == again.usage_stats("gpt-4o", session)
             again.close()
     store.close()
+
+
+def test_warmed_usage_statistics_are_read_before_the_first_plan_asks(tmp_path: Path):
+    # a store with months of reports made a face's first plan read them all (3-13 ms for 6,454),
+    # and thirty requests arriving with it waited; warmed at start, a plan reads no report
+    db = tmp_path / "memory.sqlite3"
+    writer = MemoryStore(db)
+    rng = random.Random(5)
+    for n in range(60):
+        estimate = rng.randint(100, 5000)
+        model = ("gpt-4o", "claude-sonnet-4-5")[n % 2]
+        writer.record_usage(
+            f"p{n}", f"s{n % 3}", model, estimate, estimate - 20, estimate + rng.randint(-300, 900), 0, 10
+        )
+    writer.close()
+    cold, warm = MemoryStore(db), MemoryStore(db)
+    warm.warm_usage()
+    read: list[str] = []
+    warm._conn.set_trace_callback(read.append)
+    for model in ("gpt-4o", "claude-sonnet-4-5"):
+        assert warm.usage_stats(model) == cold.usage_stats(model)  # the same statistics
+    assert not [sql for sql in read if "FROM usage" in sql]
+    cold.close()
+    warm.close()
 
 
 def reference(turns, query: str) -> list[tuple[str, float, str]]:

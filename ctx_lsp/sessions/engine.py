@@ -149,6 +149,12 @@ class SessionEngine:
         self.require_memory()
         self._plans.keep(self.open_session(session), query, None, outcome)
 
+    def warm(self) -> None:
+        """What the first requests would read or build, before they come: the workspace's
+        scaffold, and the estimator's calibration of every model the store has reports of."""
+        self.engine.warm()
+        self.store.warm_usage()
+
     def flush(self) -> None:
         """Write what was kept for after the reply (a plan made with ``keep_later``)."""
         self.store.flush()
