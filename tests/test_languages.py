@@ -16,7 +16,7 @@ from ctx_lsp.workspace.files import classify_content
 from ctx_lsp.workspace.languages import kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.modules import rust_module
 from ctx_lsp.workspace.languages.spec import load
-from ctx_lsp.workspace.languages.treesitter import ParseFailed, parse_with_deadline
+from ctx_lsp.workspace.languages.treesitter import ParseFailed, _parse_readable, parse_with_deadline
 from ctx_lsp.workspace.parse import parse_module
 
 POLY = Path(__file__).parent / "fixtures" / "poly_ws"
@@ -690,6 +690,18 @@ def test_parse_time_cap() -> None:
     src = b"fn f() { let x = [" + b"1, " * 400_000 + b"]; }"
     with pytest.raises(ParseFailed):
         parse_with_deadline(loaded, src, seconds=0.0)
+
+
+def test_the_parse_time_cap_holds_for_a_file_read_two_ways() -> None:
+    # a TypeScript file with variance marks is parsed as mended, then as it is when that has
+    # errors: both parses share the one cap, and one the cap stopped gets no second one (it had
+    # a fresh 2 s of its own)
+    loaded = load("typescript")
+    assert loaded is not None
+    src = b"export interface Cache<in out K> { get: (k: K) => K }\nconst x = [" + b"1, " * 200_000 + b"];\n"
+    assert _parse_readable(loaded, src).root_node.has_error is False
+    with pytest.raises(ParseFailed):
+        _parse_readable(loaded, src, seconds=0.0)
 
 
 def test_a_parse_keeps_nothing_of_its_source() -> None:

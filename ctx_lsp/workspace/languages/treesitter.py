@@ -601,7 +601,7 @@ def _without_macro_lines(loaded: Loaded, source: bytes, tree):
     return other if len(_errors(other)) < len(errors) else tree
 
 
-def _parse_readable(loaded: Loaded, source: bytes):
+def _parse_readable(loaded: Loaded, source: bytes, seconds: float = PARSE_SECONDS):
     """The tree of ``source`` read with what the language's ``unreadable`` patterns find as their
     bytes, when they find any (one parse, and the error recovery of a file the grammar cannot
     read is its slowest); the tree of ``source`` as it is when that has fewer errors. Every byte
@@ -614,14 +614,17 @@ def _parse_readable(loaded: Loaded, source: bytes):
             start, end = m.span(1)
             read[start:end] = byte * (end - start)
     if not read:
-        return parse_with_deadline(loaded, source)
-    try:
-        tree = parse_with_deadline(loaded, bytes(read))
-    except ParseFailed:
-        return parse_with_deadline(loaded, source)
+        return parse_with_deadline(loaded, source, seconds)
+    # the two parses share the one cap (a file is never given more than ``seconds``), and a text
+    # the cap stops read one way is not tried the other
+    began = time.thread_time()
+    tree = parse_with_deadline(loaded, bytes(read), seconds)
     if not tree.root_node.has_error:
         return tree
-    plain = parse_with_deadline(loaded, source)
+    try:
+        plain = parse_with_deadline(loaded, source, max(0.0, seconds - (time.thread_time() - began)))
+    except ParseFailed:
+        return tree
     return tree if len(_errors(tree)) < len(_errors(plain)) else plain
 
 
