@@ -126,7 +126,10 @@ class WorkspaceHost:
                 fail(f"making capsules failed: {err}")
             # what every first plan builds or reads (the scaffold, the calibration), before the
             # first request: a gateway's first plan paid 30-40 ms for them on sympy
-            await self.run(sessions.warm)
+            try:
+                await self.run(sessions.warm)
+            except Exception:  # only time is lost: the first plan builds them itself
+                log.exception("preparing the first plan's work failed")
         except Exception as err:  # requests are answered from the index as it is
             if not self.closing:
                 log.exception("indexing failed")

@@ -1,6 +1,7 @@
 """The one host every long-running face serves a workspace with (ctx_lsp/hosting.py): a save under
 `ctx-lsp wrap`'s gateway makes its capsule stale, and closing while search is being prepared
-never crashes, whenever it comes; what start-up built is set apart from the garbage collector."""
+never crashes, whenever it comes; what start-up built is set apart from the garbage collector; a
+warm-up that fails costs only time."""
 
 from __future__ import annotations
 
@@ -87,3 +88,21 @@ async def test_what_start_up_built_is_not_walked_by_each_full_collection(tmp_pat
     finally:
         await host.close()
     assert gc.get_freeze_count() == 0 and any(o is engine for o in gc.get_objects())
+
+
+async def test_a_warm_up_that_fails_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # building what every first plan needs at start-up is an optimisation: when it fails, the
+    # workspace is served as before, and nothing says its indexing failed
+    def broken(self: Engine) -> None:
+        raise RuntimeError("no scaffold today")
+
+    monkeypatch.setattr(Engine, "warm", broken)
+    told: list[str] = []
+    host = WorkspaceHost()
+    await host.open(lambda: Engine(copy_sample(tmp_path / "ws")))
+    try:
+        summary = await host.start(told.append)
+        assert "symbols in" in summary and told == [] and host.ready.is_set()
+        assert host.engine is not None and host.engine._scaffold_cache is None
+    finally:
+        await host.close()
