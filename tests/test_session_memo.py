@@ -73,14 +73,19 @@ def test_the_kept_path_and_compactions_are_what_the_store_holds(tmp_path: Path):
     store.close()
 
 
+def report(store: MemoryStore, n: int, model: str, rng: random.Random) -> None:
+    """A usage report of plan ``n``: an estimate, its raw form, and what the provider counted."""
+    estimate = rng.randint(100, 5000)
+    raw, actual = estimate - rng.randint(0, 50), estimate + rng.randint(-300, 900)
+    store.record_usage(f"p{n}", f"s{n % 3}", model, estimate, raw, actual, 0, 10)
+
+
 def test_usage_statistics_kept_in_order_match_reading_them_all(tmp_path: Path):
     db = tmp_path / "memory.sqlite3"
     store = MemoryStore(db)
     rng = random.Random(4)
     for n in range(40):
-        estimate = rng.randint(100, 5000)
-        store.record_usage(f"p{n}", f"s{n % 3}", "gpt-4o", estimate, estimate - rng.randint(0, 50),
-                           estimate + rng.randint(-300, 900), 0, 10)  # fmt: skip
+        report(store, n, "gpt-4o", rng)
         for session in ("s0", "s1", None):
             kept = store.usage_stats("gpt-4o", session)
             again = MemoryStore(db)
@@ -96,11 +101,7 @@ def test_warmed_usage_statistics_are_read_before_the_first_plan_asks(tmp_path: P
     writer = MemoryStore(db)
     rng = random.Random(5)
     for n in range(60):
-        estimate = rng.randint(100, 5000)
-        model = ("gpt-4o", "claude-sonnet-4-5")[n % 2]
-        writer.record_usage(
-            f"p{n}", f"s{n % 3}", model, estimate, estimate - 20, estimate + rng.randint(-300, 900), 0, 10
-        )
+        report(writer, n, ("gpt-4o", "claude-sonnet-4-5")[n % 2], rng)
     writer.close()
     cold, warm = MemoryStore(db), MemoryStore(db)
     warm.warm_usage()

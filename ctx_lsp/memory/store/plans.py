@@ -242,8 +242,7 @@ class Plans(Database):
                 by_model.setdefault(model, []).append(_text_ratio(raw, actual, media))
             for model, ordered in by_model.items():
                 if ("ratios", model) not in memo:
-                    memo["ratios", model] = sorted(ordered)
-                    memo["recent", model] = collections.deque(ordered[-calibration.WINDOW :], maxlen=calibration.WINDOW)
+                    _keep_ratios(memo, model, ordered)
 
     def usage_stats(self, model: str, session: str | None = None) -> UsageStats:
         """The model's calibration statistics over all its reports, and the session's latest report.
@@ -258,9 +257,7 @@ class Plans(Database):
                     " WHERE model = ? AND raw_estimate > 0 ORDER BY seq",
                     (model,),
                 )
-                ordered = [_text_ratio(*row) for row in rows]
-                ratios = memo["ratios", model] = sorted(ordered)
-                memo["recent", model] = collections.deque(ordered[-calibration.WINDOW :], maxlen=calibration.WINDOW)
+                ratios = _keep_ratios(memo, model, [_text_ratio(*row) for row in rows])
             recent = memo["recent", model]
             last: tuple[int | None, int | None] = (None, None)
             if session is not None:
@@ -374,6 +371,13 @@ def _set_contents(inputs: PlanInput, contents: dict[tuple[int, int, int, int], s
         atoms[a] = replace(atoms[a], messages=tuple(forms[0]), masked_messages=tuple(forms[1]))
         turns[t] = replace(turns[t], atoms=tuple(atoms))
     return replace(inputs, conversation=replace(inputs.conversation, turns=tuple(turns)))
+
+
+def _keep_ratios(memo: dict, model: str, ordered: list[float]) -> list[float]:
+    """A model's ratios in report order, kept sorted (``usage_stats``) and its latest window."""
+    memo["recent", model] = collections.deque(ordered[-calibration.WINDOW :], maxlen=calibration.WINDOW)
+    ratios = memo["ratios", model] = sorted(ordered)
+    return ratios
 
 
 def _text_ratio(raw_estimate: int, actual: int, media: int) -> float:

@@ -44,12 +44,13 @@ class ParseFailed(Exception):
     """The grammar could not parse the file in time (a reason for ``ctx-lsp index`` to show)."""
 
 
-def by_name_target(lang: str, rel: str, name: str) -> str:
+def by_name_target(lang: str, rel: str, name: str, via: str | None = None) -> str:
     """A reference by name that only the whole workspace can resolve: ``family|dir|name``
     (``graph.Resolver`` prefers a definition of that name in the same language family, in the
-    folder nearest ``dir``); ``family|dir|name|dotted`` when the file's imports name the
-    definition (``hooks.imported``), which is tried first."""
-    return f"{FAMILY.get(lang, lang)}|{rel.rpartition('/')[0]}|{name}"
+    folder nearest ``dir``); ``family|dir|name|via`` when the file's imports name the definition
+    (``hooks.imported``: a dotted target), which is tried first."""
+    target = f"{FAMILY.get(lang, lang)}|{rel.rpartition('/')[0]}|{name}"
+    return f"{target}|{via}" if via else target
 
 
 @dataclass(slots=True)
@@ -743,10 +744,7 @@ def _references(
         else:
             target = local.get(name)
         if target is None:
-            target = by_name_target(lang, rel, name)
-            via = imported(n, text, imports) if imported is not None else None
-            if via:
-                target = f"{target}|{via}"
+            target = by_name_target(lang, rel, name, imported(n, text, imports) if imported is not None else None)
         elif target == src or src.startswith(target + sep) or target.startswith(src + sep):
             continue  # itself, an enclosing or a nested definition
         key = (src, target)
