@@ -8,7 +8,8 @@ Each tree is built once under ``benchmarks/.data/`` (or ``$CTX_BENCH_DATA``) and
 second run only prints where the trees are. Beside each tree ``NAME.json`` records its files,
 lines, bytes, files per extension, and the packages (name and version) it was made from, so a
 table quoting a benchmark on it can cite them. A tree holds the source files only (symlinks
-followed, so the copy has none), laid out as in the package.
+followed, so the copy has none) and an npm package's ``package.json`` (what an import of the
+package by its name reaches), laid out as in the package.
 
 | tree         | language(s)    | from                                                                   |
 | ------------ | -------------- | ---------------------------------------------------------------------- |
@@ -47,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA = Path(os.environ.get("CTX_BENCH_DATA") or Path(__file__).resolve().parent / ".data")
-RECIPE_VERSION = 1  # bump when a recipe changes: the trees are rebuilt
+RECIPE_VERSION = 1  # bump when every recipe changes (a tree's own: Tree.recipe): the trees are rebuilt
 
 RUST_ROOT_PACKAGE = "librust-tokio-dev"
 GO_ROOT_PACKAGE = "golang-github-prometheus-client-golang-dev"
@@ -63,6 +64,7 @@ TS_PACKAGES = (
     "@tanstack/react-query@5.108.4",
     "@tanstack/react-router@1.170.46",
 )
+NPM_MANIFEST = "package/package.json"
 JS_PACKAGES = ("webpack@5.113.0", "eslint@10.15.0")
 SYMPY = "sympy==1.14.0"
 JAVA_PACKAGE = "openjdk-17-source"
@@ -88,6 +90,7 @@ class Tree:
     build: Callable[[Path, Path], list[dict[str, str]]]  # (tree dir, downloads dir) → packages
     note: str = ""
     packages: list[dict[str, str]] = field(default_factory=list)
+    recipe: int = 0  # bumped when this tree's recipe changes (added to RECIPE_VERSION)
 
 
 # -- package clients ---------------------------------------------------------------------------
@@ -300,8 +303,8 @@ def _npm_tree(specs: Iterable[str], wanted: Callable[[str], bool], tree: Path, d
     packages = []
     for spec in specs:
         tarball, name, version = _npm_pack(spec, downloads)
-        with tarfile.open(tarball) as data:
-            files = _extract_tar(data, wanted, tree, strip=1, prefix=name.replace("/", "+"))
+        with tarfile.open(tarball) as data:  # with its manifest: imports of it by name resolve to it
+            files = _extract_tar(data, lambda n: wanted(n) or n == NPM_MANIFEST, tree, 1, name.replace("/", "+"))
         packages.append({"registry": "npm", "name": name, "version": version, "files": str(files)})
     return packages
 
@@ -365,8 +368,20 @@ TREES = {
         build_go,
         f"{GO_ROOT_PACKAGE} and its golang-* dependencies, less {', '.join(sorted(GO_EXCLUDE))}",
     ),
-    "ts": Tree("ts-tree", "typescript", build_ts, ".ts/.tsx sources (no .d.ts) of " + ", ".join(TS_PACKAGES)),
-    "js": Tree("js-tree", "javascript", build_js, ".js sources (no .min.js) of " + ", ".join(JS_PACKAGES)),
+    "ts": Tree(
+        "ts-tree",
+        "typescript",
+        build_ts,
+        ".ts/.tsx sources (no .d.ts) and package.json of " + ", ".join(TS_PACKAGES),
+        recipe=1,
+    ),
+    "js": Tree(
+        "js-tree",
+        "javascript",
+        build_js,
+        ".js sources (no .min.js) and package.json of " + ", ".join(JS_PACKAGES),
+        recipe=1,
+    ),
     "java": Tree("java-tree", "java", build_java, f"{JAVA_PREFIX}**.java of {JAVA_PACKAGE}'s src.zip"),
     "c": Tree("c-tree", "c", build_c, f".c/.h of {C_PACKAGE}'s tarball"),
     "cpp": Tree("cpp-tree", "cpp", build_cpp, f"C++ sources and headers of {CPP_PACKAGE} (JUCE modules)"),
@@ -397,7 +412,7 @@ def ensure(key: str, data: Path = DATA) -> tuple[Path, dict]:
     record_path = data / f"{spec.name}.json"
     if tree.is_dir() and record_path.exists():
         record = json.loads(record_path.read_text())
-        if record.get("recipe") == RECIPE_VERSION:
+        if record.get("recipe") == RECIPE_VERSION + spec.recipe:
             return tree, record
     partial = data / f"{spec.name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
@@ -412,7 +427,8 @@ def ensure(key: str, data: Path = DATA) -> tuple[Path, dict]:
         raise Unavailable(f"{spec.name}: the packages held no source files")
     shutil.rmtree(tree, ignore_errors=True)
     partial.rename(tree)
-    record: dict = {"tree": spec.name, "language": spec.language, "recipe": RECIPE_VERSION, "what": spec.note}
+    recipe = RECIPE_VERSION + spec.recipe
+    record: dict = {"tree": spec.name, "language": spec.language, "recipe": recipe, "what": spec.note}
     record.update(measure(tree))
     record["packages"] = packages
     record_path.write_text(json.dumps(record, indent=1) + "\n")

@@ -464,3 +464,76 @@ def test_no_reference_by_name_resolves_to_a_test_case(tmp_path: Path) -> None:
         resolver = names.sql_resolver(index._db.reader())
         assert resolver.resolve("java|src/main/java/org/shop|text") is None
         assert resolver.resolve("java|src/main/java/org/shop|title") == "org.shop.PageTest.title"
+
+
+MONOREPO = {
+    "package.json": '{"name": "acme", "private": true, "workspaces": ["packages/*"]}',
+    # built files named by exports (dist/esm/…) and a subpath pattern; the sources are in src/
+    "packages/core/package.json": """{"name": "@acme/core", "main": "./dist/cjs/index.js",
+        "exports": {".": {"types": "./dist/dts/index.d.ts", "import": "./dist/esm/index.js"},
+                    "./*": "./dist/esm/*.js", "./internal/*": null}}""",
+    "packages/core/src/index.ts": 'export * as Money from "./Money.js"\nexport { parse } from "./parse.js"\n',
+    "packages/core/src/Money.ts": "export function format(cents: number): string { return `${cents}` }\n",
+    "packages/core/src/parse.ts": "export function parse(text: string): number { return Number(text) }\n",
+    # an app with a path alias in its tsconfig (comments and trailing commas, as tsconfig has them)
+    "apps/web/package.json": '{"name": "web"}',
+    "apps/web/tsconfig.json": """{
+        // the app's own aliases
+        "extends": "./tsconfig.base.json",
+        "compilerOptions": { "strict": true, },
+    }""",
+    "apps/web/tsconfig.base.json": '{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["./src/*"]}}}',
+    "apps/web/src/lib/format.ts": "export function format(n: number): string { return n.toFixed(2) }\n",
+    "apps/web/src/checkout.ts": """import { Money, parse } from "@acme/core"
+import * as M from "@acme/core/Money"
+import { format } from "@/lib/format"
+
+export function total(text: string): string {
+  return Money.format(parse(text)) + M.format(1) + format(2)
+}
+""",
+    # the package importing itself by its name, as effect's sources do
+    "packages/core/src/sum.ts": 'import { Money } from "@acme/core"\nexport const sum = (n) => Money.format(n)\n',
+}
+
+
+def test_bare_imports_reach_the_workspaces_own_packages_and_path_aliases(tmp_path: Path) -> None:
+    """``from "@acme/core"`` in a monorepo is the workspace's package (its ``exports`` name built
+    files: the source beside them decides), ``from "@/lib/format"`` a tsconfig alias (through
+    ``extends``); both were left to the bare name, and ``format`` is defined twice."""
+    root = tmp_path / "ws"
+    for rel, text in MONOREPO.items():
+        write(root, rel, text)
+    expected = {
+        "packages/core/src/Money.format",
+        "packages/core/src/parse.parse",
+        "apps/web/src/lib/format.format",
+    }
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        index.update_graph()
+        assert calls(index, "apps/web/src/checkout.total") == expected
+        assert calls(index, "packages/core/src/sum.sum") == {"packages/core/src/Money.format"}
+        # a save resolves through the index's SQL resolver: the same answers (a folder's index file
+        # there raised a TypeError: the SQL lookup has no ``in``)
+        write(root, "apps/web/src/util/index.ts", "export function round2(n: number) { return n }\n")
+        index.update_file("apps/web/src/util/index.ts", (root / "apps/web/src/util/index.ts").read_bytes())
+        source = 'import * as U from "./util"\n' + (root / "apps/web/src/checkout.ts").read_text()
+        source += "\nexport const again = () => U.round2(parse('1'))\n"
+        index.update_file("apps/web/src/checkout.ts", source.encode())
+        assert calls(index, "apps/web/src/checkout.again") == {
+            "packages/core/src/parse.parse",
+            "apps/web/src/util/index.round2",
+        }
+        assert calls(index, "apps/web/src/checkout.total") == expected
+        # a closed subpath (``"./internal/*": null``) and a package not in the workspace name nothing here
+        from ctx_lsp.workspace.languages.specifiers import ImportMap
+
+        specifiers = ImportMap(str(root), lambda: {"packages/core/src", "apps/web/src"})
+        assert specifiers.modules("react", "packages/core/src") == []
+        assert specifiers.modules("@acme/core/internal/x", "packages/core/src") == []
+        assert specifiers.modules("@acme/core/Money", "packages/core/src")[:3] == [
+            "packages/core/dist/esm/Money",
+            "packages/core/dist/esm/Money/index",
+            "packages/core/src/Money",
+        ]

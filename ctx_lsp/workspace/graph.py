@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from ctx_lsp.workspace.languages import FAMILY, language_of
+from ctx_lsp.workspace.languages.specifiers import ImportMap
 
 DAMPING = 0.85
 MAX_ITERATIONS = 50
@@ -48,12 +49,14 @@ class Resolver:
         imports: Mapping[str, Mapping[str, str]],
         stars: Mapping[str, list[str]] | None = None,
         by_name: Mapping[str, list[tuple[str, str]]] | None = None,
+        specifiers: ImportMap | None = None,
     ) -> None:
         self.kinds = kinds  # qualname → kind, every indexed symbol
         self.module_paths = module_paths  # module qualname → path
         self.imports = imports  # path → {local name: target}
         self.stars = stars or {}  # path → targets of its ``from x import *``
         self.by_name = by_name or {}  # short name → (qualname, path) of each non-module symbol
+        self.specifiers = specifiers  # what a TS/JS bare specifier names in the workspace
         self._memo: dict[str, str | None] = {}
         # (short name, language family) → the folders and (qualname, depth) of each symbol of that
         # name, sorted by folder, worked out once: a common name (``new``) is looked up from many
@@ -110,10 +113,8 @@ class Resolver:
         name, _, via = name.partition("|")
         if via:  # the definition the file's imports name, when the workspace has it
             found = self._resolve(via, 0)
-            if found is None:  # ``from './lib'``: a folder's index file
-                module, dot, rest = via.partition(".")
-                if dot and f"{module}/index" in self.module_paths:
-                    found = self._resolve(f"{module}/index.{rest}", 0)
+            if found is None:
+                found = self._imported_module(via, folder)
             if found is not None:
                 return found
         here = folder.split("/") if folder else []
@@ -136,6 +137,22 @@ class Resolver:
         best = max(found.values())
         nearest = [q for q, score in found.items() if score == best]
         return nearest[0] if len(nearest) == 1 else None
+
+    def _imported_module(self, via: str, folder: str) -> str | None:
+        """``module.rest`` where the module is not one as written: ``from './lib'`` is a folder's
+        index file; ``from 'effect/Effect'`` or ``from '@/lib/fmt'`` is one of the workspace's own
+        packages or path aliases (``specifiers``)."""
+        module, dot, rest = via.partition(".")
+        if not dot:
+            return None
+        if self.module_paths.get(f"{module}/index") is not None:
+            return self._resolve(f"{module}/index.{rest}", 0)
+        if self.specifiers is None:
+            return None
+        for candidate in self.specifiers.modules(module, folder):
+            if self.module_paths.get(candidate) is not None:
+                return self._resolve(f"{candidate}.{rest}", 0)  # the first the workspace has decides
+        return None
 
     def _named(self, name: str, family: str) -> tuple[list[str], list[tuple[str, int]]]:
         """The definitions called ``name`` in ``family``, by folder (``a/b/``), sorted: worked out

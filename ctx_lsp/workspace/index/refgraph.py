@@ -17,6 +17,7 @@ from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index import names as index_names
 from ctx_lsp.workspace.index.db import SET_META, TEST_CASE_JSON, IndexDb, select_in, write_transaction
+from ctx_lsp.workspace.languages.specifiers import ImportMap, script_folders
 
 
 def resolve_local(db: IndexDb, rel: str, old: set[str], new: set[str]) -> None:
@@ -47,7 +48,7 @@ def resolve_local(db: IndexDb, rel: str, old: set[str], new: set[str]) -> None:
             )
         if not affected:
             return
-        resolver = index_names.sql_resolver(conn)
+        resolver = index_names.sql_resolver(conn, str(db.root))
         rows = [(resolver.resolve(target), target) for target in sorted(affected)]
         with write_transaction(conn):
             conn.executemany("UPDATE targets SET resolved = 1, dst = ? WHERE name = ?", rows)
@@ -84,7 +85,9 @@ def update_graph(db: IndexDb) -> float:
             i: (name, dst if done else "")
             for i, name, done, dst in conn.execute("SELECT id, name, resolved, dst FROM targets")
         }
-        resolver = graph.Resolver(kinds, module_paths, imports, stars, by_name)
+        folders = script_folders(module_paths.values())
+        specifiers = ImportMap(str(db.root), lambda: folders)
+        resolver = graph.Resolver(kinds, module_paths, imports, stars, by_name, specifiers)
         resolved: dict[int, str | None] = {}  # target id → the symbol it names
         index_of: dict[str, int] = {}
         names: list[str] = []
@@ -114,7 +117,7 @@ def update_graph(db: IndexDb) -> float:
         previous = dict(conn.execute("SELECT qualname, rank FROM centrality").fetchall())
     finally:
         conn.execute("COMMIT")
-    del kinds, module_paths, imports, stars, by_name, resolver
+    del kinds, module_paths, imports, stars, by_name, resolver, specifiers
     start = [previous.get(q, 0.0) for q in names] if previous else None
     mask = (1 << 32) - 1
     ranks, _ = graph.pagerank(len(names), ((k >> 32, k & mask, w) for k, w in weights.items()), start=start)
