@@ -14,11 +14,12 @@ import msgspec
 import pytest
 
 from ctx_lsp.core import planner
-from ctx_lsp.core.items import PlanInput
+from ctx_lsp.core.items import Message, PlanInput
 from ctx_lsp.engine import Engine, PlanRequest
 from ctx_lsp.memory.store import MemoryStore
 from ctx_lsp.memory.store.plans import CANDIDATE
 from ctx_lsp.sessions import SessionEngine, SessionPlanRequest
+from ctx_lsp.sessions.exchanges import Exchange
 from tests.workspaces import copy_sample
 
 QUERIES = ("how is the invoice total calculated with tax?", "how are discounts applied to an invoice?")
@@ -140,3 +141,24 @@ def test_the_plan_id_still_names_every_input_of_a_symbols_code(core: SessionEngi
         candidates = list(inputs.candidates)
         candidates[body] = msgspec.structs.replace(candidates[body], **change)
         assert planner.plan_id_for(msgspec.structs.replace(inputs, candidates=tuple(candidates))) != base, change
+
+
+def test_a_gateway_request_does_not_write_another_conversations_plan_on_its_time(core: SessionEngine, tmp_path: Path):
+    """Thirty new conversations at once queue on the engine: each request's plan wrote the plan
+    the one before kept for after its reply (the gateway's 30-stream p99). A request's own writes
+    leave them put off; the flush after a reply writes them all, and a put-off write that fails
+    loses only itself."""
+    db = raw(tmp_path)
+    kept = []
+    for n in range(3):
+        messages = [Message(id="", role="user", content=f"conversation {n}: {QUERIES[n % 2]}")]
+        kept.append(core.plan_exchange(Exchange(session=f"c{n}", model="gpt-4o", system="Agent", messages=messages)))
+        if n == 0:
+            core.store.later(lambda conn: conn.execute("INSERT INTO no_such_table VALUES (1)"))
+    assert db.execute("SELECT count(*) FROM plans").fetchone()[0] == 0
+    core.flush()
+    ids = {k.outcome.result.plan.plan_id for k in kept}
+    assert {r[0] for r in db.execute("SELECT id FROM plans")} == ids
+    later = plan(core, QUERIES[0], keep_later=True)
+    core.set_mode("s", "light")  # a write that is no request's plan still writes what was put off first
+    assert db.execute("SELECT count(*) FROM plans WHERE id = ?", (later.result.plan.plan_id,)).fetchone()[0] == 1

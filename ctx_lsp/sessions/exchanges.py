@@ -115,7 +115,9 @@ class Exchanges:
     chained: dict[tuple[str | None, Message], str] = field(default_factory=dict)
 
     def plan(self, ex: Exchange) -> ExchangePlan:
-        with self.shared.store.batch():  # the sync and the plan's writes, one commit
+        # the sync and the plan's writes, one commit; other requests' plans kept for after their
+        # replies are not written on this one's time
+        with self.shared.store.batch(hold=True):
             return self._plan(ex)
 
     def _follow(self, ex: Exchange, ids: list[str]) -> tuple[Exchange, int, str]:

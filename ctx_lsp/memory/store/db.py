@@ -60,6 +60,7 @@ class Database:
         self._committed: list[Callable[[], None]] = []  # what to note once the transaction commits
         self.text_keys = bodies.TextKeys()  # hashes of texts seen, and which are stored
         self._depth = 0  # open transactions: 1, and savepoints inside a batch
+        self._holding = False  # inside ``batch(hold=True)``: writes put off stay put off
         self._memo: dict[Any, Any] = {}  # reads kept between requests (``memo``)
         self._memo_version: int | None = None
         if db_path is not None:
@@ -93,30 +94,37 @@ class Database:
         """One short write transaction; other processes wait on the busy timeout. Inside
         ``batch``, a savepoint of the batch's transaction."""
         with self._lock:
-            self.flush()
+            if not self._holding:
+                self.flush()
             with self._transaction() as conn:
                 yield conn
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, hold: bool = False) -> Iterator[None]:
         """The writes made inside, in one transaction: a request that writes a dozen times (the
         gateway recording a reply and its cost, and the plan its request kept for later) pays for
         one commit. Each write is a savepoint of
         it, so a write that fails undoes only itself, and what the others wrote is committed
-        even when the work inside fails — as if each had been a transaction of its own."""
+        even when the work inside fails — as if each had been a transaction of its own.
+
+        ``hold``: a request waits on what is inside (the gateway planning a request before it
+        forwards it): the writes other requests put off stay put off, for the flush after their
+        replies (or a read of plans), instead of landing on this request's time — thirty new
+        conversations at once each wrote the one before's plan."""
         with self._lock:
             if self._depth:  # inside another batch: part of it
                 yield
                 return
             self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._depth, self._holding = 1, hold
             try:
-                # what was put off goes in the same commit (a savepoint of its own: a failure
-                # there undoes only it): one commit a gateway request fewer
-                self.flush()
+                if not hold:
+                    # what was put off goes in the same commit (a savepoint of its own: a failure
+                    # there undoes only it): one commit a gateway request fewer
+                    self.flush()
                 yield
             finally:
-                self._depth = 0
+                self._depth, self._holding = 0, False
                 self._commit()
 
     @contextmanager
@@ -211,11 +219,15 @@ class Database:
                 return
             pending, self._later = self._later, []
             try:
-                with self._transaction() as conn:
-                    for write in pending:
-                        write(conn)
+                with self._transaction():
+                    for write in pending:  # each a savepoint: what one notes (texts stored) the next sees
+                        try:
+                            with self._savepoint() as conn:
+                                write(conn)
+                        except Exception:
+                            log.exception("a write put off until after the reply failed; what it kept is lost")
             except Exception:
-                log.exception("a write put off until after the reply failed; what it kept is lost")
+                log.exception("writes put off until after the reply failed; what they kept is lost")
 
     @contextmanager
     def reading(self, flush: bool = False) -> Iterator[sqlite3.Connection]:
