@@ -789,6 +789,8 @@ def test_a_code_hosts_link_to_a_line_names_the_file_and_the_line() -> None:
         "https://github.com/o/p/blob/81598e4/pvlib/singlediode.py#L644-L649,\n"
         "[see](https://gitlab.com/g/p/-/blob/main/src/exec/mod.rs#L40) or\n"
         "https://bitbucket.org/o/p/src/abc123/lib/y.py#lines-9 and the whole https://github.com/o/p/blob/main/z/q.py\n"
+        # a blame view points at its line as well (pvlib's report linked ``blame/master/…#L1589-L1606``)
+        "https://github.com/o/p/blame/master/pvlib/tools.py#L1589-L1606 and https://gitlab.com/g/p/-/blame/v2/a/b.go#L7\n"
     )
     assert signals.read(text).locations == (
         ("pvlib/modelchain.py", 1525),
@@ -796,5 +798,7 @@ def test_a_code_hosts_link_to_a_line_names_the_file_and_the_line() -> None:
         ("src/exec/mod.rs", 40),
         ("lib/y.py", 9),
         ("z/q.py", None),
+        ("pvlib/tools.py", 1589),
+        ("a/b.go", 7),
     )
-    assert "blob" not in signals.read(text).search_text  # the address is still no search words
+    assert not {"blob", "blame"} & set(signals.read(text).search_text.split())  # the address is no search words

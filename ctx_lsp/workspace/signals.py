@@ -127,11 +127,12 @@ _PATH = re.compile(
     r"(?::(?P<line>\d+)(?::\d+)?|\((?P<tsc_line>\d+),\d+\))?(?![\w/]|\.\w)"
 )
 # A code host's link to a file, at a line or not: GitHub's and Gitea's ``…/blob/<ref>/pkg/mod.py#L1525``
-# (``#L344-L345``), GitLab's ``…/-/blob/<ref>/…``, Bitbucket's ``…/src/<ref>/…#lines-12``. The path
-# after the ref is the repository's own: a report links the line it means (at its ref, which may
-# be a later commit than the tree: a line that moved points near)
+# (``#L344-L345``) and ``…/blame/<ref>/…``, GitLab's ``…/-/blob/<ref>/…`` and ``…/-/blame/…``,
+# Bitbucket's ``…/src/<ref>/…#lines-12``. The path after the ref is the repository's own: a report
+# links the line it means (at its ref, which may be a later commit than the tree: a line that
+# moved points near)
 _CODE_LINK = re.compile(
-    rf"://[^\s/]+/(?:[^\s/]+/)+?(?:-/)?(?:blob|src)/[^\s/]+/(?P<path>[^\s#?)\]>]+\.(?:{_EXT}))"
+    rf"://[^\s/]+/(?:[^\s/]+/)+?(?:-/)?(?:blob|blame|src)/[^\s/]+/(?P<path>[^\s#?)\]>]+\.(?:{_EXT}))"
     r"(?:\?[^\s#)\]>]*)?(?:#(?:L|lines-)(?P<line>\d+))?"
 )
 # products named like a file: not a path in the workspace
