@@ -479,7 +479,7 @@ MONOREPO = {
     "apps/web/package.json": '{"name": "web"}',
     "apps/web/tsconfig.json": """{
         // the app's own aliases
-        "extends": "./tsconfig.base.json",
+        "extends": ["@tsconfig/strictest/tsconfig.json", "./tsconfig.base.json"],
         "compilerOptions": { "strict": true, },
     }""",
     "apps/web/tsconfig.base.json": '{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["./src/*"]}}}',

@@ -253,6 +253,8 @@ def _read_aliases(root: str, path: str) -> _Aliases | None:
             paths = {k: [t for t in v if isinstance(t, str)] for k, v in written if isinstance(v, list)}
             paths_dir = here
         parent = data.get("extends")
+        if isinstance(parent, list):  # TypeScript 5: the last one wins where they disagree
+            parent = next((p for p in reversed(parent) if isinstance(p, str) and p.startswith(".")), None)
         if (base is not None and paths is not None) or not isinstance(parent, str) or not parent.startswith("."):
             break
         path = os.path.normpath(os.path.join(os.path.dirname(path), parent))
