@@ -537,3 +537,31 @@ def test_bare_imports_reach_the_workspaces_own_packages_and_path_aliases(tmp_pat
             "packages/core/dist/esm/Money/index",
             "packages/core/src/Money",
         ]
+
+
+def test_broken_manifests_and_configs_count_as_absent(tmp_path: Path) -> None:
+    """A package.json or tsconfig.json that cannot be read (not JSON, not an object, too large,
+    an ``extends`` cycle, an ``extends`` outside the workspace) names nothing, and never raises."""
+    from ctx_lsp.workspace.languages.specifiers import ImportMap
+
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"compilerOptions": {"paths": {"#/*": ["/etc/*"]}}}')
+    root = tmp_path / "ws"
+    files = {
+        "a/package.json": "{ not json",
+        "b/package.json": '["@x/b"]',
+        "c/package.json": '{"name": 7}',
+        "d/package.json": '{"name": "@x/d", "pad": "' + "x" * (1024 * 1024) + '"}',
+        "e/package.json": '{"name": "@x/e", "exports": ["./lib/main.js", {"import": "./esm/main.mjs"}]}',
+        "e/tsconfig.json": '{"extends": "./loop.json"}',
+        "e/loop.json": '{"extends": "./tsconfig.json"}',
+        "f/tsconfig.json": '{"extends": "../../elsewhere.json"}',
+    }
+    for rel, text in files.items():
+        write(root, rel, text)
+    folders = {"a/src", "b/src", "c/src", "d/src", "e/src", "f/src"}
+    specifiers = ImportMap(str(root), lambda: folders)
+    for spec in ("@x/a", "@x/b", "@x/c", "@x/d", "#/passwd"):
+        assert specifiers.modules(spec, "f/src") == [], spec
+    found = specifiers.modules("@x/e", "e/src")
+    assert found[:4] == ["e/lib/main", "e/lib/main/index", "e/src/main", "e/src/main/index"]

@@ -25,6 +25,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 _MAX_CONFIG_BYTES = 1024 * 1024
 _MAX_EXTENDS = 4  # ``extends`` hops followed (cycles, deep chains)
@@ -39,21 +40,17 @@ _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 SCRIPT_SUFFIXES = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
 
 
+@dataclass(frozen=True, slots=True)
 class _Package:
-    __slots__ = ("entries", "exports", "folder")
-
-    def __init__(self, folder: str, exports: dict[str, list[str]], entries: list[str]) -> None:
-        self.folder = folder  # relative to the root ("" at the root)
-        self.exports = exports  # "." / "./sub" / "./x/*" → its targets, in the order written
-        self.entries = entries  # source, types, module, main: what "." is without ``exports``
+    folder: str  # relative to the root ("" at the root)
+    exports: dict[str, list[str]]  # "." / "./sub" / "./x/*" → its targets, in the order written
+    entries: list[str]  # source, types, module, main: what "." is without ``exports``
 
 
+@dataclass(frozen=True, slots=True)
 class _Aliases:
-    __slots__ = ("base", "paths")
-
-    def __init__(self, base: str | None, paths: list[tuple[str, list[str]]]) -> None:
-        self.base = base  # baseUrl, relative to the root; None when the config sets none
-        self.paths = paths  # (pattern, targets relative to the root), longest prefix first
+    base: str | None  # baseUrl, relative to the root; None when the config sets none
+    paths: list[tuple[str, list[str]]]  # (pattern, targets relative to the root), longest prefix first
 
 
 _UNREAD = _Aliases(None, [])  # a folder's config not looked for yet (None: looked for, none)
