@@ -241,7 +241,8 @@ func Run(db *st.DB) error {
 
 def test_typescript_static_calls_are_their_classs_when_it_is_found() -> None:
     # ``Api.create()`` after ``import { ApiClient as Api }`` is ApiClient's create, not the
-    # nearest create of any class; a namespace or default import, a value, a constant stay by name
+    # nearest create of any class; a namespace or default import goes by what it imports, a value
+    # and a constant by name
     source = b"""import { ApiClient as Api } from "./api/client";
 import * as utils from "./utils";
 import React from "react";
@@ -257,7 +258,8 @@ export class Store {
         # with the definition the imports name, tried first (``test_typescript_imported_names…``)
         (load, "js|web/src|ApiClient.create|web/src/api/client.ApiClient.create"),
         (load, "js|web/src|fmt|web/src/utils.fmt"),
-        (load, "js|web/src|createElement"),  # a default import: its own name is not known here
+        # a default import: its module's default (not in the workspace here: the name decides)
+        (load, "js|web/src|createElement|react.default.createElement"),
         (load, "js|web/src|merge"),
         (load, "web/src/store.Store.open"),  # the file's own
     }

@@ -565,3 +565,27 @@ def test_broken_manifests_and_configs_count_as_absent(tmp_path: Path) -> None:
         assert specifiers.modules(spec, "f/src") == [], spec
     found = specifiers.modules("@x/e", "e/src")
     assert found[:4] == ["e/lib/main", "e/lib/main/index", "e/src/main", "e/src/main/index"]
+
+
+def test_a_default_import_reaches_what_the_module_exports_as_its_default(tmp_path: Path) -> None:
+    """``import Btn from '../Button'`` then ``<Btn/>`` is the module's ``export default function
+    Button``, though another ``Button`` is nearer by name (before: a default import was left to
+    its name — ``Btn`` named nothing, and ``Button`` would have been the nearer one); a local
+    ``export { helper as util }`` is followed the same way."""
+    root = tmp_path / "ws"
+    write(
+        root,
+        "src/Button.tsx",
+        "export default function Button() { return <b/> }\nfunction helper() {}\nexport { helper as util }\n",
+    )
+    write(root, "src/widgets/Button.tsx", "export function Button() { return <i/> }\n")
+    write(
+        root,
+        "src/widgets/Panel.tsx",
+        "import Btn from '../Button'\nimport { util } from '../Button'\n\n"
+        "export function Panel() { util(); return <Btn/> }\n",
+    )
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        index.update_graph()
+        assert calls(index, "src/widgets/Panel.Panel") == {"src/Button.Button", "src/Button.helper"}

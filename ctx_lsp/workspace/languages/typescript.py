@@ -73,6 +73,8 @@ _REFERENCES_JSX = r"""
 IMPORTS = r"""
 (import_statement) @import
 (export_statement source: (string)) @import
+(export_statement "default") @import
+(export_statement (export_clause) !source) @import
 (variable_declarator value: (call_expression function: (identifier) arguments: (arguments (string)))) @import
 """
 
@@ -145,14 +147,13 @@ def _imported(node, src: Text, imports: Mapping[str, str]) -> str | None:
     """What the file's imports make a name: ``fmt`` after ``import { fmt } from './lib/fmt'``
     is ``src/lib/fmt.fmt``; ``utils.fmt`` after ``import * as utils from './utils'`` is that
     module's ``fmt``, ``Api.create`` after ``import { ApiClient as Api }`` is ``ApiClient``'s
-    ``create``. None for a name imported as a default (its own name is not known here) or not
-    imported."""
+    ``create``; ``Button`` after ``import Button from './Button'`` is that module's ``default``,
+    which its ``export default`` names (``_local_exports``). None for a name not imported."""
     obj = qualifier(node, "member_expression", "property", "object")
     if obj is not None:
         through = imports.get(src(obj)) if obj.type == "identifier" else None
-        return f"{through}.{src(node)}" if through and not through.endswith(".default") else None
-    target = imports.get(src(node))
-    return target if target and not target.endswith(".default") else None
+        return f"{through}.{src(node)}" if through else None
+    return imports.get(src(node))
 
 
 def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
@@ -246,6 +247,28 @@ def _specifiers(part, kind: str, target: str, src: Text) -> list[tuple[str, str]
     return out
 
 
+def _local_exports(node, module: str, src: Text) -> list[tuple[str, str]]:
+    """What a module exports under another name, read as its imports (``graph.Resolver``
+    follows them as re-exports): ``export default function Button`` and ``export default ky``
+    → (default, module.Button / module.ky), ``export { parse as toNumber }`` → (toNumber,
+    module.parse). An anonymous default is a definition named ``default`` already."""
+    declaration = node.child_by_field_name("declaration")
+    value = node.child_by_field_name("value")
+    if declaration is not None or value is not None:  # ``export default …``
+        named = declaration.child_by_field_name("name") if declaration is not None else value
+        if named is None or named.type not in ("identifier", "type_identifier"):
+            return []
+        return [("default", f"{module}.{src(named)}")]
+    clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+    if clause is None:
+        return []
+    return [
+        (alias, target)
+        for alias, target in _specifiers(clause, "export_specifier", module, src)
+        if target != f"{module}.{alias}"
+    ]
+
+
 def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     """``import {a as b} from './m'`` → (b, <module of ./m>.a); ``import x from 'pkg'`` → (x, pkg);
     ``export … from`` as ``_reexports`` reads it, ``require`` as ``_required`` does."""
@@ -253,7 +276,7 @@ def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
         return _required(node, prefix, src)
     source = node.child_by_field_name("source")
     if source is None:
-        return []
+        return _local_exports(node, prefix, src) if node.type == "export_statement" else []
     target = _module_of(src(source).strip("'\"`"), prefix)
     if node.type == "export_statement":
         return _reexports(node, target, src)
