@@ -258,8 +258,9 @@ export class Store {
         # with the definition the imports name, tried first (``test_typescript_imported_names…``)
         (load, "js|web/src|ApiClient.create|web/src/api/client.ApiClient.create"),
         (load, "js|web/src|fmt|web/src/utils.fmt"),
-        # a default import: its module's default (not in the workspace here: the name decides)
-        (load, "js|web/src|createElement|react.default.createElement"),
+        # a default import: its module's default; not in the workspace here, so its own name
+        # decides, as a class's (a ``React`` with no ``createElement``: the bare name)
+        (load, "js|web/src|React.createElement|react.default.createElement"),
         (load, "js|web/src|merge"),
         (load, "web/src/store.Store.open"),  # the file's own
     }
@@ -355,13 +356,19 @@ module.exports = { create };
     assert parsed.imports == [
         ("astUtils", "lib/rules/utils/ast-utils"),
         ("isInLoop", "lib/rules/utils/ast-utils.isInLoop"),
-    ]  # a renamed key and a name written like a class are left to their names
+        ("Linter", "lib/linter.default"),  # what ``module.exports = Linter`` names there
+    ]  # a renamed key is left to its name
     assert {target for _, target, _ in parsed.refs} == {
         "js|lib/rules|isInLoop|lib/rules/utils/ast-utils.isInLoop",
         "js|lib/rules|isNullOrUndefined|lib/rules/utils/ast-utils.isNullOrUndefined",
         "js|lib/rules|HtmlProcessor",
-        "js|lib/rules|Linter.verify",
+        "js|lib/rules|Linter.verify|lib/linter.default.verify",
     }
+    # a binding of what a module exports is an import, not a definition of the file's own (2,209
+    # of the JavaScript tree's 5,181 variables were ``const fs = require("node:fs")``)
+    assert [s.qualname for s in parsed.symbols] == ["lib/rules/no-loop", "lib/rules/no-loop.create"]
+    exporting = parse_module("lib/linter.js", b"class Linter { verify() {} }\nmodule.exports = Linter;\n")
+    assert exporting.imports == [("default", "lib/linter.Linter")]
 
 
 def test_typescript_syntax_its_grammar_does_not_know_costs_no_definitions() -> None:

@@ -589,3 +589,29 @@ def test_a_default_import_reaches_what_the_module_exports_as_its_default(tmp_pat
         index.refresh()
         index.update_graph()
         assert calls(index, "src/widgets/Panel.Panel") == {"src/Button.Button", "src/Button.helper"}
+
+
+def test_a_commonjs_require_reaches_what_module_exports_names(tmp_path: Path) -> None:
+    """webpack's ``const DefinePlugin = require("../DefinePlugin")`` is that module's
+    ``module.exports = DefinePlugin``, though another ``DefinePlugin`` is nearer by name, and
+    ``DefinePlugin.toPropertyKey()`` is the module's function assigned to the class, not the
+    class. Before, the binding was a variable of the requiring file and took the reference."""
+    root = tmp_path / "ws"
+    write(
+        root,
+        "lib/DefinePlugin.js",
+        "const toPropertyKey = (key) => String(key);\nclass DefinePlugin { apply() {} }\n"
+        "DefinePlugin.toPropertyKey = toPropertyKey;\nmodule.exports = DefinePlugin;\n",
+    )
+    write(root, "lib/other/DefinePlugin.js", "class DefinePlugin { apply() {} }\nmodule.exports = { DefinePlugin };\n")
+    write(
+        root,
+        "lib/other/use.js",
+        'const DefinePlugin = require("../DefinePlugin");\n\n'
+        "function use() { new DefinePlugin(); return DefinePlugin.toPropertyKey(1); }\nmodule.exports = { use };\n",
+    )
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        index.update_graph()
+        assert calls(index, "lib/other/use.use") == {"lib/DefinePlugin.DefinePlugin", "lib/DefinePlugin.toPropertyKey"}
+        assert index.get("lib/other/use.DefinePlugin") is None  # an import, not a definition

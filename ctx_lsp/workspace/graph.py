@@ -116,7 +116,7 @@ class Resolver:
             if found is None:
                 found = self._imported_module(via, folder)
             if found is not None:
-                return found
+                return self._module_member(found, name) or found
         here = folder.split("/") if folder else []
         keys, entries = self._named(name, family)
         # the candidates nearest ``here``: those under the deepest of its folders that has any (a
@@ -137,6 +137,21 @@ class Resolver:
         best = max(found.values())
         nearest = [q for q, score in found.items() if score == best]
         return nearest[0] if len(nearest) == 1 else None
+
+    def _module_member(self, found: str, name: str) -> str | None:
+        """``DefinePlugin.toPropertyKey()`` where the import's definition (the class) has no such
+        member but its module defines one (a function assigned to the class after it, as
+        webpack's are): that definition, not the class it is reached through."""
+        short = name.rpartition(".")[2]
+        if found.rpartition(".")[2] == short:
+            return None  # the named definition itself
+        module = found
+        while "." in module:
+            module = module.rpartition(".")[0]
+            if self.module_paths.get(module) is not None:
+                kind = self.kinds.get(f"{module}.{short}")
+                return f"{module}.{short}" if kind is not None and kind != "module" else None
+        return None
 
     def _imported_module(self, via: str, folder: str) -> str | None:
         """``module.rest`` where the module is not one as written: ``from './lib'`` is a folder's

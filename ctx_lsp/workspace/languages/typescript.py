@@ -75,6 +75,7 @@ IMPORTS = r"""
 (export_statement source: (string)) @import
 (export_statement "default") @import
 (export_statement (export_clause) !source) @import
+(program (expression_statement (assignment_expression left: (member_expression) right: (identifier)) @import))
 (variable_declarator value: (call_expression function: (identifier) arguments: (arguments (string)))) @import
 """
 
@@ -136,10 +137,11 @@ def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
         return ""
     name = src(obj)
     target = imports.get(name)
-    if target is not None:  # ``{ ApiClient as Api }``: the class's own name
+    if target is not None and not target.endswith(".default"):  # ``{ ApiClient as Api }``: the class's own name
         module, _, name = target.rpartition(".")
-        if not module or name == "default":
+        if not module:
             return ""
+    # a default import goes by its own name (``Linter.create()``): written like a class, it likely is one
     return name if name[:1].isupper() and not name.isupper() else ""
 
 
@@ -157,6 +159,8 @@ def _imported(node, src: Text, imports: Mapping[str, str]) -> str | None:
 
 
 def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
+    if kind == "variable" and name_node is not None and _is_require(name_node.parent.child_by_field_name("value"), src):
+        return None  # ``const Linter = require('./linter')``: an import (``_required``), not a definition
     if name_node is None:
         return Named("default", "default") if kind in ("function", "class") else None
     text = src(name_node)
@@ -166,6 +170,11 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
     if name_node.type == "string":
         text = text.strip("'\"`")
     return Named(text, text) if text else None
+
+
+def _is_require(value, src: Text) -> bool:
+    callee = value.child_by_field_name("function") if value is not None and value.type == "call_expression" else None
+    return callee is not None and src(callee) == "require"
 
 
 _QUOTES = "'\""  # around a specifier's name when it is a string (``export { "a-b" as ab }``)
@@ -193,8 +202,9 @@ def _module_of(spec: str, prefix: str) -> str:
 def _required(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     """CommonJS: ``const text = require('./text')`` → (text, <module>); ``const { fmt } =
     require('./text')`` → (fmt, <module>.fmt). A name written like a class (``const Linter =
-    require('./linter')``) is what the module exports, not the module: it is left to its name, as
-    a class's (``hooks.owner``). So is a renamed one (``const { SourceProcessor: HtmlProcessor }``):
+    require('./linter')``) is what the module exports, not the module: its default, which
+    ``module.exports = Linter`` names (``_imports``); where none does, its own name decides, as a
+    class's (``hooks.owner``). A renamed key is left to its name (``const { SourceProcessor: HtmlProcessor }``):
     ``module.exports = { SourceProcessor: HtmlProcessor }`` names a key, not a definition, and
     webpack's module that does so also defines a ``SourceProcessor`` of its own, another one."""
     call = node.child_by_field_name("value")
@@ -209,7 +219,7 @@ def _required(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     target = _module_of(src(string).strip("'\"`"), prefix)
     if bound.type == "identifier":
         name = src(bound)
-        return [] if name[:1].isupper() else [(name, target)]
+        return [(name, f"{target}.default" if name[:1].isupper() else target)]
     out: list[tuple[str, str]] = []
     if bound.type == "object_pattern":
         for part in bound.named_children:
@@ -274,6 +284,10 @@ def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     ``export … from`` as ``_reexports`` reads it, ``require`` as ``_required`` does."""
     if node.type == "variable_declarator":
         return _required(node, prefix, src)
+    if node.type == "assignment_expression":  # CommonJS ``module.exports = Linter``: its default
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        exported = left is not None and right is not None and src(left) == "module.exports"
+        return [("default", f"{prefix}.{src(right)}")] if exported else []
     source = node.child_by_field_name("source")
     if source is None:
         return _local_exports(node, prefix, src) if node.type == "export_statement" else []
