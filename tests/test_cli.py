@@ -208,3 +208,18 @@ def test_expand_prints_a_shortened_output_or_the_lines_asked_for(ws):
     assert missing.returncode == 2 and "no shortened output with id 'g-nope'" in missing.stderr
     bad = ctx("expand", "g-00c0ffee", str(ws), "--start-line", "0")
     assert bad.returncode == 2 and "--start-line must be 1 or more" in bad.stderr
+
+
+def test_index_names_the_workspaces_own_packages(tmp_path):
+    """What an import by a package's name reaches, said where the index is built."""
+    for rel, text in {
+        "packages/core/package.json": '{"name": "@acme/core"}',
+        "packages/core/src/index.ts": "export function fmt(n: number) { return `${n}` }\n",
+        "apps/web/package.json": '{"name": "web"}',
+        "apps/web/src/main.ts": 'import { fmt } from "@acme/core"\nexport const show = () => fmt(1)\n',
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    out = ctx("index", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "  packages: @acme/core (packages/core), web (apps/web)\n" in out.stdout

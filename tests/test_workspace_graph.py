@@ -514,6 +514,7 @@ def test_bare_imports_reach_the_workspaces_own_packages_and_path_aliases(tmp_pat
         index.update_graph()
         assert calls(index, "apps/web/src/checkout.total") == expected
         assert calls(index, "packages/core/src/sum.sum") == {"packages/core/src/Money.format"}
+        assert index.packages() == {"@acme/core": "packages/core", "acme": "", "web": "apps/web"}
         # a save resolves through the index's SQL resolver: the same answers (a folder's index file
         # there raised a TypeError: the SQL lookup has no ``in``)
         write(root, "apps/web/src/util/index.ts", "export function round2(n: number) { return n }\n")

@@ -105,6 +105,7 @@ def print_plan(plan: ContextPlan, *, show_all: bool = False) -> None:
 
 
 SHOWN_SKIPPED = 20
+SHOWN_PACKAGES = 8  # packages named in the summary; the rest are counted
 
 
 def index_with_progress(engine: Engine, *, quiet: bool = False) -> None:
@@ -136,6 +137,11 @@ def index_with_progress(engine: Engine, *, quiet: bool = False) -> None:
     )
     if len(totals.languages) > 1:
         print("  " + ", ".join(f"{lang} {n:,}" for lang, n in totals.languages.items()) + " files")
+    packages = engine.index.packages()
+    if packages:  # what an import by a package's name reaches in the workspace
+        shown = [f"{name} ({folder or '.'})" for name, folder in list(packages.items())[:SHOWN_PACKAGES]]
+        more = f" and {len(packages) - SHOWN_PACKAGES} more" if len(packages) > SHOWN_PACKAGES else ""
+        print(f"  packages: {', '.join(shown)}{more}")
     # what was left out, and why: files the walk refused (too large, binary, not UTF-8), then
     # files their grammar could not read (minified, over the parse time cap)
     left_out = [*stats.skipped, *stats.errors]

@@ -86,6 +86,12 @@ class ImportMap:
         return list(dict.fromkeys(out))
 
 
+def workspace_packages(root: str, paths: Iterable[str]) -> dict[str, str]:
+    """The workspace's own JavaScript and TypeScript packages: name → folder (root-relative),
+    from the ``package.json`` at or above the folders of those ``paths`` that are scripts."""
+    return {name: p.folder for name, p in sorted(_packages(root, script_folders(paths)).items())}
+
+
 def script_folders(paths: Iterable[str]) -> set[str]:
     """The folders of those ``paths`` that are TypeScript or JavaScript files."""
     return {p.rpartition("/")[0] for p in paths if p.endswith(SCRIPT_SUFFIXES)}
