@@ -3,8 +3,10 @@ updates, no ghost edges; the 2-process parse pool; restart without reparsing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,17 @@ def write(root: Path, rel: str, text: str) -> None:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def graphed(root: Path, files: dict[str, str]) -> Iterator[WorkspaceIndex]:
+    """An index of ``files`` written under ``root``, its reference graph updated."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        index.update_graph()
+        yield index
 
 
 @pytest.fixture
@@ -502,16 +515,12 @@ def test_bare_imports_reach_the_workspaces_own_packages_and_path_aliases(tmp_pat
     files: the source beside them decides), ``from "@/lib/format"`` a tsconfig alias (through
     ``extends``); both were left to the bare name, and ``format`` is defined twice."""
     root = tmp_path / "ws"
-    for rel, text in MONOREPO.items():
-        write(root, rel, text)
     expected = {
         "packages/core/src/Money.format",
         "packages/core/src/parse.parse",
         "apps/web/src/lib/format.format",
     }
-    with WorkspaceIndex(root) as index:
-        index.refresh()
-        index.update_graph()
+    with graphed(root, MONOREPO) as index:
         assert calls(index, "apps/web/src/checkout.total") == expected
         assert calls(index, "packages/core/src/sum.sum") == {"packages/core/src/Money.format"}
         assert index.packages() == {"@acme/core": "packages/core", "acme": "", "web": "apps/web"}
@@ -573,22 +582,14 @@ def test_a_default_import_reaches_what_the_module_exports_as_its_default(tmp_pat
     Button``, though another ``Button`` is nearer by name (before: a default import was left to
     its name — ``Btn`` named nothing, and ``Button`` would have been the nearer one); a local
     ``export { helper as util }`` is followed the same way."""
-    root = tmp_path / "ws"
-    write(
-        root,
-        "src/Button.tsx",
-        "export default function Button() { return <b/> }\nfunction helper() {}\nexport { helper as util }\n",
-    )
-    write(root, "src/widgets/Button.tsx", "export function Button() { return <i/> }\n")
-    write(
-        root,
-        "src/widgets/Panel.tsx",
-        "import Btn from '../Button'\nimport { util } from '../Button'\n\n"
+    files = {
+        "src/Button.tsx": "export default function Button() { return <b/> }\nfunction helper() {}\n"
+        "export { helper as util }\n",
+        "src/widgets/Button.tsx": "export function Button() { return <i/> }\n",
+        "src/widgets/Panel.tsx": "import Btn from '../Button'\nimport { util } from '../Button'\n\n"
         "export function Panel() { util(); return <Btn/> }\n",
-    )
-    with WorkspaceIndex(root) as index:
-        index.refresh()
-        index.update_graph()
+    }
+    with graphed(tmp_path / "ws", files) as index:
         assert calls(index, "src/widgets/Panel.Panel") == {"src/Button.Button", "src/Button.helper"}
 
 
@@ -597,22 +598,13 @@ def test_a_commonjs_require_reaches_what_module_exports_names(tmp_path: Path) ->
     ``module.exports = DefinePlugin``, though another ``DefinePlugin`` is nearer by name, and
     ``DefinePlugin.toPropertyKey()`` is the module's function assigned to the class, not the
     class. Before, the binding was a variable of the requiring file and took the reference."""
-    root = tmp_path / "ws"
-    write(
-        root,
-        "lib/DefinePlugin.js",
-        "const toPropertyKey = (key) => String(key);\nclass DefinePlugin { apply() {} }\n"
+    files = {
+        "lib/DefinePlugin.js": "const toPropertyKey = (key) => String(key);\nclass DefinePlugin { apply() {} }\n"
         "DefinePlugin.toPropertyKey = toPropertyKey;\nmodule.exports = DefinePlugin;\n",
-    )
-    write(root, "lib/other/DefinePlugin.js", "class DefinePlugin { apply() {} }\nmodule.exports = { DefinePlugin };\n")
-    write(
-        root,
-        "lib/other/use.js",
-        'const DefinePlugin = require("../DefinePlugin");\n\n'
+        "lib/other/DefinePlugin.js": "class DefinePlugin { apply() {} }\nmodule.exports = { DefinePlugin };\n",
+        "lib/other/use.js": 'const DefinePlugin = require("../DefinePlugin");\n\n'
         "function use() { new DefinePlugin(); return DefinePlugin.toPropertyKey(1); }\nmodule.exports = { use };\n",
-    )
-    with WorkspaceIndex(root) as index:
-        index.refresh()
-        index.update_graph()
+    }
+    with graphed(tmp_path / "ws", files) as index:
         assert calls(index, "lib/other/use.use") == {"lib/DefinePlugin.DefinePlugin", "lib/DefinePlugin.toPropertyKey"}
         assert index.get("lib/other/use.DefinePlugin") is None  # an import, not a definition

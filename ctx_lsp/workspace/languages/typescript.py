@@ -208,9 +208,10 @@ def _required(node, prefix: str, src: Text) -> list[tuple[str, str]]:
     ``module.exports = { SourceProcessor: HtmlProcessor }`` names a key, not a definition, and
     webpack's module that does so also defines a ``SourceProcessor`` of its own, another one."""
     call = node.child_by_field_name("value")
-    callee = call.child_by_field_name("function") if call is not None else None
-    args = call.child_by_field_name("arguments") if call is not None else None
-    if callee is None or args is None or src(callee) != "require":
+    if not _is_require(call, src):
+        return []
+    args = call.child_by_field_name("arguments")
+    if args is None:
         return []
     string = next((c for c in args.named_children if c.type == "string"), None)
     bound = node.child_by_field_name("name")
