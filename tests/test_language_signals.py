@@ -398,13 +398,16 @@ GO_GOROUTINES = (
 )
 
 
+BILLING = "github.com/acme/shop/internal/billing"  # the package's import path, kept: the index's ``internal/billing``
+
+
 def test_go_goroutines_the_panicking_one_innermost_and_each_link_of_an_error_chain() -> None:
     sig = signals.read(GO_GOROUTINES)
     assert places(sig) == [
         ("/home/u/shop/cmd/shop/main.go", 22, "main.main"),  # another goroutine: outside the failure
-        ("/home/u/shop/internal/billing/worker.go", 29, "billing.Worker"),  # ``created by``: the outermost
-        ("/home/u/shop/internal/billing/worker.go", 31, "billing.Worker.func1"),
-        ("/home/u/shop/internal/billing/store.go", 57, "billing.Store.Load"),
+        ("/home/u/shop/internal/billing/worker.go", 29, f"{BILLING}.Worker"),  # ``created by``: the outermost
+        ("/home/u/shop/internal/billing/worker.go", 31, f"{BILLING}.Worker.func1"),
+        ("/home/u/shop/internal/billing/store.go", 57, f"{BILLING}.Store.Load"),  # (*Store).Load
     ]
     # ``fmt.Errorf("loading invoice %d: %w", id, err)``: each link of the chain on its own
     assert sig.fragments[0] == "loading invoice"
@@ -419,7 +422,9 @@ def test_go_test_output_and_trimmed_paths() -> None:
         "\tgithub.com/acme/shop/internal/billing/parse.go:12\n"
     )
     assert sig.locations == (("store_test.go", 42),)
-    assert places(sig) == [("github.com/acme/shop/internal/billing/parse.go", 12, "billing.Parse")]
+    assert places(sig) == [
+        ("github.com/acme/shop/internal/billing/parse.go", 12, "github.com/acme/shop/internal/billing.Parse")
+    ]
     assert sig.fragments == ("invalid port",)  # the value and Go's `` [recovered]`` left out
 
 

@@ -190,10 +190,10 @@ func Print(p *util.Printer, d util.Duration) {
     # the workspace's own package: its Join, its types; a method on a value of a workspace type:
     # a reference by name
     assert refs == {
-        ("app.Run", "go|app|util.Join"): 1,
+        ("app.Run", "go|app|example.com/shop/util.Join"): 1,
         ("app.TestRun", "app.Run"): 1,
-        ("app.Print", "go|app|util.Printer"): 1,
-        ("app.Print", "go|app|util.Duration"): 1,
+        ("app.Print", "go|app|example.com/shop/util.Printer"): 1,
+        ("app.Print", "go|app|example.com/shop/util.Duration"): 1,
         ("app.Print", "go|app|Errorf"): 1,
     }
 
@@ -222,21 +222,32 @@ func Run(db *st.DB) error {
 """
     parsed = parse_module("cmd/run.go", source)
     assert dict(parsed.imports)["cli"] == "example.com/app/internal/cli/v2"
+    store = "example.com/app/internal/store"
     assert {(src, target) for src, target, _ in parsed.refs} == {
-        ("cmd.Run", "go|cmd|store.DB"),
-        ("cmd.Run", "go|cmd|store.Open"),
-        ("cmd.Run", "go|cmd|cli.NewApp"),
-        ("cmd.Run", "go|cmd|yaml.Unmarshal"),
+        ("cmd.Run", f"go|cmd|{store}.DB"),
+        ("cmd.Run", f"go|cmd|{store}.Open"),
+        ("cmd.Run", "go|cmd|example.com/app/internal/cli/v2.NewApp"),
+        ("cmd.Run", "go|cmd|gopkg.in/yaml.v3.Unmarshal"),
         ("cmd.Run", "go|cmd|Close"),  # a method on a value: by name
     }
     by_name = {
-        "Open": [("cmd.Open", "cmd/open.go"), ("store.Open", "internal/store/db.go")],
+        "Open": [
+            ("cmd.Open", "cmd/open.go"),
+            ("internal/store.Open", "internal/store/db.go"),
+            ("pkg/store.Open", "pkg/store/queue.go"),  # another package named store
+            ("internal/store.DB.Open", "internal/store/db.go"),  # a method of that name
+        ],
+        "NewApp": [("internal/cli/v2.NewApp", "internal/cli/v2/app.go")],
+        "NewFlag": [("cli.NewFlag", "cli.go")],  # a package at the workspace's root
         "Unmarshal": [("cmd.Unmarshal", "cmd/open.go")],
     }
     r = graph.Resolver({}, {}, {}, {}, by_name)
-    assert r.resolve("go|cmd|store.Open") == "store.Open"  # not the nearer cmd.Open
+    assert r.resolve(f"go|cmd|{store}.Open") == "internal/store.Open"  # not the nearer cmd.Open, nor pkg/store's
+    assert r.resolve("go|cmd|example.com/shop/pkg/store.Open") == "pkg/store.Open"
     assert r.resolve("go|cmd|Open") == "cmd.Open"
-    assert r.resolve("go|cmd|yaml.Unmarshal") is None  # yaml is not in the workspace
+    assert r.resolve("go|cmd|example.com/app/internal/cli/v2.NewApp") == "internal/cli/v2.NewApp"
+    assert r.resolve("go|x|github.com/urfave/cli/v2.NewFlag") == "cli.NewFlag"  # by its name
+    assert r.resolve("go|cmd|gopkg.in/yaml.v3.Unmarshal") is None  # yaml is not in the workspace
 
 
 def test_typescript_static_calls_are_their_classs_when_it_is_found() -> None:

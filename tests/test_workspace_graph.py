@@ -608,3 +608,36 @@ def test_a_commonjs_require_reaches_what_module_exports_names(tmp_path: Path) ->
     with graphed(tmp_path / "ws", files) as index:
         assert calls(index, "lib/other/use.use") == {"lib/DefinePlugin.DefinePlugin", "lib/DefinePlugin.toPropertyKey"}
         assert index.get("lib/other/use.DefinePlugin") is None  # an import, not a definition
+
+
+def test_go_packages_of_one_name_in_two_folders_are_two_packages(tmp_path: Path) -> None:
+    """Every ``cmd/*/main.go`` is ``package main``, and ``internal/store`` and ``pkg/store`` are
+    both ``store``: named by their package alone they were one symbol each (``main.main``,
+    ``store.Open``), whose graph neighbours were both folders' (the worker's main "called" the
+    server's store). A package is its folder now, and an imported package's names are the
+    folder's its import path ends with; a module path without a host (``module shop``) is not the
+    standard library."""
+    files = {
+        "go.mod": "module shop\n",
+        "cmd/server/main.go": 'package main\n\nimport "shop/internal/store"\n\n'
+        'func main() {\n\tstore.Open("x").Count()\n}\n',
+        "cmd/worker/main.go": 'package main\n\nimport ps "shop/pkg/store"\n\n'
+        'func main() {\n\tps.Open("q").Drain()\n}\n',
+        "internal/store/db.go": "package store\n\ntype DB struct{}\n\nfunc Open(p string) *DB { return &DB{} }\n\n"
+        "func (d *DB) Count() int { return 0 }\n",
+        "pkg/store/queue.go": "package store\n\ntype Queue struct{}\n\n"
+        "func Open(n string) *Queue { return &Queue{} }\n\nfunc (q *Queue) Drain() {}\n",
+        "main.go": "package main\n\nfunc main() {}\n",
+    }
+    with graphed(tmp_path / "ws", files) as index:
+        assert calls(index, "cmd/server.main") == {"internal/store.Open", "internal/store.DB.Count"}
+        assert calls(index, "cmd/worker.main") == {"pkg/store.Open", "pkg/store.Queue.Drain"}
+        assert index.get("main.main").path == "main.go"  # a package at the root: by its name
+        # Go's own spelling, with the import path (a panic's frames, pprof): the package's folder ends it
+        assert index.resolve_name("shop/pkg/store.Open").qualname == "pkg/store.Open"
+        assert index.resolve_name("example.com/shop/internal/store.DB.Count").qualname == "internal/store.DB.Count"
+        lookup = index.lookup("store.Open")
+        assert lookup.symbol is None and {s.qualname for s in lookup.candidates} == {
+            "internal/store.Open",
+            "pkg/store.Open",
+        }

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from ctx_lsp.workspace.languages import FAMILY, language_of
+from ctx_lsp.workspace.languages.go import package_match
 from ctx_lsp.workspace.languages.specifiers import ImportMap
 
 DAMPING = 0.85
@@ -181,7 +182,10 @@ class Resolver:
             sep = "::" if "::" in name else "."
             owner, _, short = name.rpartition(sep)
             candidates = [(q, p) for q, p in self.by_name.get(short, ()) if FAMILY.get(language_of(p) or "") == family]
-            of_owner = [(q, p) for q, p in candidates if not owner or q == name or q.endswith(sep + name)]
+            if owner and family == "go":  # the owner is an import path: the package folder it ends with
+                of_owner = _of_import_path(owner, candidates)
+            else:
+                of_owner = [(q, p) for q, p in candidates if not owner or q == name or q.endswith(sep + name)]
             if not of_owner and family in OWNER_OPTIONAL:
                 of_owner = candidates
             rows = sorted(
@@ -190,6 +194,14 @@ class Resolver:
             )
             found = self._candidates[(name, family)] = ([r[0] for r in rows], [(r[2], r[1]) for r in rows])
         return found
+
+
+def _of_import_path(import_path: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of Go definitions ``(qualname, path)``, the package-level ones of the package that
+    ``import_path`` names: those whose package folder shares the most trailing elements with it."""
+    scored = [(package_match(import_path, q.rpartition(".")[0]), q, p) for q, p in candidates]
+    best = max((s for s, _, _ in scored), default=0)
+    return [(q, p) for s, q, p in scored if s == best] if best > 0 else []
 
 
 # Families whose receivers may be values named like classes (a JavaScript ``const Config = {…}``,

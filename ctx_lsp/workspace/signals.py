@@ -442,14 +442,15 @@ def _same_place(a: tuple[str, int], b: tuple[str, int]) -> bool:
 
 
 def _go_func(func: str) -> str:
-    """Go's ``package.Receiver.Method`` / ``package.Func`` (the package the file declares, as the
-    index names them): ``github.com/org/repo/pkg.Func`` → ``pkg.Func``, a method
-    ``main.(*Server).Handle`` → ``main.Server.Handle``; type parameters (``Map[...]``) dropped."""
-    func = func.rpartition("/")[2]
+    """Go's ``package.Receiver.Method`` / ``package.Func`` with the package's import path, as
+    Go prints it (the index finds ``internal/pkg.Func`` by ``github.com/org/repo/internal/pkg.Func``):
+    a method ``main.(*Server).Handle`` → ``main.Server.Handle``; type parameters (``Map[...]``)
+    dropped."""
+    path, slash, func = func.rpartition("/")
     m = _GO_RECEIVER.match(func)
     if m is not None:
         func = f"{m['package']}.{m['type']}.{func[m.end() :]}"
-    return re.sub(r"\[[^\]]*\]", "", func)
+    return path + slash + re.sub(r"\[[^\]]*\]", "", func)
 
 
 def _java_func(func: str) -> str:

@@ -1,6 +1,11 @@
-"""Go: functions, methods on receivers (``cli.Command.Run``: the package the file declares, the
-receiver's type, the method), types (structs, interfaces, aliases), package-level constants and
-variables; the comment right above a declaration is its doc (``// Run runs …``)."""
+"""Go: functions, methods on receivers (``cli.Command.Run``: the package, the receiver's type,
+the method), types (structs, interfaces, aliases), package-level constants and variables; the
+comment right above a declaration is its doc (``// Run runs …``).
+
+A package is named by its folder, as Go's import paths name it (``internal/store.Open``): two
+folders may declare packages of one name (every ``cmd/*/main.go`` is ``package main``), and each is
+a package of its own. A name called through an imported package (``store.Open()``) is that
+package's: the folder whose path the import path ends with."""
 
 from __future__ import annotations
 
@@ -65,7 +70,18 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
     return Named(text, text)
 
 
-def _package(root, src: Text) -> str | None:
+def _package(root, src: Text, rel: str) -> str | None:
+    """What the file's top-level names are qualified with: its folder (``internal/store``; an
+    external test package ``store_test`` its folder and ``_test``, as its import path has it); a
+    file at the workspace's root, the package it declares (``main``)."""
+    declared = _declared(root, src)
+    folder = rel.rpartition("/")[0]
+    if declared is None or not folder:
+        return declared
+    return f"{folder}_test" if declared.endswith("_test") else folder
+
+
+def _declared(root, src: Text) -> str | None:
     for child in root.named_children:
         if child.type == "package_clause":
             for part in child.named_children:
@@ -99,22 +115,46 @@ def _package_name(path: str) -> str:
 
 
 def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
-    """The package a name is qualified by, when it is an imported one outside the standard
-    library (``store`` of ``st.Open()`` after ``import st ".../internal/store"``, of a
-    ``store.DB`` type): the reference is to that package's ``Open``, not to the nearest one."""
+    """The import path of the package a name is qualified by, when it is an imported one outside
+    the standard library (``example.com/app/internal/store`` of ``st.Open()`` after ``import st
+    ".../internal/store"``, of a ``store.DB`` type): the reference is to that package's ``Open``,
+    not to the nearest one (``package_match`` finds its folder)."""
     operand = qualifier(node, "qualified_type", "name", "package") or qualifier(
         node, "selector_expression", "field", "operand"
     )
     if operand is None or operand.type not in ("identifier", "package_identifier"):
         return ""
     target = imports.get(src(operand))
-    return _package_name(target) if target is not None and not _standard(target) else ""
+    return target if target is not None and not _standard(target) else ""
+
+
+# the first elements of the standard library's import paths (``net/http``, ``encoding/json``)
+STANDARD_ROOTS = """
+archive bufio builtin bytes cmp compress container context crypto database debug embed encoding errors expvar flag
+fmt go hash html image index io iter log maps math mime net os path plugin reflect regexp runtime slices sort strconv
+strings structs sync syscall testing text time unicode unique unsafe weak C
+"""
+_STANDARD = frozenset(STANDARD_ROOTS.split())
 
 
 def _standard(path: str) -> bool:
-    """Go's standard library: an import path whose first element has no dot (``fmt``,
-    ``net/http``); a module's own packages and every other module's start with a host."""
-    return "." not in path.partition("/")[0]
+    """Go's standard library (``fmt``, ``net/http``): a module's own packages and every other
+    module's start with their module path, a host (``github.com/…``) or, for a module kept on
+    the machine, any first element but the standard library's (``module shop``)."""
+    return path.partition("/")[0] in _STANDARD
+
+
+def package_match(import_path: str, package: str) -> int:
+    """How well a package of the workspace, by its qualified-name prefix (``internal/store``; a
+    package at the root by its name), is the one ``import_path`` names: the number of trailing
+    path elements the two share (the workspace's root need not be the module's); 0: not it."""
+    want, have = import_path.split("/"), package.split("/")
+    n = 0
+    while n < min(len(want), len(have)) and want[-1 - n] == have[-1 - n]:
+        n += 1
+    if n == 0 and len(have) == 1 and _package_name(import_path) == package:  # ``…/cli/v2`` is ``cli``
+        return 1
+    return n
 
 
 _FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})

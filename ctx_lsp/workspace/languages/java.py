@@ -193,7 +193,7 @@ def _is_test_case(node, attrs: list, src: Text) -> bool:
     return False
 
 
-def _package(root, src: Text) -> str | None:
+def _package(root, src: Text, _rel: str) -> str | None:
     for child in root.named_children:
         if child.type == "package_declaration":
             for part in child.named_children:

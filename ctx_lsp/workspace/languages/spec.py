@@ -55,9 +55,9 @@ class Hooks:
     # (kind, definition node, name node, container's child prefix, text) → Named, or None to
     # leave the definition out
     name: Callable[[Kind, Node, Node | None, str, Text], Named | None] | None = None
-    # the qualified-name prefix every top-level definition of the file gets (Go's and Java's
-    # package), from the tree; None: the module's own name
-    package: Callable[[Node, Text], str | None] | None = None
+    # the qualified-name prefix every top-level definition of the file gets (Java's package, Go's
+    # package folder), from the tree and the file's path; None: the module's own name
+    package: Callable[[Node, Text, str], str | None] | None = None
     # one import statement (and the file's prefix) → (local name, target) pairs
     imports: Callable[[Node, str, Text], list[tuple[str, str]]] | None = None
     # a definition that is test code by its own marks (Rust's ``#[cfg(test)]``, ``#[test]``)

@@ -476,7 +476,7 @@ def build(
     root = tree.root_node
     spec = loaded.spec
     if prefix is None:
-        declared = spec.hooks.package(root, text_of(source)) if spec.hooks.package is not None else None
+        declared = spec.hooks.package(root, text_of(source), rel) if spec.hooks.package is not None else None
         prefix = declared if declared is not None else module
     builder = TreeBuilder(loaded, rel, source, lines, module, prefix, scan)
     def_matches, ref_nodes, import_nodes = _matches(loaded, root)
