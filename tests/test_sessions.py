@@ -151,3 +151,39 @@ def test_an_agent_context_is_the_plan_without_its_system_prompt(core: SessionEng
     assert not [i for i in off.included if i.section == "rag"]
     with pytest.raises(UserError, match="budget must be 0 or more"):
         core.agent_context("agent", QUERY, budget=-1)
+
+
+def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(tmp_path) -> None:
+    """Each C program has its own ``static void usage(void)``: a pin at the cursor in server.c
+    was planned as client.c's (the pin held only the name, and the name read the first file's).
+    A name typed alone is ambiguous now; ``FILE:NAME`` (gdb's way) or the file it is used in
+    says which; a ``.pyi`` stub beside its module is not another definition."""
+    root = tmp_path / "ws"
+    (root / "tools").mkdir(parents=True)
+    for prog, arg in (("client", "HOST"), ("server", "PORT [--verbose] [--log FILE] [--workers N]")):
+        (root / "tools" / f"{prog}.c").write_text(
+            f'static void usage(void)\n{{\n    puts("usage: {prog} {arg}");\n}}\n\nint main(void) {{ usage(); }}\n'
+        )
+    (root / "fmt.py").write_text("def money(cents):\n    return f'{cents / 100:.2f}'\n")
+    (root / "fmt.pyi").write_text("def money(cents: int) -> str: ...\n")
+    core = SessionEngine(Engine(root))
+    try:
+        core.engine.refresh_index()
+        core.pin("s", PinIntent(path="tools/server.c", line=2, character=5))  # inside server.c's usage
+        pinned = [i for i in plan(core, "s").included if i.pin_id]
+        assert [(i.symbol, i.path) for i in pinned] == [("usage", "tools/server.c")]
+        assert core.pins("s")[0].tokens == pinned[0].tokens - 1  # the pin's size is that file's too
+
+        index = core.engine.index
+        lookup = index.lookup("usage")
+        assert lookup.symbol is None and [s.path for s in lookup.candidates] == ["tools/client.c", "tools/server.c"]
+        assert "FILE:NAME (tools/client.c:usage)" in (lookup.problem() or "")
+        assert index.lookup("server.c:usage").symbol.path == "tools/server.c"
+        assert index.lookup("tools/client.c:usage").symbol.path == "tools/client.c"
+        assert index.lookup("usage", "tools/server.c").symbol.path == "tools/server.c"  # used in that file
+        assert index.lookup("nowhere.c:usage").symbol is None
+        assert index.lookup("fmt.money").symbol.path == "fmt.py"
+        with pytest.raises(UserError, match="ambiguous"):
+            core.pin("s", PinIntent(symbol="main"))
+    finally:
+        core.close()

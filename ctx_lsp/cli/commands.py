@@ -79,7 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--safety-buffer", type=_non_negative, help="tokens kept free as a margin (default 2048)")
     p.add_argument("--rag-budget", type=_non_negative, metavar="N", help="fix the retrieval section to N tokens")
     p.add_argument("--mode", choices=["off", "light", "heavy"], help="retrieval mode (default light)")
-    p.add_argument("--pin", action="append", default=[], metavar="QUALIFIED.NAME", help="pin a symbol (repeatable)")
+    p.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="QUALIFIED.NAME",
+        help="pin a symbol (repeatable); FILE:NAME for one of several of a name (tools/server.c:usage)",
+    )
     p.add_argument("--conversation", type=Path, help="JSON list of OpenAI-style chat messages")
     p.add_argument("--system-prompt", type=Path, help="file with the system prompt")
     p.add_argument("--all", action="store_true", help="tree: list every excluded item")

@@ -51,7 +51,8 @@ Name = Annotated[
     Field(
         min_length=1,
         max_length=MAX_NAME,
-        description="a qualified name (shop.inventory.Inventory.reserve) or a short one (Inventory.reserve)",
+        description="a qualified name (shop.inventory.Inventory.reserve), a short one (Inventory.reserve), or "
+        "FILE:NAME for one of several of a name (tools/server.c:usage)",
     ),
 ]
 Budget = Annotated[int | None, Field(ge=1, le=MAX_TOKENS, description="at most this many tokens")]

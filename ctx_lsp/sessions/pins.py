@@ -102,8 +102,18 @@ class Pins:
         return [self.state(p) for p in self.shared.store.pins(session, record.branch)]
 
     def state(self, pin: PinRecord) -> PinState:
-        sym = self.shared.engine.index.get(pin.symbol) if pin.symbol else None
+        sym = self._pinned_symbol(pin)
         return PinState(pin, None if sym is None else sym.body_tokens + sym.header_tokens)
+
+    def _pinned_symbol(self, pin: PinRecord) -> IndexedSymbol | None:
+        """The symbol a pin holds: by its name, in the file it was pinned in while that file has
+        one of that name (a C ``static`` function, each program's ``main``: one name, several
+        files), else wherever the name went."""
+        if not pin.symbol:
+            return None
+        index = self.shared.engine.index
+        found = index.get_all(pin.symbol)
+        return next((s for s in found if s.path == pin.path), None) or (index.get(pin.symbol) if found else None)
 
     def pinned_items(
         self, record: SessionRecord, what_if: list[PinIntent], calibration: float, notes: list[str]
@@ -111,7 +121,7 @@ class Pins:
         """The session's pins as the planner sees them, then the what-if ones (``what_if``)."""
         out = []
         for p in self.shared.store.pins(record.id, record.branch):
-            sym = self.shared.engine.index.get(p.symbol) if p.symbol else None
+            sym = self._pinned_symbol(p)
             if sym is None:
                 notes.append(f"pin {p.id}: {p.symbol} is no longer in the workspace; unpin it or pin its new name")
                 continue

@@ -10,6 +10,7 @@ update does not load them whole.
 from __future__ import annotations
 
 import difflib
+import re
 import sqlite3
 
 import msgspec
@@ -22,12 +23,19 @@ from ctx_lsp.workspace.languages.specifiers import ImportMap, script_folders
 from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
 
+# ``FILE:NAME``, gdb's way to say which of several functions of one name (a C ``static`` function,
+# each program's ``main``): a path with an extension, one colon (not Rust's ``::``), then a name
+_IN_FILE = re.compile(r"(?P<file>[^\s:]+\.\w+):(?P<name>[^\s:][^\s]*)")
+
 
 def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol | None:
     """The symbol a (possibly dotted) name refers to (see ``WorkspaceIndex.resolve_name``)."""
     name = name.strip().strip(".").strip(":")
     if not name:
         return None
+    in_file = _IN_FILE.fullmatch(name)
+    if in_file is not None:
+        return _in_file(db, in_file["file"], in_file["name"])
     sym = lookups.get(db, name)
     if sym is not None:
         return sym
@@ -43,6 +51,21 @@ def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol 
             if sym is not None:
                 return sym
     return _follow(db, name, 0)  # re-exports (``pkg.Name``), then a unique suffix
+
+
+def _in_file(db: IndexDb, written: str, name: str) -> IndexedSymbol | None:
+    """``name`` as a symbol of the file ``written`` means (``tools/server.c``, ``server.c`` when
+    one file ends so): its own qualified name, else the one of that file's symbols that ends with it."""
+    files = lookups.files_matching(db, written, 1)
+    if len(files) != 1:
+        return None
+    rows = db.reader().execute(
+        "SELECT qualname FROM symbols WHERE path = ? AND name = ? AND kind != 'module'", (files[0], last_part(name))
+    )
+    found = sorted({q for (q,) in rows if _ends_with(q, name)}, key=lambda q: (q != name, q))
+    if not found or (len(found) > 1 and found[0] != name):
+        return None
+    return next((s for s in lookups.get_all(db, found[0]) if s.path == files[0]), None)
 
 
 def _resolve_by_name(db: IndexDb, name: str, rel: str, lang: str) -> IndexedSymbol | None:
@@ -104,15 +127,36 @@ class NameLookup(msgspec.Struct, frozen=True, kw_only=True):
             )
             more = f"; and {self.more} more" if self.more else ""
             count = len(self.candidates) + self.more
-            return f"{self.name!r} is ambiguous: {count} symbols have that name: {listed}{more}. Use a qualified name"
+            first = self.candidates[0]
+            if all(s.qualname == first.qualname for s in self.candidates):  # one name, several files
+                how = f"Name the file too, as FILE:NAME ({first.path}:{first.qualname})"
+            else:
+                how = "Use a qualified name"
+            return f"{self.name!r} is ambiguous: {count} symbols have that name: {listed}{more}. {how}"
         hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else " (nor any similar name)"
         return f"no symbol {self.name!r} in the workspace index{hint}"
+
+
+DECLARATION_SUFFIXES = (".pyi", ".d.ts", ".d.mts", ".d.cts")
 
 
 def lookup_name(db: IndexDb, name: str, from_rel: str | None) -> NameLookup:
     """``resolve_name``, and when it finds nothing, the candidates or suggestions (see ``NameLookup``)."""
     clean = name.strip().strip(".")
     sym = resolve_name(db, clean, from_rel) if clean else None
+    if sym is not None and sym.qualname == clean:
+        # one name, several files (C's ``static`` functions, each program's ``main``): the file
+        # the name is used in says which, else it is for the person to say (``FILE:NAME``)
+        by_file = {s.path: s for s in reversed(lookups.get_all(db, clean))}
+        code = {p: s for p, s in by_file.items() if not p.endswith(DECLARATION_SUFFIXES)}
+        by_file = code or by_file  # a ``.pyi`` stub or ``.d.ts`` beside the code declares the same names
+        if len(by_file) > 1:
+            here = by_file.get(normalise_rel(from_rel)) if from_rel else None
+            if here is not None:
+                return NameLookup(name=name, symbol=here)
+            candidates = tuple(sorted(by_file.values(), key=lambda s: (s.path, s.start_line)))
+            more = max(0, len(by_file) - MAX_CANDIDATES)
+            return NameLookup(name=name, candidates=candidates[:MAX_CANDIDATES], more=more)
     if sym is not None:
         return NameLookup(name=name, symbol=sym)
     if not clean:
