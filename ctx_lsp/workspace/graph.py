@@ -181,7 +181,12 @@ class Resolver:
             # name holds neither separator)
             sep = "::" if "::" in name else "."
             owner, _, short = name.rpartition(sep)
-            candidates = [(q, p) for q, p in self.by_name.get(short, ()) if FAMILY.get(language_of(p) or "") == family]
+            # a file's own (``FILE:NAME``: C's ``static`` functions) is never another file's by name
+            candidates = [
+                (q, p)
+                for q, p in self.by_name.get(short, ())
+                if FAMILY.get(language_of(p) or "") == family and not q.startswith(f"{p}:")
+            ]
             if owner and family == "go":  # the owner is an import path: the package folder it ends with
                 of_owner = _of_import_path(owner, candidates)
             else:

@@ -87,10 +87,10 @@ def _resolve_by_name(db: IndexDb, name: str, rel: str, lang: str) -> IndexedSymb
 
 def _ends_with(qualname: str, name: str) -> bool:
     """``qualname`` is ``name`` or ends with it after a separator, whichever the language spells
-    (``Type.method`` finds ``krate::Type::method`` too); or ``name`` is a Go name with its
-    package's import path, which ends with the package's folder (``example.com/app/internal/store.Open``
-    finds ``internal/store.Open``)."""
-    if qualname == name or qualname.endswith(("." + name, "::" + name, "/" + name)) or name.endswith("/" + qualname):
+    (``Type.method`` finds ``krate::Type::method`` too, ``usage`` a C file's ``tools/a.c:usage``);
+    or ``name`` is a Go name with its package's import path, which ends with the package's folder
+    (``example.com/app/internal/store.Open`` finds ``internal/store.Open``)."""
+    if qualname == name or qualname.endswith(("." + name, ":" + name, "/" + name)) or name.endswith("/" + qualname):
         return True
     other = name.replace("::", ".") if "::" in name else name.replace(".", "::")
     return other != name and (qualname == other or qualname.endswith(("." + other, "::" + other)))

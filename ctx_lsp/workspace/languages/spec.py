@@ -79,6 +79,9 @@ class Hooks:
     # tried first; when the workspace has no such definition (a package, a re-export), the
     # name decides as without it
     imported: Callable[[Node, Text, Mapping[str, str]], str | None] | None = None
+    # a top-level definition only its own file can use (C's ``static`` functions), given the
+    # file's path: named ``FILE:NAME`` (gdb's way), as every program's ``usage`` is one of its own
+    file_local: Callable[[Node, Text, str], bool] | None = None
 
 
 def qualifier(

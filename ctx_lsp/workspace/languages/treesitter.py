@@ -275,6 +275,8 @@ class TreeBuilder:
             if kind == "function" and container is not None and container.kind in _TYPE_KINDS:
                 kind = "method"
             qualname = self._join(child_prefix, named.segment)
+            if container is None and hooks.file_local is not None and hooks.file_local(node, self.text, self.rel):
+                qualname = f"{self.rel}:{qualname}"
             if qualname in taken and kind in ("function", "method"):
                 earlier = next((d for d in reversed(out) if d.qualname == qualname), None)
                 if earlier is not None and _declared_only(earlier.node) and not _declared_only(node):
