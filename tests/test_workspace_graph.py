@@ -641,3 +641,30 @@ def test_go_packages_of_one_name_in_two_folders_are_two_packages(tmp_path: Path)
             "internal/store.Open",
             "pkg/store.Open",
         }
+
+
+def test_go_import_paths_are_read_against_the_workspaces_go_mod_files(tmp_path: Path) -> None:
+    """``github.com/pkg/errors`` ends like the workspace's own ``pkg/errors``, but the workspace's
+    module is ``example.com/app``: it is a dependency's (no edge), unless the module vendors it.
+    A module below the workspace's root (``svc/go.mod``) names its folders from there."""
+    files = {
+        "go.mod": "module example.com/app\n\ngo 1.22\n",
+        "pkg/errors/errors.go": "package errors\n\nfunc Wrap(e error) error { return e }\n",
+        "api/api.go": 'package api\n\nimport (\n\t"github.com/pkg/errors"\n\tmine "example.com/app/pkg/errors"\n)\n\n'
+        "func Call() error {\n\terrors.Wrap(nil)\n\treturn mine.Wrap(nil)\n}\n",
+        "svc/go.mod": "module example.com/svc\n",
+        "svc/store/store.go": "package store\n\nfunc Open() {}\n",
+        "svc/cmd/main.go": 'package main\n\nimport "example.com/svc/store"\n\nfunc main() { store.Open() }\n',
+        "svc/vendor/github.com/acme/log/log.go": "package log\n\nfunc Print() {}\n",
+        "svc/run/run.go": 'package run\n\nimport "github.com/acme/log"\n\nfunc Run() { log.Print() }\n',
+    }
+    with graphed(tmp_path / "ws", files) as index:
+        uses = [(n, w) for _, n, rel, w in index.neighbours(["api.Call"], 10) if rel == "calls"]
+        assert uses == [("pkg/errors.Wrap", 1)]  # mine.Wrap, once: errors.Wrap is the dependency's
+        # a save resolves the file's references the same way (in SQL, without the whole graph)
+        saved = files["api/api.go"].replace("return mine.Wrap(nil)", "errors.Wrap(nil)\n\treturn mine.Wrap(nil)")
+        assert index.update_file("api/api.go", saved.encode())
+        uses = [(n, w) for _, n, rel, w in index.neighbours(["api.Call"], 10) if rel == "calls"]
+        assert uses == [("pkg/errors.Wrap", 1)]
+        assert calls(index, "svc/cmd.main") == {"svc/store.Open"}
+        assert calls(index, "svc/run.Run") == {"svc/vendor/github.com/acme/log.Print"}

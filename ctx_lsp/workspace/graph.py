@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from ctx_lsp.workspace.languages import FAMILY, language_of
 from ctx_lsp.workspace.languages.go import package_match
+from ctx_lsp.workspace.languages.gomod import GoModules
 from ctx_lsp.workspace.languages.specifiers import ImportMap
 
 DAMPING = 0.85
@@ -51,6 +52,7 @@ class Resolver:
         stars: Mapping[str, list[str]] | None = None,
         by_name: Mapping[str, list[tuple[str, str]]] | None = None,
         specifiers: ImportMap | None = None,
+        go_modules: GoModules | None = None,
     ) -> None:
         self.kinds = kinds  # qualname → kind, every indexed symbol
         self.module_paths = module_paths  # module qualname → path
@@ -58,6 +60,7 @@ class Resolver:
         self.stars = stars or {}  # path → targets of its ``from x import *``
         self.by_name = by_name or {}  # short name → (qualname, path) of each non-module symbol
         self.specifiers = specifiers  # what a TS/JS bare specifier names in the workspace
+        self.go_modules = go_modules  # which folder a Go import path names
         self._memo: dict[str, str | None] = {}
         # (short name, language family) → the folders and (qualname, depth) of each symbol of that
         # name, sorted by folder, worked out once: a common name (``new``) is looked up from many
@@ -170,6 +173,13 @@ class Resolver:
                 return self._resolve(f"{candidate}.{rest}", 0)  # the first the workspace has decides
         return None
 
+    def _of_go_package(self, import_path: str, short: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The candidates of the package ``import_path`` names: by the workspace's ``go.mod``
+        files when it has any, else by the folders its path ends with."""
+        if self.go_modules is not None and self.go_modules.known():
+            return _of_folder(self.go_modules.folder(import_path), short, candidates)
+        return _of_import_path(import_path, candidates)
+
     def _named(self, name: str, family: str) -> tuple[list[str], list[tuple[str, int]]]:
         """The definitions called ``name`` in ``family``, by folder (``a/b/``), sorted: worked out
         once per name, then bisected (``new`` and ``fmt`` name thousands in a Rust tree, and a
@@ -187,8 +197,8 @@ class Resolver:
                 for q, p in self.by_name.get(short, ())
                 if FAMILY.get(language_of(p) or "") == family and not q.startswith(f"{p}:")
             ]
-            if owner and family == "go":  # the owner is an import path: the package folder it ends with
-                of_owner = _of_import_path(owner, candidates)
+            if owner and family == "go":  # the owner is an import path: its package's folder
+                of_owner = self._of_go_package(owner, short, candidates)
             else:
                 of_owner = [(q, p) for q, p in candidates if not owner or q == name or q.endswith(sep + name)]
             if not of_owner and family in OWNER_OPTIONAL:
@@ -199,6 +209,20 @@ class Resolver:
             )
             found = self._candidates[(name, family)] = ([r[0] for r in rows], [(r[2], r[1]) for r in rows])
         return found
+
+
+def _of_folder(folder: str | None, short: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of Go definitions ``(qualname, path)`` called ``short``, the package-level ones of the
+    package in ``folder`` (none for None: a dependency's package)."""
+    if folder is None:
+        return []
+    out = []
+    for q, p in candidates:
+        package = q[: -len(short) - 1]
+        at_root = not folder and "." not in package  # a root package goes by its name
+        if p.rpartition("/")[0] == folder and (package == folder or at_root):
+            out.append((q, p))
+    return out
 
 
 def _of_import_path(import_path: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:

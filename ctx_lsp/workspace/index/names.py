@@ -19,6 +19,7 @@ from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import lookups, search
 from ctx_lsp.workspace.index.db import TEST_CASE_JSON, IndexDb, IndexedSymbol, normalise_rel, select_in
 from ctx_lsp.workspace.languages import kind_label, language_of, last_part
+from ctx_lsp.workspace.languages.gomod import GoModules, go_folders
 from ctx_lsp.workspace.languages.specifiers import ImportMap, script_folders
 from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
@@ -274,13 +275,13 @@ def sql_resolver(conn: sqlite3.Connection, root: str | None = None) -> graph.Res
     needs a few lookups, not the whole tables in memory); given the workspace's ``root``, it reads
     the workspace's packages and path aliases when an import needs them."""
 
-    def folders() -> set[str]:
-        return script_folders(r[0] for r in conn.execute("SELECT DISTINCT path FROM symbols WHERE kind = 'module'"))
+    def modules() -> list[str]:
+        return [r[0] for r in conn.execute("SELECT DISTINCT path FROM symbols WHERE kind = 'module'")]
 
-    specifiers = ImportMap(root, folders) if root is not None else None
-    return graph.Resolver(
-        _KindLookup(conn), _ModuleLookup(conn), _ImportLookup(conn), _StarLookup(conn), _NameLookup(conn), specifiers
-    )
+    specifiers = ImportMap(root, lambda: script_folders(modules())) if root is not None else None
+    go = GoModules(root, lambda: go_folders(modules())) if root is not None else None
+    tables = (_KindLookup(conn), _ModuleLookup(conn), _ImportLookup(conn), _StarLookup(conn), _NameLookup(conn))
+    return graph.Resolver(*tables, specifiers, go)
 
 
 class _KindLookup:

@@ -17,6 +17,7 @@ from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index import names as index_names
 from ctx_lsp.workspace.index.db import SET_META, TEST_CASE_JSON, IndexDb, select_in, write_transaction
+from ctx_lsp.workspace.languages.gomod import GoModules, go_folders
 from ctx_lsp.workspace.languages.specifiers import ImportMap, script_folders
 
 
@@ -87,7 +88,9 @@ def update_graph(db: IndexDb) -> float:
         }
         folders = script_folders(module_paths.values())
         specifiers = ImportMap(str(db.root), lambda: folders)
-        resolver = graph.Resolver(kinds, module_paths, imports, stars, by_name, specifiers)
+        go_in = go_folders(module_paths.values())
+        go = GoModules(str(db.root), lambda: go_in)
+        resolver = graph.Resolver(kinds, module_paths, imports, stars, by_name, specifiers, go)
         resolved: dict[int, str | None] = {}  # target id → the symbol it names
         index_of: dict[str, int] = {}
         names: list[str] = []
@@ -117,7 +120,7 @@ def update_graph(db: IndexDb) -> float:
         previous = dict(conn.execute("SELECT qualname, rank FROM centrality").fetchall())
     finally:
         conn.execute("COMMIT")
-    del kinds, module_paths, imports, stars, by_name, resolver, specifiers
+    del kinds, module_paths, imports, stars, by_name, resolver, specifiers, go
     start = [previous.get(q, 0.0) for q in names] if previous else None
     mask = (1 << 32) - 1
     ranks, _ = graph.pagerank(len(names), ((k >> 32, k & mask, w) for k, w in weights.items()), start=start)
