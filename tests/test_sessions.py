@@ -194,5 +194,6 @@ def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(
         callers = {(s, n) for s, n, rel, _ in index.neighbours(["main"], 10) if rel == "calls"}
         assert callers == {("main", "tools/client.c:usage"), ("main", "tools/server.c:usage")}  # each its own
         assert index.lookup("fmt.money").symbol.path == "fmt.py"
+        assert index.lookup("fmt:money").symbol.qualname == "fmt.money"  # Python's ``module:attr``
     finally:
         core.close()

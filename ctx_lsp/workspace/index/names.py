@@ -25,8 +25,9 @@ from ctx_lsp.workspace.languages.treesitter import by_name_target
 from ctx_lsp.workspace.parse import module_name_for
 
 # ``FILE:NAME``, gdb's way to say which of several functions of one name (a C ``static`` function,
-# each program's ``main``): a path with an extension, one colon (not Rust's ``::``), then a name
-_IN_FILE = re.compile(r"(?P<file>[^\s:]+\.\w+):(?P<name>[^\s:][^\s]*)")
+# each program's ``main``): a path, one colon (not Rust's ``::``), then a name; or Python's
+# ``module:attr`` (an entry point, ``app.main:app``)
+_IN_FILE = re.compile(r"(?P<file>[^\s:]+):(?P<name>[^\s:][^\s]*)")
 
 
 def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol | None:
@@ -36,7 +37,10 @@ def resolve_name(db: IndexDb, name: str, from_rel: str | None) -> IndexedSymbol 
         return None
     in_file = _IN_FILE.fullmatch(name)
     if in_file is not None:
-        return _in_file(db, in_file["file"], in_file["name"])
+        found = _in_file(db, in_file["file"], in_file["name"])
+        if found is not None or "/" in in_file["file"]:
+            return found
+        name = f"{in_file['file']}.{in_file['name']}"  # Python's ``module:attr`` (``app.main:app``)
     sym = lookups.get(db, name)
     if sym is not None:
         return sym
