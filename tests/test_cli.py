@@ -217,9 +217,11 @@ def test_index_names_the_workspaces_own_packages(tmp_path):
         "packages/core/src/index.ts": "export function fmt(n: number) { return `${n}` }\n",
         "apps/web/package.json": '{"name": "web"}',
         "apps/web/src/main.ts": 'import { fmt } from "@acme/core"\nexport const show = () => fmt(1)\n',
+        "svc/go.mod": "module example.com/svc\n\ngo 1.22\n",  # a Go module, below the root
+        "svc/store/store.go": "package store\n\nfunc Open() {}\n",
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     out = ctx("index", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    assert "  packages: @acme/core (packages/core), web (apps/web)\n" in out.stdout
+    assert "  packages: @acme/core (packages/core), example.com/svc (svc), web (apps/web)\n" in out.stdout

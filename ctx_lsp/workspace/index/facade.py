@@ -19,6 +19,7 @@ from ctx_lsp.workspace.index.db import IndexDb, IndexedSymbol
 from ctx_lsp.workspace.index.lookups import IndexSummary
 from ctx_lsp.workspace.index.names import NameLookup
 from ctx_lsp.workspace.index.search import SearchHit
+from ctx_lsp.workspace.languages.gomod import workspace_modules
 from ctx_lsp.workspace.languages.specifiers import workspace_packages
 from ctx_lsp.workspace.secrets import DEFAULT_MASKER, SecretMasker
 
@@ -319,10 +320,11 @@ class WorkspaceIndex:
         return lookups.module_symbol_counts(self._db)
 
     def packages(self) -> dict[str, str]:
-        """The workspace's own JavaScript/TypeScript packages (name → folder) that imports by
-        name reach (``languages.specifiers``)."""
+        """The workspace's own JavaScript/TypeScript packages and Go modules (name → folder) that
+        imports by name reach (``languages.specifiers``, ``languages.gomod``)."""
         paths = [path for path, _ in self.module_symbol_counts()]
-        return workspace_packages(str(self._db.root), paths)
+        found = {**workspace_packages(str(self._db.root), paths), **workspace_modules(str(self._db.root), paths)}
+        return dict(sorted(found.items()))
 
     def counts(self) -> tuple[int, int, int]:
         """Files, symbols and resolved edges, counted now (cheap: see ``stats`` for the sums)."""

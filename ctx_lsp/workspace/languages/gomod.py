@@ -34,6 +34,10 @@ class GoModules:
         """Whether the workspace declares any module (else import paths are matched by their ends)."""
         return bool(self._read())
 
+    def modules(self) -> list[tuple[str, str]]:
+        """``(module path, its folder)`` of each ``go.mod``, longest path first."""
+        return list(self._read())
+
     def folder(self, import_path: str) -> str | None:
         """The workspace folder ``import_path`` names ("" for a module's root folder at the
         workspace's root), or None: a dependency's package, not the workspace's."""
@@ -64,6 +68,13 @@ class GoModules:
                     here = here.rpartition("/")[0]
             self._modules = sorted(((m, f) for f, m in found.items()), key=lambda mf: (-len(mf[0]), mf))
         return self._modules
+
+
+def workspace_modules(root: str, paths: Iterable[str]) -> dict[str, str]:
+    """The workspace's own Go modules: module path → folder (root-relative), from the ``go.mod``
+    at or above the folders of those ``paths`` that are Go files."""
+    folders = go_folders(paths)
+    return {module: where for module, where in sorted(GoModules(root, lambda: folders).modules())}
 
 
 def go_folders(paths: Iterable[str]) -> set[str]:
