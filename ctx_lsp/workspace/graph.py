@@ -17,8 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from ctx_lsp.workspace.languages import FAMILY, language_of
-from ctx_lsp.workspace.languages.go import package_match
-from ctx_lsp.workspace.languages.gomod import GoModules
+from ctx_lsp.workspace.languages.gomod import GoModules, of_go_package
 from ctx_lsp.workspace.languages.specifiers import ImportMap
 
 DAMPING = 0.85
@@ -173,13 +172,6 @@ class Resolver:
                 return self._resolve(f"{candidate}.{rest}", 0)  # the first the workspace has decides
         return None
 
-    def _of_go_package(self, import_path: str, short: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The candidates of the package ``import_path`` names: by the workspace's ``go.mod``
-        files when it has any, else by the folders its path ends with."""
-        if self.go_modules is not None and self.go_modules.known():
-            return _of_folder(self.go_modules.folder(import_path), short, candidates)
-        return _of_import_path(import_path, candidates)
-
     def _named(self, name: str, family: str) -> tuple[list[str], list[tuple[str, int]]]:
         """The definitions called ``name`` in ``family``, by folder (``a/b/``), sorted: worked out
         once per name, then bisected (``new`` and ``fmt`` name thousands in a Rust tree, and a
@@ -198,7 +190,7 @@ class Resolver:
                 if FAMILY.get(language_of(p) or "") == family and not q.startswith(f"{p}:")
             ]
             if owner and family == "go":  # the owner is an import path: its package's folder
-                of_owner = self._of_go_package(owner, short, candidates)
+                of_owner = of_go_package(self.go_modules, owner, short, candidates)
             else:
                 of_owner = [(q, p) for q, p in candidates if not owner or q == name or q.endswith(sep + name)]
             if not of_owner and family in OWNER_OPTIONAL:
@@ -209,28 +201,6 @@ class Resolver:
             )
             found = self._candidates[(name, family)] = ([r[0] for r in rows], [(r[2], r[1]) for r in rows])
         return found
-
-
-def _of_folder(folder: str | None, short: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Of Go definitions ``(qualname, path)`` called ``short``, the package-level ones of the
-    package in ``folder`` (none for None: a dependency's package)."""
-    if folder is None:
-        return []
-    out = []
-    for q, p in candidates:
-        package = q[: -len(short) - 1]
-        at_root = not folder and "." not in package  # a root package goes by its name
-        if p.rpartition("/")[0] == folder and (package == folder or at_root):
-            out.append((q, p))
-    return out
-
-
-def _of_import_path(import_path: str, candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Of Go definitions ``(qualname, path)``, the package-level ones of the package that
-    ``import_path`` names: those whose package folder shares the most trailing elements with it."""
-    scored = [(package_match(import_path, q.rpartition(".")[0]), q, p) for q, p in candidates]
-    best = max((s for s, _, _ in scored), default=0)
-    return [(q, p) for s, q, p in scored if s == best] if best > 0 else []
 
 
 # Families whose receivers may be values named like classes (a JavaScript ``const Config = {…}``,

@@ -104,6 +104,7 @@ def _ends_with(qualname: str, name: str) -> bool:
 MAX_CANDIDATES = 12  # of an ambiguous name, listed most central first
 MAX_SUGGESTIONS = 5  # close names offered for an unknown one
 CLOSE_NAME_CUTOFF = 0.6  # difflib's similarity ratio a suggested name must reach
+DECLARATION_SUFFIXES = (".pyi", ".d.ts", ".d.mts", ".d.cts")  # files that declare what code beside them defines
 
 
 class NameLookup(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,9 +141,6 @@ class NameLookup(msgspec.Struct, frozen=True, kw_only=True):
             return f"{self.name!r} is ambiguous: {count} symbols have that name: {listed}{more}. {how}"
         hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else " (nor any similar name)"
         return f"no symbol {self.name!r} in the workspace index{hint}"
-
-
-DECLARATION_SUFFIXES = (".pyi", ".d.ts", ".d.mts", ".d.cts")
 
 
 def lookup_name(db: IndexDb, name: str, from_rel: str | None) -> NameLookup:
@@ -277,7 +275,7 @@ def _module_path(conn: sqlite3.Connection, module: str) -> str | None:
 def sql_resolver(conn: sqlite3.Connection, root: str | None = None) -> graph.Resolver:
     """A ``graph.Resolver`` whose mappings are answered by SQL on ``conn`` (one file's update
     needs a few lookups, not the whole tables in memory); given the workspace's ``root``, it reads
-    the workspace's packages and path aliases when an import needs them."""
+    the workspace's packages, path aliases and Go modules when an import needs them."""
 
     def modules() -> list[str]:
         return [r[0] for r in conn.execute("SELECT DISTINCT path FROM symbols WHERE kind = 'module'")]

@@ -5,7 +5,7 @@ comment right above a declaration is its doc (``// Run runs …``).
 A package is named by its folder, as Go's import paths name it (``internal/store.Open``): two
 folders may declare packages of one name (every ``cmd/*/main.go`` is ``package main``), and each is
 a package of its own. A name called through an imported package (``store.Open()``) is that
-package's: the folder whose path the import path ends with."""
+package's: the folder its import path names (``gomod``)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def _owner(node, src: Text, imports: Mapping[str, str]) -> str:
     """The import path of the package a name is qualified by, when it is an imported one outside
     the standard library (``example.com/app/internal/store`` of ``st.Open()`` after ``import st
     ".../internal/store"``, of a ``store.DB`` type): the reference is to that package's ``Open``,
-    not to the nearest one (``package_match`` finds its folder)."""
+    not to the nearest one (``gomod.of_go_package`` finds its folder)."""
     operand = qualifier(node, "qualified_type", "name", "package") or qualifier(
         node, "selector_expression", "field", "operand"
     )

@@ -16,6 +16,8 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
+from ctx_lsp.workspace.languages.go import package_match
+
 _MAX_GO_MOD_BYTES = 1024 * 1024
 _MODULE = re.compile(r'^\s*module\s+"?([^\s"]+)"?', re.M)
 
@@ -68,6 +70,29 @@ class GoModules:
                     here = here.rpartition("/")[0]
             self._modules = sorted(((m, f) for f, m in found.items()), key=lambda mf: (-len(mf[0]), mf))
         return self._modules
+
+
+Candidates = list[tuple[str, str]]  # (qualname, path) of definitions of one name
+
+
+def of_go_package(modules: GoModules | None, import_path: str, short: str, candidates: Candidates) -> Candidates:
+    """Of Go definitions called ``short``, the package-level ones of the package ``import_path``
+    names: by the workspace's ``go.mod`` files when it has any, else by the folders its path ends
+    with (``go.package_match``: the most trailing parts in common)."""
+    if modules is not None and modules.known():
+        folder = modules.folder(import_path)
+        if folder is None:  # a dependency's package
+            return []
+        out = []
+        for q, p in candidates:
+            package = q[: -len(short) - 1]
+            at_root = not folder and "." not in package  # a root package goes by its name
+            if p.rpartition("/")[0] == folder and (package == folder or at_root):
+                out.append((q, p))
+        return out
+    scored = [(package_match(import_path, q.rpartition(".")[0]), q, p) for q, p in candidates]
+    best = max((s for s, _, _ in scored), default=0)
+    return [(q, p) for s, q, p in scored if s == best] if best > 0 else []
 
 
 def workspace_modules(root: str, paths: Iterable[str]) -> dict[str, str]:
