@@ -96,14 +96,14 @@ def _imports(node, prefix: str, src: Text) -> list[tuple[str, str]]:
         return []
     target = src(path).strip('"`')
     alias = node.child_by_field_name("name")
-    local = src(alias) if alias is not None else _package_name(target)
+    local = src(alias) if alias is not None else package_name(target)
     return [(local, target)] if local not in ("_", ".") else [("*", target)] if local == "." else []
 
 
 _MAJOR = re.compile(r"v[2-9]\d*")
 
 
-def _package_name(path: str) -> str:
+def package_name(path: str) -> str:
     """The name an import path's package goes by (its package clause, by Go's convention): the
     last element, before a major version (``…/cli/v2`` is ``cli``) and without gopkg.in's
     (``gopkg.in/yaml.v3`` is ``yaml``)."""
@@ -152,7 +152,7 @@ def package_match(import_path: str, package: str) -> int:
     n = 0
     while n < min(len(want), len(have)) and want[-1 - n] == have[-1 - n]:
         n += 1
-    if n == 0 and len(have) == 1 and _package_name(import_path) == package:  # ``…/cli/v2`` is ``cli``
+    if n == 0 and len(have) == 1 and package_name(import_path) == package:  # ``…/cli/v2`` is ``cli``
         return 1
     return n
 

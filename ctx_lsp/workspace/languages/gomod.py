@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
-from ctx_lsp.workspace.languages.go import package_match
+from ctx_lsp.workspace.languages.go import package_match, package_name
 
 _MAX_GO_MOD_BYTES = 1024 * 1024
 _MODULE = re.compile(r'^\s*module\s+"?([^\s"]+)"?', re.M)
@@ -90,7 +90,14 @@ def of_go_package(modules: GoModules | None, import_path: str, short: str, candi
             if p.rpartition("/")[0] == folder and (package == folder or at_root):
                 out.append((q, p))
         return out
-    scored = [(package_match(import_path, q.rpartition(".")[0]), q, p) for q, p in candidates]
+    # a package whose folder does not end as the path does (nor is named so) shares nothing with
+    # it: turned away before it is scored (``New`` has hundreds of candidates in a large tree)
+    ends = (import_path.rpartition("/")[2], package_name(import_path))
+    scored = [
+        (package_match(import_path, owner), q, p)
+        for q, p in candidates
+        if (owner := q.rpartition(".")[0]).rpartition("/")[2] in ends
+    ]
     best = max((s for s, _, _ in scored), default=0)
     return [(q, p) for s, q, p in scored if s == best] if best > 0 else []
 
@@ -111,6 +118,8 @@ def _module_of(root: str, folder: str) -> str | None:
     """The module path the ``go.mod`` in ``folder`` declares, if it has a readable one."""
     path = os.path.join(root, folder, "go.mod")
     try:
+        if not os.path.isfile(path):  # most folders have none: one stat, not a walk of the path
+            return None
         real, top = os.path.realpath(path), os.path.realpath(root)
         if os.path.commonpath([real, top]) != top or os.path.getsize(real) > _MAX_GO_MOD_BYTES:
             return None  # a link out of the workspace, or not a go.mod a person wrote
