@@ -107,13 +107,8 @@ class Pins:
 
     def _pinned_symbol(self, pin: PinRecord) -> IndexedSymbol | None:
         """The symbol a pin holds: by its name, in the file it was pinned in while that file has
-        one of that name (a C ``static`` function, each program's ``main``: one name, several
-        files), else wherever the name went."""
-        if not pin.symbol:
-            return None
-        index = self.shared.engine.index
-        found = index.get_all(pin.symbol)
-        return next((s for s in found if s.path == pin.path), None) or (index.get(pin.symbol) if found else None)
+        it (one name in several files: each C program's ``main``), else wherever the name went."""
+        return self.shared.engine.index.get(pin.symbol, pin.path) if pin.symbol else None
 
     def pinned_items(
         self, record: SessionRecord, what_if: list[PinIntent], calibration: float, notes: list[str]

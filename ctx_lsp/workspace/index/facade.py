@@ -272,9 +272,10 @@ class WorkspaceIndex:
         """Every symbol with this qualname (overloads, property setters, redefinitions)."""
         return lookups.get_all(self._db, qualname)
 
-    def get(self, qualname: str) -> IndexedSymbol | None:
-        """The symbol with this qualname; of several, the first that is not an ``@overload`` stub."""
-        return lookups.get(self._db, qualname)
+    def get(self, qualname: str, path: str | None = None) -> IndexedSymbol | None:
+        """The symbol with this qualname; of several, the first that is not an ``@overload`` stub,
+        in ``path`` when that file has one (one name in several files: each C program's ``main``)."""
+        return lookups.get(self._db, qualname, path)
 
     def get_many(self, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
         """``get`` for many names in one query (overload stubs lose to the implementation)."""

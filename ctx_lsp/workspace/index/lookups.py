@@ -38,9 +38,10 @@ def get_all(db: IndexDb, qualname: str) -> list[IndexedSymbol]:
     return list(map(row_symbol, rows))
 
 
-def get(db: IndexDb, qualname: str) -> IndexedSymbol | None:
+def get(db: IndexDb, qualname: str, path: str | None = None) -> IndexedSymbol | None:
     found = get_all(db, qualname)
-    return _implementation(found) if found else None
+    in_file = [s for s in found if s.path == path] if path is not None else []
+    return _implementation(in_file or found) if found else None
 
 
 def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:

@@ -70,7 +70,7 @@ def _in_file(db: IndexDb, written: str, name: str) -> IndexedSymbol | None:
     found = sorted({q for (q,) in rows if _ends_with(q, name)}, key=lambda q: (q != name, q))
     if not found or (len(found) > 1 and found[0] != name):
         return None
-    return next((s for s in lookups.get_all(db, found[0]) if s.path == files[0]), None)
+    return lookups.get(db, found[0], files[0])
 
 
 def _resolve_by_name(db: IndexDb, name: str, rel: str, lang: str) -> IndexedSymbol | None:
