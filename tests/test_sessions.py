@@ -154,17 +154,18 @@ def test_an_agent_context_is_the_plan_without_its_system_prompt(core: SessionEng
 
 
 def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(tmp_path) -> None:
-    """Each C program has its own ``main``: a pin at the cursor in server.c was planned as
+    """Each C program has its own ``start``: a pin at the cursor in server.c was planned as
     client.c's (the pin held only the name, and the name read the first file's). A name typed
     alone is ambiguous now; ``FILE:NAME`` (gdb's way) or the file it is used in says which. A
-    ``static`` function is its file's alone, and named so (``tools/server.c:usage``); a ``.pyi``
-    stub beside its module is not another definition."""
+    ``static`` function and a program's ``main`` are their file's alone, and named so
+    (``tools/server.c:usage``); a ``.pyi`` stub beside its module is not another definition."""
     root = tmp_path / "ws"
     (root / "tools").mkdir(parents=True)
     for prog, arg in (("client", "HOST"), ("server", "PORT [--verbose] [--log FILE] [--workers N]")):
         (root / "tools" / f"{prog}.c").write_text(
             f'static void usage(void)\n{{\n    puts("usage: {prog} {arg}");\n}}\n\n'
-            f"int main(int argc, char **argv)\n{{\n    usage(); /* {prog}: {arg} */\n    return 0;\n}}\n"
+            f"int start(int argc, char **argv)\n{{\n    usage(); /* {prog}: {arg} */\n    return 0;\n}}\n\n"
+            "int main(int argc, char **argv)\n{\n    return start(argc, argv);\n}\n"
         )
     (root / "fmt.py").write_text("def money(cents):\n    return f'{cents / 100:.2f}'\n")
     (root / "fmt.pyi").write_text("def money(cents: int) -> str: ...\n")
@@ -172,27 +173,31 @@ def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(
     try:
         core.engine.refresh_index()
         core.engine.index.update_graph()
-        core.pin("s", PinIntent(path="tools/server.c", line=6, character=0))  # inside server.c's main
+        core.pin("s", PinIntent(path="tools/server.c", line=6, character=0))  # inside server.c's start
         pinned = [i for i in plan(core, "s").included if i.pin_id]
-        assert [(i.symbol, i.path) for i in pinned] == [("main", "tools/server.c")]
+        assert [(i.symbol, i.path) for i in pinned] == [("start", "tools/server.c")]
         assert core.pins("s")[0].tokens == pinned[0].tokens - 1  # the pin's size is that file's too
 
         index = core.engine.index
-        lookup = index.lookup("main")
+        lookup = index.lookup("start")
         assert lookup.symbol is None and [s.path for s in lookup.candidates] == ["tools/client.c", "tools/server.c"]
-        assert "FILE:NAME (tools/client.c:main)" in (lookup.problem() or "")
-        assert index.lookup("server.c:main").symbol.path == "tools/server.c"
-        assert index.lookup("tools/client.c:main").symbol.path == "tools/client.c"
-        assert index.lookup("main", "tools/server.c").symbol.path == "tools/server.c"  # used in that file
-        assert index.lookup("nowhere.c:main").symbol is None
+        assert "FILE:NAME (tools/client.c:start)" in (lookup.problem() or "")
+        assert index.lookup("server.c:start").symbol.path == "tools/server.c"
+        assert index.lookup("tools/client.c:start").symbol.path == "tools/client.c"
+        assert index.lookup("start", "tools/server.c").symbol.path == "tools/server.c"  # used in that file
+        assert index.lookup("nowhere.c:start").symbol is None
         with pytest.raises(UserError, match="ambiguous"):
-            core.pin("s", PinIntent(symbol="main"))
+            core.pin("s", PinIntent(symbol="start"))
 
         statics = index.lookup("usage").candidates
         assert [s.qualname for s in statics] == ["tools/client.c:usage", "tools/server.c:usage"]
         assert index.lookup("tools/server.c:usage").symbol.path == "tools/server.c"
-        callers = {(s, n) for s, n, rel, _ in index.neighbours(["main"], 10) if rel == "calls"}
-        assert callers == {("main", "tools/client.c:usage"), ("main", "tools/server.c:usage")}  # each its own
+        mains = index.lookup("main").candidates
+        assert [s.qualname for s in mains] == ["tools/client.c:main", "tools/server.c:main"]
+        assert index.lookup("server.c:main").symbol.qualname == "tools/server.c:main"
+        for prog in ("client", "server"):
+            main = f"tools/{prog}.c:main"
+            assert {(s, n) for s, n, rel, _ in index.neighbours([main], 10) if rel == "calls"} == {(main, "start")}
         assert index.lookup("fmt.money").symbol.path == "fmt.py"
         assert index.lookup("fmt:money").symbol.qualname == "fmt.money"  # Python's ``module:attr``
     finally:

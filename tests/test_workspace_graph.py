@@ -668,3 +668,30 @@ def test_go_import_paths_are_read_against_the_workspaces_go_mod_files(tmp_path: 
         assert uses == [("pkg/errors.Wrap", 1)]
         assert calls(index, "svc/cmd.main") == {"svc/store.Open"}
         assert calls(index, "svc/run.Run") == {"svc/vendor/github.com/acme/log.Print"}
+
+
+def test_what_a_cpp_file_keeps_to_itself_is_its_own(tmp_path: Path) -> None:
+    """C++ says "this file's alone" with an anonymous namespace or ``static``, often inside the
+    project's namespace (JUCE: ``namespace juce { namespace { inline uint32 bitToMask(...) } }``),
+    and each program has its own ``main``. Before, both files' ``helper`` and both ``main`` were one
+    name: a call from one file went to the other's, and one ``main`` called both files' helpers."""
+    body = "namespace app {{\nnamespace {{\nint helper(int x) {{ return x + {n}; }}\n"
+    body += "struct Scratch {{ int size() {{ return {n}; }} }};\n}}\n"
+    body += "static int twice(int x) {{ return 2 * helper(x); }}\n"
+    body += "int run{n}(int x) {{ Scratch s; return twice(x) + s.size(); }}\n}}\n"
+    body += "int main() {{ return app::run{n}(1); }}\n"
+    files = {
+        "tools/a.cpp": body.format(n=1),
+        "tools/b.cpp": body.format(n=2),
+        "include/app.h": "namespace app { static int shared() { return 0; } }\n",
+    }
+    with graphed(tmp_path / "ws", files) as index:
+        names = {s.qualname for s in index.iter_symbols(("function", "method", "class"))}
+        for f, n in (("tools/a.cpp", 1), ("tools/b.cpp", 2)):
+            own = {f"{f}:app::helper", f"{f}:app::Scratch", f"{f}:app::Scratch::size", f"{f}:app::twice", f"{f}:main"}
+            assert own | {f"app::run{n}"} <= names
+            assert calls(index, f"{f}:app::twice") == {f"{f}:app::helper"}
+            assert calls(index, f"{f}:main") & {"app::run1", "app::run2"} == {f"app::run{n}"}
+        assert "app::shared" in names  # a header's is every including file's
+        assert index.lookup("tools/b.cpp:app::helper").symbol.path == "tools/b.cpp"
+        assert [s.path for s in index.lookup("helper").candidates] == ["tools/a.cpp", "tools/b.cpp"]

@@ -75,10 +75,35 @@ _HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl")
 
 
 def _file_local(node, src: Text, rel: str) -> bool:
-    """A ``static`` function of a source file (not a header): no other file can call it."""
-    if node.type != "function_definition" or rel.endswith(_HEADERS):
+    """A definition of a source file (not a header) that no other file can use: a ``static``
+    function, anything in an anonymous namespace (C++'s way to say the same), and the program's
+    ``main`` (each program has its own; nothing calls it by name)."""
+    if rel.endswith(_HEADERS):
         return False
-    return any(c.type == "storage_class_specifier" and src(c) == "static" for c in node.children)
+    top = True
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "namespace_definition":
+            if parent.child_by_field_name("name") is None:
+                return True
+            top = False
+        parent = parent.parent
+    if node.type != "function_definition":
+        return False
+    if any(c.type == "storage_class_specifier" and src(c) == "static" for c in node.children):
+        return True
+    return top and _declared_name(node, src) == "main"
+
+
+def _declared_name(node, src: Text) -> str | None:
+    """The plain name a function definition declares (``main`` of ``int main(void)``)."""
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None and declarator.type in ("pointer_declarator", "reference_declarator"):
+        declarator = declarator.child_by_field_name("declarator") or declarator.named_children[-1]
+    if declarator is None or declarator.type != "function_declarator":
+        return None
+    name = declarator.child_by_field_name("declarator")
+    return src(name) if name is not None and name.type == "identifier" else None
 
 
 SPECS = {

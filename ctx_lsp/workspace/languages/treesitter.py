@@ -275,7 +275,12 @@ class TreeBuilder:
             if kind == "function" and container is not None and container.kind in _TYPE_KINDS:
                 kind = "method"
             qualname = self._join(child_prefix, named.segment)
-            if container is None and hooks.file_local is not None and hooks.file_local(node, self.text, self.rel):
+            if (
+                hooks.file_local is not None
+                # at the top or in a namespace (a class's members are the class's), once
+                and (container is None or (container.kind == "namespace" and not qualname.startswith(f"{self.rel}:")))
+                and hooks.file_local(node, self.text, self.rel)
+            ):
                 qualname = f"{self.rel}:{qualname}"
             if qualname in taken and kind in ("function", "method"):
                 earlier = next((d for d in reversed(out) if d.qualname == qualname), None)
