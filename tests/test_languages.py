@@ -979,3 +979,34 @@ def test_a_javadoc_without_leading_stars_is_cut_to_its_first_paragraph_on_the_ca
     assert "Set the authenticator" in auth.card and "default Connection auth" in auth.card
     assert "session.step" not in auth.card and "@param" not in auth.card
     assert "session.step(59)" in auth.body  # the body is the exact code, its comment included
+
+
+def test_a_cpp_class_with_its_librarys_export_macro_is_a_class() -> None:
+    """``class JUCE_API BigInteger`` (Qt's ``Q_CORE_EXPORT``, LLVM's ``LLVM_ABI``): the grammar
+    read the macro as the class and the rest as a function named ``BigInteger``, so the class
+    and every member were missing (633 classes of JUCE's headers) and their methods' callers
+    resolved to nothing or to a wrong ``juce::getHeight``. The macro is read as spaces, also
+    where a macro line in the class (``JUCE_LEAK_DETECTOR (Widget)``) needs reading so too."""
+    header = """namespace juce
+{
+class JUCE_API  Widget  : public Component
+{
+public:
+    Widget() = default;
+    int getHeight() const noexcept { return height; }
+
+private:
+    int height = 0;
+
+    JUCE_LEAK_DETECTOR (Widget)
+};
+
+struct JUCE_API Point final { int x, y; };
+} // namespace juce
+"""
+    symbols = {s.qualname: s for s in parse_module("ui/juce_Widget.h", header.encode()).symbols}
+    assert symbols["juce::Widget"].kind == "class"
+    assert symbols["juce::Widget::getHeight"].kind == "method"
+    assert symbols["juce::Point"].kind == "class"
+    assert "JUCE_API" not in symbols and "juce::getHeight" not in symbols
+    assert symbols["juce::Widget"].body.startswith("class JUCE_API  Widget")  # the text as written

@@ -599,7 +599,7 @@ def _without_macro_lines(loaded: Loaded, source: bytes, tree):
 
     if not any(near_a_macro(at) for at in errors):
         return tree  # its errors are elsewhere: another parse would not mend them
-    blanked = bytearray(source)
+    blanked = _readable(loaded, source) or bytearray(source)  # the two mend different lines
     for start, end in macros:
         blanked[start:end] = b" " * (end - start)
     try:
@@ -614,14 +614,8 @@ def _parse_readable(loaded: Loaded, source: bytes, seconds: float = PARSE_SECOND
     bytes, when they find any (one parse, and the error recovery of a file the grammar cannot
     read is its slowest); the tree of ``source`` as it is when that has fewer errors. Every byte
     stays where it was: texts are still cut from ``source``."""
-    read = bytearray()
-    for pattern, byte in loaded.spec.unreadable:
-        for m in pattern.finditer(source):
-            if not read:
-                read = bytearray(source)
-            start, end = m.span(1)
-            read[start:end] = byte * (end - start)
-    if not read:
+    read = _readable(loaded, source)
+    if read is None:
         return parse_with_deadline(loaded, source, seconds)
     # the two parses share the one cap (a file is never given more than ``seconds``), and a text
     # the cap stops read one way is not tried the other
@@ -634,6 +628,19 @@ def _parse_readable(loaded: Loaded, source: bytes, seconds: float = PARSE_SECOND
     except ParseFailed:
         return tree
     return tree if len(_errors(tree)) < len(_errors(plain)) else plain
+
+
+def _readable(loaded: Loaded, source: bytes) -> bytearray | None:
+    """``source`` with what the language's ``unreadable`` patterns find read as their bytes;
+    None when they find nothing."""
+    read = bytearray()
+    for pattern, byte in loaded.spec.unreadable:
+        for m in pattern.finditer(source):
+            if not read:
+                read = bytearray(source)
+            start, end = m.span(1)
+            read[start:end] = byte * (end - start)
+    return read or None
 
 
 _NEAR_BYTES = 200  # an error this close after a macro line may be its doing (the next statement)
