@@ -1010,3 +1010,51 @@ struct JUCE_API Point final { int x, y; };
     assert symbols["juce::Point"].kind == "class"
     assert "JUCE_API" not in symbols and "juce::getHeight" not in symbols
     assert symbols["juce::Widget"].body.startswith("class JUCE_API  Widget")  # the text as written
+
+
+BIGINT_H = """namespace juce
+{
+class JUCE_API BigInteger
+{
+public:
+    //==============================================================================
+    /** Returns the largest value that will divide both this value and the argument. */
+    BigInteger findGreatestCommonDivisor (BigInteger other) const;
+
+    /** Returns the number of set bits. */
+    int countBits() const noexcept;
+
+    int undocumented() const;
+    void (*onChange) (int);
+
+    /** Shifts the bits left. */
+    BigInteger& operator<<= (int numBitsToShift);
+};
+
+/** Writes a BigInteger as decimal digits. */
+OutputStream& operator<< (OutputStream& stream, const BigInteger& value);
+
+inline int BigInteger::countBits() const noexcept { return 0; }
+} // namespace juce
+"""
+
+
+def test_a_cpp_headers_documented_declarations_are_symbols_for_their_doc() -> None:
+    """A C++ library says what a function does above its declaration in the header (JUCE, Qt,
+    LLVM); the definition in the .cpp seldom says it again, so its words were nowhere but in the
+    class's text. A documented declaration in a header is a symbol now, marked ``declaration``;
+    an undocumented one, a pointer to a function, and a source file's are not, and one defined
+    below it in the same header is that definition, which keeps the doc. A ``//====`` ruler is no
+    part of a doc."""
+    symbols = {s.qualname: s for s in parse_module("maths/juce_BigInteger.h", BIGINT_H.encode()).symbols}
+    gcd = symbols["juce::BigInteger::findGreatestCommonDivisor"]
+    assert gcd.kind == "method" and gcd.decorators == ("declaration",)
+    assert gcd.docstring == "Returns the largest value that will divide both this value and the argument."
+    assert symbols["juce::BigInteger::operator<<="].decorators == ("declaration",)
+    assert symbols["juce::operator<<"].kind == "function" and "declaration" in symbols["juce::operator<<"].decorators
+    count = symbols["juce::BigInteger::countBits"]
+    assert count.decorators == () and count.docstring == "Returns the number of set bits."  # its definition
+    assert count.body.startswith("inline int BigInteger::countBits")
+    assert not {"juce::BigInteger::undocumented", "juce::BigInteger::onChange"} & symbols.keys()
+    source = {s.qualname for s in parse_module("maths/juce_BigInteger.cpp", BIGINT_H.encode()).symbols}
+    assert "juce::BigInteger::findGreatestCommonDivisor" not in source

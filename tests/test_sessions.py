@@ -202,3 +202,45 @@ def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(
         assert index.lookup("fmt:money").symbol.qualname == "fmt.money"  # Python's ``module:attr``
     finally:
         core.close()
+
+
+def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp_path) -> None:
+    """The words of a C++ method's doc are in the header, its code in the .cpp: a question in
+    those words now finds the declaration, and the plan carries the .cpp's code under it (its
+    detail says whose doc was matched). A name, a pin and a lookup mean the code, not the
+    declaration (a header does not make a name ambiguous)."""
+    root = tmp_path / "ws"
+    (root / "maths").mkdir(parents=True)
+    (root / "maths" / "BigInteger.h").write_text(
+        "namespace juce {\nclass JUCE_API BigInteger\n{\npublic:\n"
+        "    /** Returns the largest value that will divide both this value and the argument. */\n"
+        "    BigInteger findGreatestCommonDivisor (BigInteger other) const;\n"
+        "    /** Divides this value by another one and returns the remainder. */\n"
+        "    void divideBy (const BigInteger& divisor, BigInteger& remainder);\n};\n}\n"
+    )
+    (root / "maths" / "BigInteger.cpp").write_text(
+        "namespace juce {\n"
+        "BigInteger BigInteger::findGreatestCommonDivisor (BigInteger n) const\n{\n"
+        "    auto m = *this;\n    while (! n.isZero())\n    {\n        BigInteger temp;\n"
+        "        m.divideBy (n, temp);\n        m.swapWith (n);\n        n.swapWith (temp);\n    }\n"
+        "    return m;\n}\n\n"
+        "void BigInteger::divideBy (const BigInteger& divisor, BigInteger& remainder)\n{\n"
+        "    remainder = *this;\n}\n}\n"
+    )
+    core = SessionEngine(Engine(root))
+    try:
+        core.engine.refresh_index()
+        core.engine.index.update_graph()
+        gcd = "juce::BigInteger::findGreatestCommonDivisor"
+        out = core.engine.plan(PlanRequest(query="the largest value that will divide both values", mode="light"))
+        rag = [i for i in out.result.plan.included if i.section == "rag"]
+        assert (rag[0].symbol, rag[0].kind, rag[0].path) == (gcd, "symbol_body", "maths/BigInteger.cpp")
+        assert rag[0].range.start.line == 1  # the definition in the .cpp
+        assert "the code of the declaration at maths/BigInteger.h:5, whose doc was matched" in (rag[0].detail or "")
+        index = core.engine.index
+        assert index.lookup(gcd).symbol.path == "maths/BigInteger.cpp"
+        assert index.get(gcd).path == "maths/BigInteger.cpp"
+        core.pin("s", PinIntent(symbol=gcd))
+        assert [(i.symbol, i.path) for i in plan(core, "s").included if i.pin_id] == [(gcd, "maths/BigInteger.cpp")]
+    finally:
+        core.close()

@@ -28,7 +28,7 @@ from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
 from ctx_lsp.workspace.index import code_words, coverage_terms, query_names
-from ctx_lsp.workspace.languages import language_of
+from ctx_lsp.workspace.languages import DECLARATION_MARK, language_of
 from ctx_lsp.workspace.priors import Prior, in_test_module, prior_for, request_words
 from ctx_lsp.workspace.signals import Frame, Signals, foreign_path, read
 
@@ -572,6 +572,7 @@ def candidates(
     fill: Sequence[tuple[Head, float, str]] = (),
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
     memo: dict[Any, Forms | None] | None = None,
+    code: Callable[[str], SymbolRow | None] | None = None,
 ) -> list[Item]:
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
     score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
@@ -581,7 +582,8 @@ def candidates(
     Only the symbols offered are read whole: ranked heads (search hits) are read by row id with
     ``load``. ``memo`` keeps the two forms of a symbol between calls, by row id (the caller
     empties it when ids may be given again), so a symbol offered again costs a copy with its new
-    score and why."""
+    score and why. A declaration kept for its doc (a C++ header's) is offered as its card, with
+    the body of its code elsewhere (``code``: the code of a qualified name)."""
     limit = MODE_LIMITS[mode]
     # relative to the fifth best: one symbol the request points at must not cut off the rest
     floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0
@@ -590,7 +592,7 @@ def candidates(
         if row[1] < floor:
             break
         offered.append(row)
-    forms = _forms([r[0] for r in (*offered, *fill)], load, memo)
+    forms = _forms([r[0] for r in (*offered, *fill)], load, memo, code)
     replace = msgspec.structs.replace
     out: list[Item] = []
     for sym, score, why in offered:
@@ -628,10 +630,22 @@ def calibrated(items: Sequence[Item], calibration: float) -> list[Item]:
 Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has one
 
 
+def _body(row: SymbolRow, code: Callable[[str], SymbolRow | None] | None) -> Item | None:
+    """A symbol's body item: for a declaration kept for its doc, its code's, when indexed."""
+    if code is not None and DECLARATION_MARK in getattr(row, "decorators", ()):
+        found = code(row.qualname)
+        if found is not None and found.body and found.path != row.path:
+            body = body_item(found, 1.0)
+            note = f"the code of the declaration at {row.path}:{row.start_line + 1}, whose doc was matched"
+            return msgspec.structs.replace(body, detail=f"{body.detail}; {note}" if body.detail else note)
+    return body_item(row, 1.0) if row.body else None
+
+
 def _forms(
     symbols: list[Head],
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
     memo: dict[Any, Forms | None] | None,
+    code: Callable[[str], SymbolRow | None] | None = None,
 ) -> dict[int, Forms]:
     """Card and body of each symbol (by row id), uncalibrated, made once per ``memo``."""
     memo = {} if memo is None else memo
@@ -651,7 +665,7 @@ def _forms(
             rows.update(load(heads))
         for sym in missing:
             row = rows.get(sym.id)
-            made[sym.id] = memo[sym.id] = (
-                None if row is None else (card_item(row, 1.0), body_item(row, 1.0) if row.body else None)
-            )
+            made[sym.id] = None if row is None else (card_item(row, 1.0), _body(row, code))
+            if row is None or DECLARATION_MARK not in getattr(row, "decorators", ()):
+                memo[sym.id] = made[sym.id]  # a declaration's body is another row's: read again
     return {i: found for i, found in made.items() if found is not None}

@@ -9,7 +9,7 @@ import msgspec
 
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol, select_in
-from ctx_lsp.workspace.languages import language_of
+from ctx_lsp.workspace.languages import DECLARATION_MARK, language_of
 
 # Whole rows (their texts too) kept by qualname and by id: read to make prompt items, which the
 # engine keeps instead (``ITEMS_KEPT``), and graph neighbours, a few dozen a question.
@@ -29,8 +29,13 @@ class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _implementation(found: list[IndexedSymbol]) -> IndexedSymbol:
-    """Of symbols with one qualname, the first that is not an ``@overload`` stub."""
-    return next((s for s in found if not any(d.rsplit(".", 1)[-1] == "overload" for d in s.decorators)), found[0])
+    """Of symbols with one qualname, the first that is the code: not an ``@overload`` stub, not a
+    declaration kept for its doc (a C++ header's)."""
+    return next((s for s in found if not _declaration(s)), found[0])
+
+
+def _declaration(sym: IndexedSymbol) -> bool:
+    return any(d == DECLARATION_MARK or d.rsplit(".", 1)[-1] == "overload" for d in sym.decorators)
 
 
 def get_all(db: IndexDb, qualname: str) -> list[IndexedSymbol]:

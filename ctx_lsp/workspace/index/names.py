@@ -18,7 +18,7 @@ import msgspec
 from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.index import lookups, search
 from ctx_lsp.workspace.index.db import TEST_CASE_JSON, IndexDb, IndexedSymbol, normalise_rel, select_in
-from ctx_lsp.workspace.languages import kind_label, language_of, last_part
+from ctx_lsp.workspace.languages import DECLARATION_MARK, kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.gomod import GoModules, go_folders
 from ctx_lsp.workspace.languages.specifiers import ImportMap, script_folders
 from ctx_lsp.workspace.languages.treesitter import by_name_target
@@ -151,8 +151,12 @@ def lookup_name(db: IndexDb, name: str, from_rel: str | None) -> NameLookup:
         # one name, several files (C's ``static`` functions, each program's ``main``): the file
         # the name is used in says which, else it is for the person to say (``FILE:NAME``)
         by_file = {s.path: s for s in reversed(lookups.get_all(db, clean))}
-        code = {p: s for p, s in by_file.items() if not p.endswith(DECLARATION_SUFFIXES)}
-        by_file = code or by_file  # a ``.pyi`` stub or ``.d.ts`` beside the code declares the same names
+        code = {
+            p: s
+            for p, s in by_file.items()
+            if not p.endswith(DECLARATION_SUFFIXES) and DECLARATION_MARK not in s.decorators
+        }
+        by_file = code or by_file  # a ``.pyi`` stub, a ``.d.ts`` or a header declares the same names
         if len(by_file) > 1:
             here = by_file.get(normalise_rel(from_rel)) if from_rel else None
             if here is not None:

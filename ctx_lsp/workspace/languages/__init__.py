@@ -41,11 +41,13 @@ SOURCE_SUFFIXES: tuple[str, ...] = tuple(EXTENSIONS)
 # What the parsers make, in every language: a change to a language's description (its queries,
 # hooks, keywords) or to the walk that changes a symbol bumps it, and indexes made before are
 # built again (``index.db``), as for a new schema.
-PARSER_VERSION = "19"
+PARSER_VERSION = "20"
 # A symbol's marks (its ``decorators``, where Python keeps its decorators): test code, and a test
 # case the runner calls (no reference by name resolves to one)
 TEST_MARK = "test"
 TEST_CASE_MARK = "test case"
+# ... and a function declared without its code, for its doc (a C++ header's): the code is elsewhere
+DECLARATION_MARK = "declaration"
 LANGUAGES: tuple[str, ...] = tuple(dict.fromkeys(EXTENSIONS.values()))
 
 # Languages whose code can name each other's definitions (TypeScript imports JavaScript; a C++

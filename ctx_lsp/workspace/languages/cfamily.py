@@ -14,6 +14,13 @@ _DECLARATORS = (
     "(pointer_declarator declarator: (function_declarator declarator: (_) @name)) "
     "(pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (_) @name)))"
 )
+# a function declared by its name (not a field that points to one: ``void (*callback)(int)``)
+_DECLARED = "[(identifier) (field_identifier) (operator_name) (destructor_name)] @name"
+_PROTOTYPES = (
+    f"[(function_declarator declarator: {_DECLARED}) "
+    f"(pointer_declarator declarator: (function_declarator declarator: {_DECLARED})) "
+    f"(reference_declarator (function_declarator declarator: {_DECLARED}))]"
+)
 _C_DEFINITIONS = rf"""
 (function_definition declarator: {_DECLARATORS}]) @definition.function
 (struct_specifier name: (_) @name body: (_)) @definition.class
@@ -30,6 +37,8 @@ _CPP_DEFINITIONS = rf"""
 (namespace_definition name: (_) @name body: (_)) @definition.namespace
 (alias_declaration name: (_) @name) @definition.class
 (concept_definition name: (_) @name) @definition.class
+(field_declaration declarator: {_PROTOTYPES}) @definition.prototype
+(declaration declarator: {_PROTOTYPES}) @definition.prototype
 """
 _C_REFERENCES = r"""
 (call_expression function: (identifier) @ref)
@@ -126,6 +135,9 @@ SPECS = {
         keywords=KEYWORDS,
         builtins=BUILTINS,
         hooks=Hooks(name=_name, file_local=_file_local),
+        # a header says what a function does above its declaration; the code elsewhere seldom
+        # says it again (JUCE: ``/** Returns the largest value that will divide both ... */``)
+        declaration_files=_HEADERS,
         # measured on JUCE (C++): 677 of its 1,691 files parse better so, +2,241 definitions; on
         # Open vSwitch (C) none gained (its macro lines are Windows types, or end in ``;``)
         macro_lines=lang == "cpp",

@@ -123,6 +123,9 @@ class LanguageSpec:
     # C++: a line that is only a macro's call (``JUCE_END_IGNORE_WARNINGS_MSVC``, ``Q_OBJECT``)
     # may be read as blank where that parses with fewer errors (``treesitter``)
     macro_lines: bool = False
+    # files whose documented declarations (``@definition.prototype``: a function declared
+    # without its code) are symbols of their own, marked ``DECLARATION_MARK``: the doc is there
+    declaration_files: tuple[str, ...] = ()
     # what the grammar cannot read, each (pattern, byte): the spans of the pattern's first group
     # read as that byte, kept unless the file parses with fewer errors as it is (``treesitter``):
     # TypeScript's variance marks as spaces

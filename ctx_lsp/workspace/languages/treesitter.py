@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctx_lsp.workspace.languages import FAMILY, TEST_CASE_MARK, TEST_MARK
+from ctx_lsp.workspace.languages import DECLARATION_MARK, FAMILY, TEST_CASE_MARK, TEST_MARK
 from ctx_lsp.workspace.languages.spec import Loaded, Named
 
 # A file tree-sitter cannot parse in this much CPU time is skipped (never a hang). CPU time, not
@@ -68,6 +68,7 @@ class _Def:
     doc: str
     test: bool
     case: bool = False  # a test case (``hooks.is_test_case``): never a reference's target
+    declared: bool = False  # a documented declaration (``spec.declaration_files``), not the code
     span: object = None  # the node its code starts at (``TreeBuilder.span``)
     body: object = None  # its body's node, if it has one (``TreeBuilder.body_node``)
 
@@ -149,6 +150,9 @@ def text_of(source: bytes):
     return text
 
 
+_RULER = "=-*~_+#/"
+
+
 def clean_comment(text: str) -> str:
     """A comment's words without its markers: ``///``, ``//!``, ``//``, ``/** … */``, ``#``."""
     out = []
@@ -163,6 +167,8 @@ def clean_comment(text: str) -> str:
         s = s.strip()
         if s.startswith("* ") or s == "*":
             s = s[1:].strip()
+        if len(s) >= 3 and not s.strip(_RULER):  # ``//====…`` above a section: no words
+            s = ""
         out.append(s)
     while out and not out[0]:
         out.pop(0)
@@ -262,6 +268,11 @@ class TreeBuilder:
             container = stack[-1] if stack else None
             if container is not None and container.kind in _CODE_KINDS:
                 continue  # inside a function's code: not a symbol of its own
+            declared = kind == "prototype"
+            if declared:  # only where the doc is: a header's declaration with a comment above it
+                if not self.rel.endswith(self.spec.declaration_files) or not _leading(self.loaded, self.span(node))[1]:
+                    continue
+                kind = "function"
             child_prefix = container.child_prefix if container is not None else self.prefix
             named: Named | None
             if hooks.name is not None:
@@ -275,6 +286,7 @@ class TreeBuilder:
             if kind == "function" and container is not None and container.kind in _TYPE_KINDS:
                 kind = "method"
             qualname = self._join(child_prefix, named.segment)
+            inherited = ""
             if (
                 hooks.file_local is not None
                 # at the top or in a namespace (a class's members are the class's), once
@@ -284,7 +296,12 @@ class TreeBuilder:
                 qualname = f"{self.rel}:{qualname}"
             if qualname in taken and kind in ("function", "method"):
                 earlier = next((d for d in reversed(out) if d.qualname == qualname), None)
-                if earlier is not None and _declared_only(earlier.node) and not _declared_only(node):
+                if earlier is not None and earlier.declared and not declared:
+                    # declared in its class, defined below it in the same header: one symbol, the
+                    # code, which keeps the declaration's doc when it has none of its own
+                    out.remove(earlier)
+                    inherited = earlier.doc
+                elif earlier is not None and _declared_only(earlier.node) and not _declared_only(node):
                     # TypeScript's overload signatures come before the implementation, which is
                     # what a pin by name or a reader wants: it takes the plain name
                     earlier.qualname = earlier.child_prefix = self._overload(qualname, earlier.node, container)
@@ -315,9 +332,10 @@ class TreeBuilder:
                 name=named.name,
                 parent=parent,
                 child_prefix=children,
-                doc="\n".join(clean_comment(self.text(c)) for c in comments).strip(),
+                doc="\n".join(clean_comment(self.text(c)) for c in comments).strip() or inherited,
                 test=test or case,
                 case=case,
+                declared=declared,
                 span=span,
                 body=self._body_node(node),
             )
@@ -520,6 +538,8 @@ def build(
         words_text = own_text(d.start_line, d.end_line, children) if children else body
         identifiers, _ = scan(words_text, names, noise)
         decorators = (TEST_MARK, TEST_CASE_MARK) if d.case else (TEST_MARK,) if d.test else ()
+        if d.declared:
+            decorators += (DECLARATION_MARK,)
         symbols.append(
             symbol_type(
                 qualname=d.qualname,
