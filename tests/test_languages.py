@@ -1058,3 +1058,51 @@ def test_a_cpp_headers_documented_declarations_are_symbols_for_their_doc() -> No
     assert not {"juce::BigInteger::undocumented", "juce::BigInteger::onChange"} & symbols.keys()
     source = {s.qualname for s in parse_module("maths/juce_BigInteger.cpp", BIGINT_H.encode()).symbols}
     assert "juce::BigInteger::findGreatestCommonDivisor" not in source
+
+
+TOKIO_SPAWN = b"""use crate::runtime::Handle;
+
+cfg_rt! {
+    /// Spawns a new asynchronous task, returning a
+    /// [`JoinHandle`](super::JoinHandle) for it.
+    #[track_caller]
+    pub fn spawn<T>(future: T) -> JoinHandle<T::Output> {
+        spawn_inner(future, None)
+    }
+
+    pub(super) fn spawn_inner<T>(future: T, name: Option<&str>) -> JoinHandle<T::Output> {
+        Handle::current().spawn(future, name)
+    }
+}
+
+impl Runtime {
+    cfg_net! {
+        /// Binds the runtime's driver.
+        pub fn bind(&self) {}
+    }
+}
+
+mod io { cfg_io_util! { cfg_fs! { pub fn copy() {} } } }
+
+thread_local! { static CURRENT: u8 = 0; }
+
+bitflags! { pub struct Ready: u8 { const READABLE = 0b01; } }
+"""
+
+
+def test_rust_items_a_macro_call_wraps_are_symbols() -> None:
+    """tokio writes most of its API inside ``cfg_rt! { … }`` and its kin (``tokio::spawn`` among
+    them): the grammar keeps a macro call's braces as tokens, so none of it was a symbol, a pin
+    or a reference. Where the braces hold items that parse alone, they are read as items, nested
+    calls too, at their own lines; ``bitflags!``'s syntax is not Rust's and stays a call."""
+    parsed = parse_module("src/task/spawn.rs", TOKIO_SPAWN)
+    symbols = {s.qualname.rpartition("spawn::")[2]: s for s in parsed.symbols}
+    spawn = symbols["spawn"]
+    assert spawn.kind == "function" and spawn.docstring.startswith("Spawns a new asynchronous task")
+    assert spawn.start_line == 3 and spawn.body.lstrip().startswith("/// Spawns")  # the file's own lines
+    bind = symbols["Runtime::bind"]
+    assert bind.kind == "method" and bind.docstring == "Binds the runtime's driver."
+    assert "io::copy" in symbols and "CURRENT" in symbols
+    assert not {"Ready", "READABLE"} & symbols.keys()
+    refs = {(src.rpartition("::")[2], target) for src, target, _ in parsed.refs}
+    assert any(src == "spawn" and target.endswith("spawn_inner") for src, target in refs)

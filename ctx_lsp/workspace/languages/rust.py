@@ -213,6 +213,7 @@ SPECS = {
         separator="::",
         comment_types=frozenset({"line_comment", "block_comment"}),
         leading_types=frozenset({"attribute_item"}),
+        item_macro_parents=frozenset({"source_file", "mod_item", "impl_item", "trait_item", "declaration_list"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
         hooks=Hooks(

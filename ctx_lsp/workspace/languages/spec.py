@@ -123,6 +123,12 @@ class LanguageSpec:
     # C++: a line that is only a macro's call (``JUCE_END_IGNORE_WARNINGS_MSVC``, ``Q_OBJECT``)
     # may be read as blank where that parses with fewer errors (``treesitter``)
     macro_lines: bool = False
+    # the nodes that hold items, down to where a macro's call may wrap some (Rust: a file, a
+    # ``mod``, an ``impl``, a ``trait`` and their bodies):
+    # tokio's ``cfg_rt! { pub fn spawn … }`` holds its items as tokens, which the grammar does not
+    # read as definitions; where the braces' content parses alone without errors, the macro's
+    # name and braces are read as spaces (``treesitter``)
+    item_macro_parents: frozenset[str] = frozenset()
     # files whose documented declarations (``@definition.prototype``: a function declared
     # without its code) are symbols of their own, marked ``DECLARATION_MARK``: the doc is there
     declaration_files: tuple[str, ...] = ()

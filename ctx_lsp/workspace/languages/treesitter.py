@@ -498,6 +498,8 @@ def build(
     tree = _parse_readable(loaded, source)
     if loaded.spec.macro_lines and tree.root_node.has_error:
         tree = _without_macro_lines(loaded, source, tree)
+    if loaded.spec.item_macro_parents:
+        tree = _macro_items(loaded, source, tree)
     root = tree.root_node
     spec = loaded.spec
     if prefix is None:
@@ -648,6 +650,63 @@ def _parse_readable(loaded: Loaded, source: bytes, seconds: float = PARSE_SECOND
     except ParseFailed:
         return tree
     return tree if len(_errors(tree)) < len(_errors(plain)) else plain
+
+
+_MACRO_ROUNDS = 3  # a macro's items may hold another macro's (``cfg_rt! { cfg_net! { … } }``)
+
+
+def _macro_items(loaded: Loaded, source: bytes, tree):
+    """The tree of ``source`` with the items that macro calls wrap read as items (see
+    ``spec.item_macro_parents``): each call's name, ``!`` and braces read as spaces when what
+    the braces hold parses alone without errors (``thread_local! { static … }`` does too;
+    ``bitflags!``'s and ``lazy_static!``'s own syntax does not, and stays a call). Every byte
+    and line stays where it was: texts are still cut from ``source``."""
+    parents = loaded.spec.item_macro_parents
+    read = source
+    for _ in range(_MACRO_ROUNDS):
+        spans = []
+        stack = [tree.root_node]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                if child.type in parents:
+                    stack.append(child)
+                elif child.type == "macro_invocation" and node.type in parents:
+                    braces = _item_braces(loaded, read, child)
+                    if braces is not None:
+                        spans += braces
+        if not spans:
+            break
+        blanked = bytearray(read)
+        for start, end in spans:
+            blanked[start:end] = bytes(b if b in b"\r\n" else 32 for b in blanked[start:end])
+        try:
+            tree = parse_with_deadline(loaded, bytes(blanked))
+        except ParseFailed:
+            break
+        read = bytes(blanked)
+    return tree
+
+
+def _item_braces(loaded: Loaded, source: bytes, call) -> list[tuple[int, int]] | None:
+    """The spans to read as spaces for the items ``call`` wraps (its name to its ``{``, and its
+    ``}``), or None when it wraps none."""
+    body = call.children[-1] if call.children else None
+    if body is None or body.type != "token_tree" or body.child_count < 2 or body.children[0].type != "{":
+        return None
+    open_, close = body.children[0], body.children[-1]
+    inner = source[open_.end_byte : close.start_byte]
+    if not inner.strip():
+        return None
+    try:
+        alone = parse_with_deadline(loaded, inner)
+    except ParseFailed:
+        return None
+    if alone.root_node.has_error or not any(
+        c.type.endswith("_item") or c.type == "macro_invocation" for c in alone.root_node.children
+    ):
+        return None
+    return [(call.start_byte, open_.end_byte), (close.start_byte, close.end_byte)]
 
 
 def _readable(loaded: Loaded, source: bytes) -> bytearray | None:
