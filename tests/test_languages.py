@@ -1106,3 +1106,26 @@ def test_rust_items_a_macro_call_wraps_are_symbols() -> None:
     assert not {"Ready", "READABLE"} & symbols.keys()
     refs = {(src.rpartition("::")[2], target) for src, target, _ in parsed.refs}
     assert any(src == "spawn" and target.endswith("spawn_inner") for src, target in refs)
+    assert parsed.symbols[0].docstring == ""  # the file starts with no doc of its own
+
+
+CFG_IF = b"""cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        /// The thread's id on Unix.
+        pub fn thread_id() -> u64 { unsafe { libc::pthread_self() as u64 } }
+    } else if #[cfg(windows)] {
+        pub fn thread_id() -> u64 { 0 }
+    } else {
+        compile_error!("no thread ids here");
+    }
+}
+"""
+
+
+def test_rust_items_in_cfg_if_branches_are_symbols() -> None:
+    """``cfg_if!`` (libc, getrandom, crossbeam: 293 calls on the Rust tree) holds its items in
+    ``if #[cfg(…)] { … } else { … }`` branches: each branch's items are read as items."""
+    symbols = parse_module("src/sys.rs", CFG_IF).symbols
+    ids = [s for s in symbols if s.name == "thread_id"]
+    assert [s.start_line for s in ids] == [2, 5]
+    assert ids[0].docstring == "The thread's id on Unix." and symbols[0].docstring == ""

@@ -214,6 +214,7 @@ SPECS = {
         comment_types=frozenset({"line_comment", "block_comment"}),
         leading_types=frozenset({"attribute_item"}),
         item_macro_parents=frozenset({"source_file", "mod_item", "impl_item", "trait_item", "declaration_list"}),
+        item_macro_branches=frozenset({"cfg_if"}),
         keywords=KEYWORDS,
         builtins=BUILTINS,
         hooks=Hooks(

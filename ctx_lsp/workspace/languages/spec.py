@@ -129,6 +129,8 @@ class LanguageSpec:
     # read as definitions; where the braces' content parses alone without errors, the macro's
     # name and braces are read as spaces (``treesitter``)
     item_macro_parents: frozenset[str] = frozenset()
+    # ... and macros whose items are in branches: ``cfg_if! { if #[cfg(unix)] { … } else { … } }``
+    item_macro_branches: frozenset[str] = frozenset()
     # files whose documented declarations (``@definition.prototype``: a function declared
     # without its code) are symbols of their own, marked ``DECLARATION_MARK``: the doc is there
     declaration_files: tuple[str, ...] = ()

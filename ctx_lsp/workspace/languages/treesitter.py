@@ -565,7 +565,7 @@ def build(
     end_line = max(len(lines) - 1, 0)
     top = kids.get(-1, [])
     top_names = [defs[k].name for k in top]
-    doc = _module_doc(loaded, root, builder.text)
+    doc = _module_doc(loaded, root, builder.text, source)
     card = f"// {rel}:1-{end_line + 1} (module {module})"
     if doc:
         card += "\n" + "\n".join(f"// {x}" for x in doc.splitlines()[:_CARD_DOC_LINES])
@@ -658,9 +658,9 @@ _MACRO_ROUNDS = 3  # a macro's items may hold another macro's (``cfg_rt! { cfg_n
 def _macro_items(loaded: Loaded, source: bytes, tree):
     """The tree of ``source`` with the items that macro calls wrap read as items (see
     ``spec.item_macro_parents``): each call's name, ``!`` and braces read as spaces when what
-    the braces hold parses alone without errors (``thread_local! { static … }`` does too;
-    ``bitflags!``'s and ``lazy_static!``'s own syntax does not, and stays a call). Every byte
-    and line stays where it was: texts are still cut from ``source``."""
+    the braces hold parses alone without errors (``thread_local! { static … }`` and
+    ``lazy_static!``'s statics do too; ``bitflags!``'s own syntax does not, and stays a call).
+    Every byte and line stays where it was: texts are still cut from ``source``."""
     parents = loaded.spec.item_macro_parents
     read = source
     for _ in range(_MACRO_ROUNDS):
@@ -690,23 +690,43 @@ def _macro_items(loaded: Loaded, source: bytes, tree):
 
 def _item_braces(loaded: Loaded, source: bytes, call) -> list[tuple[int, int]] | None:
     """The spans to read as spaces for the items ``call`` wraps (its name to its ``{``, and its
-    ``}``), or None when it wraps none."""
+    ``}``), or None when it wraps none. A call of ``spec.item_macro_branches`` (``cfg_if!``)
+    wraps items in each of its ``if #[cfg(…)] { … } else { … }`` branches: all but the contents
+    of the branches that hold items is read as spaces."""
     body = call.children[-1] if call.children else None
     if body is None or body.type != "token_tree" or body.child_count < 2 or body.children[0].type != "{":
         return None
-    open_, close = body.children[0], body.children[-1]
-    inner = source[open_.end_byte : close.start_byte]
-    if not inner.strip():
+    name = source[call.start_byte : call.children[0].end_byte].decode("utf-8", "replace")
+    if name.rpartition("::")[2] in loaded.spec.item_macro_branches:
+        branches = [
+            c for c in body.children[1:-1] if c.type == "token_tree" and c.children and c.children[0].type == "{"
+        ]
+    else:
+        branches = [body]
+    spans, start = [], call.start_byte
+    for branch in branches:
+        open_, close = branch.children[0], branch.children[-1]
+        if _holds_items(loaded, source[open_.end_byte : close.start_byte]):
+            spans.append((start, open_.end_byte))
+            start = close.start_byte
+        # else a branch of no items (``compile_error!(…);``) is read as spaces with the rest
+    if start == call.start_byte:
         return None
+    spans.append((start, call.end_byte))
+    return spans
+
+
+def _holds_items(loaded: Loaded, inner: bytes) -> bool:
+    """``inner`` parses alone without errors, as items (or calls that may wrap some)."""
+    if not inner.strip():
+        return False
     try:
         alone = parse_with_deadline(loaded, inner)
     except ParseFailed:
-        return None
-    if alone.root_node.has_error or not any(
+        return False
+    return not alone.root_node.has_error and any(
         c.type.endswith("_item") or c.type == "macro_invocation" for c in alone.root_node.children
-    ):
-        return None
-    return [(call.start_byte, open_.end_byte), (close.start_byte, close.end_byte)]
+    )
 
 
 def _readable(loaded: Loaded, source: bytes) -> bytearray | None:
@@ -760,14 +780,17 @@ def _matches(loaded: Loaded, root) -> tuple[list[tuple[int, dict]], list, list]:
     return defs, refs, imports
 
 
-def _module_doc(loaded: Loaded, root, text) -> str:
+def _module_doc(loaded: Loaded, root, text, source: bytes) -> str:
     """The file's own doc: the comments it starts with (Rust's ``//!``, Go's package comment, a
-    ``/** @file */`` block), unless they are a licence header."""
+    ``/** @file */`` block), unless they are a licence header. (Only what the file itself starts
+    with: not the first comment inside a macro call read as items, ``_macro_items``.)"""
     comments = []
+    end = 0
     for child in root.children:
-        if child.type not in loaded.spec.comment_types:
+        if child.type not in loaded.spec.comment_types or source[end : child.start_byte].strip():
             break
         comments.append(text(child))
+        end = child.end_byte
     text = clean_comment("\n".join(comments)) if comments else ""
     lowered = text.lower()
     if "copyright" in lowered or "license" in lowered or "licence" in lowered:
