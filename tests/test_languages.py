@@ -15,8 +15,8 @@ from ctx_lsp.workspace import graph
 from ctx_lsp.workspace.files import classify_content
 from ctx_lsp.workspace.languages import kind_label, language_of, last_part
 from ctx_lsp.workspace.languages.modules import rust_module
+from ctx_lsp.workspace.languages.reading import ParseFailed, _parse_readable, parse_with_deadline
 from ctx_lsp.workspace.languages.spec import load
-from ctx_lsp.workspace.languages.treesitter import ParseFailed, _parse_readable, parse_with_deadline
 from ctx_lsp.workspace.parse import parse_module
 
 POLY = Path(__file__).parent / "fixtures" / "poly_ws"

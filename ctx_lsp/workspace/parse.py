@@ -717,8 +717,9 @@ def _parse_tree(
     """``parse_module`` for a tree-sitter language (``languages.treesitter``)."""
     from ctx_lsp.workspace.languages.encoding import decode_code
     from ctx_lsp.workspace.languages.modules import module_for
+    from ctx_lsp.workspace.languages.reading import ParseFailed
     from ctx_lsp.workspace.languages.spec import load
-    from ctx_lsp.workspace.languages.treesitter import ParseFailed, build
+    from ctx_lsp.workspace.languages.treesitter import build
 
     name, prefix = module_for(lang, rel, root)
     if module is not None:
