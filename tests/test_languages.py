@@ -1091,7 +1091,7 @@ bitflags! { pub struct Ready: u8 { const READABLE = 0b01; } }
 
 
 def test_rust_items_a_macro_call_wraps_are_symbols() -> None:
-    """tokio writes most of its API inside ``cfg_rt! { … }`` and its kin (``tokio::spawn`` among
+    """tokio writes much of its API inside ``cfg_rt! { … }`` and its kin (``tokio::spawn`` among
     them): the grammar keeps a macro call's braces as tokens, so none of it was a symbol, a pin
     or a reference. Where the braces hold items that parse alone, they are read as items, nested
     calls too, at their own lines; ``bitflags!``'s syntax is not Rust's and stays a call."""
