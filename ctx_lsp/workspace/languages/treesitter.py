@@ -13,6 +13,7 @@ name, as Aider's repo map and most polyglot tools do.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,6 +61,18 @@ class _Def:
     declared: bool = False  # a documented declaration (``spec.declaration_files``), not the code
     span: object = None  # the node its code starts at (``TreeBuilder.span``)
     body: object = None  # its body's node, if it has one (``TreeBuilder.body_node``)
+
+
+def _without_overloaded_declarations(defs: list[_Def]) -> list[_Def]:
+    """``defs`` less the documented declarations of an overloaded name (declared or defined more
+    than once in one class or namespace): which definition elsewhere each one documents, a name
+    cannot tell (the header's first ``BigInteger (uint32)`` and the .cpp's first
+    ``BigInteger (int64)`` would both take the plain name), so none is kept."""
+    declared = {(d.parent, d.name) for d in defs if d.declared}
+    if not declared:
+        return defs
+    counts = Counter((d.parent, d.name) for d in defs if d.kind in ("function", "method"))
+    return [d for d in defs if not (d.declared and counts[(d.parent, d.name)] > 1)]
 
 
 def _declared_only(node) -> bool:
@@ -268,7 +281,7 @@ class TreeBuilder:
             )
             out.append(d)
             stack.append(d)
-        return out
+        return _without_overloaded_declarations(out)
 
     def _overload(self, qualname: str, node, container: _Def | None) -> str:
         """A second definition of a name in one file (Java's and C++'s overloads, a Rust method
