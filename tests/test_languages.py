@@ -1137,3 +1137,20 @@ def test_rust_items_in_cfg_if_branches_are_symbols() -> None:
     ids = [s for s in symbols if s.name == "thread_id"]
     assert [s.start_line for s in ids] == [2, 5]
     assert ids[0].docstring == "The thread's id on Unix." and symbols[0].docstring == ""
+
+
+def test_a_calling_conventions_macro_is_not_the_functions_name() -> None:
+    """``void JUCE_CALLTYPE fill (…)``, ``tresult PLUGIN_API queryInterface (…)``, Win32's
+    ``LRESULT CALLBACK WndProc (…)``, JNI's ``jint JNICALL Java_…``: the grammar named the
+    function after the macro (122 of JUCE's functions were ``JUCE_CALLTYPE``, ``PLUGIN_API``…)."""
+    cpp = b"""namespace juce {
+void JUCE_CALLTYPE FloatVectorOperations::fill (float* dest, float value, int num) { dest[0] = value; }
+struct Host { tresult PLUGIN_API queryInterface (const TUID iid, void** obj) override { return 0; } };
+}
+"""
+    names = {s.qualname for s in parse_module("native/juce_Vector.cpp", cpp).symbols}
+    assert {"juce::FloatVectorOperations::fill", "juce::Host::queryInterface"} <= names
+    c = b"LRESULT CALLBACK WndProc (HWND h) { return 0; }\n"
+    c += b"JNIEXPORT jint JNICALL Java_org_x_Y_z (JNIEnv* e) { return 0; }\n"
+    names = {s.qualname for s in parse_module("win/main.c", c).symbols}
+    assert {"WndProc", "Java_org_x_Y_z"} <= names and not {"CALLBACK", "JNICALL"} & names

@@ -87,6 +87,14 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
 # spaces (``spec.unreadable``): on JUCE, 633 classes in 437 headers.
 _EXPORT_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+([A-Z][A-Z0-9_]*)[ \t]+(?=[A-Za-z_]\w*\s*(?:[:{]|final\b))")
 
+# A calling convention's macro between the return type and a function's name (``void
+# JUCE_CALLTYPE fill (…)``, ``tresult PLUGIN_API queryInterface (…)``, ``LRESULT CALLBACK
+# WndProc (…)``, ``jint JNICALL Java_…``): the grammar read the macro as the function's name.
+# Read as spaces, by the suffixes such macros are named with.
+_CALLING_CONVENTION = re.compile(
+    rb"\b([A-Z][A-Z0-9_]*(?:API|CALLTYPE|CALL)|CALLBACK)[ \t]+(?=~?[A-Za-z_][\w:]*[ \t]*\(|operator\b)"
+)
+
 # headers: a ``static inline`` function there is every including file's
 _HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl")
 
@@ -141,7 +149,7 @@ SPECS = {
         # measured on JUCE (C++): 677 of its 1,691 files parse better so, +2,241 definitions; on
         # Open vSwitch (C) none gained (its macro lines are Windows types, or end in ``;``)
         macro_lines=lang == "cpp",
-        unreadable=((_EXPORT_MACRO, b" "),) if lang == "cpp" else (),
+        unreadable=((_CALLING_CONVENTION, b" "),) + (((_EXPORT_MACRO, b" "),) if lang == "cpp" else ()),
     )
     for lang in ("c", "cpp")
 }
