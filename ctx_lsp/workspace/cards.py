@@ -35,6 +35,7 @@ class SymbolRow(Protocol):
     body_tokens: int
     header_tokens: int  # of ``body_header`` (counted when it was indexed)
     secrets: int  # secrets masked in its lines (its texts show placeholders instead)
+    decorators: tuple[str, ...]  # its marks (``languages.DECLARATION_MARK``, tests), Python's decorators
 
 
 def symbol_range(sym: SymbolRow) -> Range:

@@ -632,7 +632,7 @@ Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has 
 
 def _body(row: SymbolRow, code: Callable[[str], SymbolRow | None] | None) -> Item | None:
     """A symbol's body item: for a declaration kept for its doc, its code's, when indexed."""
-    if code is not None and DECLARATION_MARK in getattr(row, "decorators", ()):
+    if code is not None and DECLARATION_MARK in row.decorators:
         found = code(row.qualname)
         if found is not None and found.body and found.path != row.path:
             body = body_item(found, 1.0)
@@ -666,6 +666,6 @@ def _forms(
         for sym in missing:
             row = rows.get(sym.id)
             made[sym.id] = None if row is None else (card_item(row, 1.0), _body(row, code))
-            if row is None or DECLARATION_MARK not in getattr(row, "decorators", ()):
+            if row is None or DECLARATION_MARK not in row.decorators:
                 memo[sym.id] = made[sym.id]  # a declaration's body is another row's: read again
     return {i: found for i, found in made.items() if found is not None}

@@ -31,10 +31,11 @@ class IndexSummary(msgspec.Struct, frozen=True, kw_only=True):
 def _implementation(found: list[IndexedSymbol]) -> IndexedSymbol:
     """Of symbols with one qualname, the first that is the code: not an ``@overload`` stub, not a
     declaration kept for its doc (a C++ header's)."""
-    return next((s for s in found if not _declaration(s)), found[0])
+    return next((s for s in found if not _declares_only(s)), found[0])
 
 
-def _declaration(sym: IndexedSymbol) -> bool:
+def _declares_only(sym: IndexedSymbol) -> bool:
+    """An ``@overload`` stub, or a declaration kept for its doc: the code is another row."""
     return any(d == DECLARATION_MARK or d.rsplit(".", 1)[-1] == "overload" for d in sym.decorators)
 
 

@@ -121,13 +121,13 @@ class LanguageSpec:
     builtins: str = ""  # space-separated: dropped from references only
     hooks: Hooks = field(default_factory=Hooks)
     # C++: a line that is only a macro's call (``JUCE_END_IGNORE_WARNINGS_MSVC``, ``Q_OBJECT``)
-    # may be read as blank where that parses with fewer errors (``treesitter``)
+    # may be read as blank where that parses with fewer errors (``reading``)
     macro_lines: bool = False
     # the nodes that hold items, down to where a macro's call may wrap some (Rust: a file, a
     # ``mod``, an ``impl``, a ``trait`` and their bodies):
     # tokio's ``cfg_rt! { pub fn spawn … }`` holds its items as tokens, which the grammar does not
     # read as definitions; where the braces' content parses alone without errors, the macro's
-    # name and braces are read as spaces (``treesitter``)
+    # name and braces are read as spaces (``reading``)
     item_macro_parents: frozenset[str] = frozenset()
     # ... and macros whose items are in branches: ``cfg_if! { if #[cfg(unix)] { … } else { … } }``
     item_macro_branches: frozenset[str] = frozenset()
@@ -135,7 +135,7 @@ class LanguageSpec:
     # without its code) are symbols of their own, marked ``DECLARATION_MARK``: the doc is there
     declaration_files: tuple[str, ...] = ()
     # what the grammar cannot read, each (pattern, byte): the spans of the pattern's first group
-    # read as that byte, kept unless the file parses with fewer errors as it is (``treesitter``):
+    # read as that byte, kept unless the file parses with fewer errors as it is (``reading``):
     # TypeScript's variance marks as spaces
     unreadable: tuple[tuple[re.Pattern[bytes], bytes], ...] = ()
 
