@@ -242,5 +242,14 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         assert index.get(gcd).path == "maths/BigInteger.cpp"
         core.pin("s", PinIntent(symbol=gcd))
         assert [(i.symbol, i.path) for i in plan(core, "s").included if i.pin_id] == [(gcd, "maths/BigInteger.cpp")]
+        # from the gutter of the header: on the declaration's name, and on its doc; the pin holds
+        # the .cpp's code (and one recorded in the header by an earlier version finds it)
+        assert index.get(gcd, "maths/BigInteger.h").path == "maths/BigInteger.cpp"
+        divide = "juce::BigInteger::divideBy"
+        core.pin("h", PinIntent(path="maths/BigInteger.h", line=7, character=12))
+        core.pin("h", PinIntent(path="maths/BigInteger.h", line=4, character=8))
+        pinned = [(i.symbol, i.path, i.kind) for i in plan(core, "h").included if i.pin_id]
+        assert sorted(pinned) == [(s, "maths/BigInteger.cpp", "symbol_body") for s in (divide, gcd)]
+        assert {p.record.path for p in core.pins("h")} == {"maths/BigInteger.cpp"}
     finally:
         core.close()

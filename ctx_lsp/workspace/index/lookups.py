@@ -47,6 +47,8 @@ def get_all(db: IndexDb, qualname: str) -> list[IndexedSymbol]:
 def get(db: IndexDb, qualname: str, path: str | None = None) -> IndexedSymbol | None:
     found = get_all(db, qualname)
     in_file = [s for s in found if s.path == path] if path is not None else []
+    if not any(not _declares_only(s) for s in in_file):
+        in_file = []  # a header's declaration (a pin made at it): the code is in another file
     return _implementation(in_file or found) if found else None
 
 
