@@ -563,7 +563,7 @@ class Engine:
             fill=fill,
             load=self.index.symbols_by_id,
             memo=self.index.memo("items", ITEMS_KEPT, lasting=True),
-            code=self.index.get,
+            code=self.index.code_of,
         )
 
     def _ranked(

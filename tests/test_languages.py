@@ -1048,9 +1048,10 @@ def test_a_cpp_headers_documented_declarations_are_symbols_for_their_doc() -> No
     """A C++ library says what a function does above its declaration in the header (JUCE, Qt,
     LLVM); the definition in the .cpp seldom says it again, so its words were nowhere but in the
     class's text. A documented declaration in a header is a symbol now, marked ``declaration``;
-    an undocumented one, a pointer to a function, an overloaded one and a source file's are not,
-    and one defined below it in the same header is that definition, which keeps the doc. A
-    ``//====`` ruler is no part of a doc."""
+    an undocumented one, a pointer to a function and a source file's are not, and one defined
+    below it in the same header is that definition, which keeps the doc. An overloaded name's
+    are named by their parameters' types too, as the compiler tells them apart. A ``//====``
+    ruler is no part of a doc."""
     symbols = {s.qualname: s for s in parse_module("maths/juce_BigInteger.h", BIGINT_H.encode()).symbols}
     gcd = symbols["juce::BigInteger::findGreatestCommonDivisor"]
     assert gcd.kind == "method" and gcd.decorators == ("declaration",)
@@ -1061,9 +1062,10 @@ def test_a_cpp_headers_documented_declarations_are_symbols_for_their_doc() -> No
     assert count.decorators == () and count.docstring == "Returns the number of set bits."  # its definition
     assert count.body.startswith("inline int BigInteger::countBits")
     assert not {"juce::BigInteger::undocumented", "juce::BigInteger::onChange"} & symbols.keys()
-    # an overloaded name: which definition each documents, a name cannot tell (the .cpp's first
-    # could be either), so none is kept
-    assert not [q for q in symbols if q.startswith("juce::BigInteger::BigInteger")]
+    # an overloaded name: the plain name would be the .cpp's first definition, whichever that is
+    ctors = sorted(q for q in symbols if q.startswith("juce::BigInteger::BigInteger"))
+    assert ctors == ["juce::BigInteger::BigInteger(int64)", "juce::BigInteger::BigInteger(uint32)"]
+    assert symbols[ctors[0]].docstring == "Creates a BigInteger from a signed value."
     source = {s.qualname for s in parse_module("maths/juce_BigInteger.cpp", BIGINT_H.encode()).symbols}
     assert "juce::BigInteger::findGreatestCommonDivisor" not in source
 
@@ -1154,3 +1156,30 @@ struct Host { tresult PLUGIN_API queryInterface (const TUID iid, void** obj) ove
     c += b"JNIEXPORT jint JNICALL Java_org_x_Y_z (JNIEnv* e) { return 0; }\n"
     names = {s.qualname for s in parse_module("win/main.c", c).symbols}
     assert {"WndProc", "Java_org_x_Y_z"} <= names and not {"CALLBACK", "JNICALL"} & names
+
+
+def test_a_cpp_overload_is_told_by_its_parameters_types_as_the_compiler_does() -> None:
+    """A header declares ``BigInteger (uint32)``, the .cpp defines ``BigInteger::BigInteger
+    (uint32 value)``: one key for both, names, default values and spacing aside; ``const`` and
+    ``&`` qualifiers tell overloads apart, ``(void)`` is ``()``; a ``T& operator= (…)``
+    overload is named by its parameters, not its line. (A declaration's key is read in
+    its class, where a constructor's parses: ``test_a_cpp_headers_documented_declarations_…``.)"""
+    from ctx_lsp.workspace.languages.overloads import overload_key
+
+    same = [
+        ("a.h", "BigInteger& operator<< (uint32);"),
+        ("a.cpp", "BigInteger::BigInteger (uint32 value)\n    : allocatedSize (4)\n{\n}\n"),
+        ("a.cpp", "/** doc */\ntemplate <typename T>\nBigInteger::BigInteger (uint32 v = 0u) {}"),
+    ]
+    assert {overload_key(rel, code) for rel, code in same} == {"(uint32)"}
+    assert overload_key("a.cpp", "int f (const std::map<int,int> & m, char const *s, ...) const & {}") == (
+        "(const std::map<int, int>&, char const*, ...) const&"
+    )
+    assert overload_key("a.cpp", "int g (int (*fn) (int), int xs[4]) {}") == "(int (*)(int), int[4])"
+    # a copy's own ``const`` is not part of the type (``getEntry (const int index)`` is ``(int)``)
+    assert overload_key("a.cpp", "void k (const int n, char* const p, const char* q) {}") == "(int, char*, const char*)"
+    assert overload_key("a.cpp", "void h (void) {}") == overload_key("a.cpp", "void h() {}") == "()"
+    assert overload_key("a.cpp", "int x = 1;") is None and overload_key("a.txt", "void h() {}") is None
+    source = b"T& T::operator= (const T& other) { return *this; }\nT& T::operator= (const String& s) { return *this; }"
+    names = [s.qualname for s in parse_module("t.cpp", source).symbols[1:]]
+    assert names == ["T::operator=", "T::operator=(const String& s)"]

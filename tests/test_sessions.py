@@ -216,7 +216,10 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         "    /** Returns the largest value that will divide both this value and the argument. */\n"
         "    BigInteger findGreatestCommonDivisor (BigInteger other) const;\n"
         "    /** Divides this value by another one and returns the remainder. */\n"
-        "    void divideBy (const BigInteger& divisor, BigInteger& remainder);\n};\n}\n"
+        "    void divideBy (const BigInteger& divisor, BigInteger& remainder);\n"
+        "    /** Creates a BigInteger holding an unsigned value. */\n    BigInteger (uint32 value);\n"
+        "    /** Creates a BigInteger holding a signed value. */\n    BigInteger (int64 value);\n"
+        "};\n}\n"
     )
     (root / "maths" / "BigInteger.cpp").write_text(
         "namespace juce {\n"
@@ -225,14 +228,21 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         "        m.divideBy (n, temp);\n        m.swapWith (n);\n        n.swapWith (temp);\n    }\n"
         "    return m;\n}\n\n"
         "void BigInteger::divideBy (const BigInteger& divisor, BigInteger& remainder)\n{\n"
-        "    remainder = *this;\n}\n}\n"
+        "    remainder = *this;\n}\n\n"
+        "BigInteger::BigInteger (int64 n)\n{\n    setSigned (n);\n}\n\n"
+        "BigInteger::BigInteger (uint32 n)\n{\n    setUnsigned (n);\n}\n\n"
+        # the rest of a real .cpp: its namespace costs more than the parts a plan takes of it
+        + "".join(f"void BigInteger::step{k} (int n)\n{{\n    shiftBits (n + {k}, 0);\n}}\n\n" for k in range(200))
+        + "}\n"
     )
     core = SessionEngine(Engine(root))
     try:
         core.engine.refresh_index()
         core.engine.index.update_graph()
         gcd = "juce::BigInteger::findGreatestCommonDivisor"
-        out = core.engine.plan(PlanRequest(query="the largest value that will divide both values", mode="light"))
+        rag_2k = BudgetOverrides(rag_budget=2_000)  # a real .cpp's namespace and a real class are bigger
+        words = "the largest value that will divide both this value and the argument"
+        out = core.engine.plan(PlanRequest(query=words, mode="light", budget=rag_2k))
         rag = [i for i in out.result.plan.included if i.section == "rag"]
         assert (rag[0].symbol, rag[0].kind, rag[0].path) == (gcd, "symbol_body", "maths/BigInteger.cpp")
         assert rag[0].range.start.line == 1  # the definition in the .cpp
@@ -251,5 +261,15 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         pinned = [(i.symbol, i.path, i.kind) for i in plan(core, "h").included if i.pin_id]
         assert sorted(pinned) == [(s, "maths/BigInteger.cpp", "symbol_body") for s in (divide, gcd)]
         assert {p.record.path for p in core.pins("h")} == {"maths/BigInteger.cpp"}
+        # an overloaded constructor: the header's first is the .cpp's second, told by its type
+        words = "creates a BigInteger holding an unsigned value"
+        out = core.engine.plan(PlanRequest(query=words, mode="light", budget=rag_2k))
+        rag = [i for i in out.result.plan.included if i.section == "rag"]
+        assert (rag[0].path, rag[0].symbol) == ("maths/BigInteger.cpp", "juce::BigInteger::BigInteger(uint32 n)")
+        assert "the code of the declaration at maths/BigInteger.h:9, whose doc" in (rag[0].detail or "")
+        core.pin("o", PinIntent(path="maths/BigInteger.h", line=11, character=6))  # the int64 one
+        assert [(i.symbol, i.path) for i in plan(core, "o").included if i.pin_id] == [
+            ("juce::BigInteger::BigInteger", "maths/BigInteger.cpp")  # the .cpp's first keeps the plain name
+        ]
     finally:
         core.close()

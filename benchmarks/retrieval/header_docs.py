@@ -8,9 +8,10 @@ definition in the .cpp seldom says it again. Each case is one such function of a
 (default: JUCE, ``benchmarks/polyglot_trees.py cpp``): the question is the first sentence of its
 header doc (five words or more, as the library's authors wrote it), the gold is its definition in
 a source file. ``--make`` picks ``--n`` of them spread evenly over the tree, from the documented
-declarations the index keeps (marked ``declaration``) whose qualified name has a definition
-in a source file, and writes them to ``--cases`` — made once, so that code from before the
-declarations were kept is measured on the same cases.
+declarations the index keeps (marked ``declaration``) whose code is in a source file
+(``WorkspaceIndex.code_of``: for an overloaded name, the definition with its parameters'
+types), and writes them to ``--cases`` — made once, so that code from before the declarations
+were kept is measured on the same cases.
 
 Prints, per RAG budget (light mode, ``Engine.plan`` on an index under ``benchmarks/.data``): the
 share of cases whose definition's body is in the plan, whose qualified name is in it in any
@@ -53,8 +54,8 @@ def make(engine: Engine, n: int) -> list[dict]:
         query = first_sentence(sym.docstring)
         if len(query.split()) < MIN_WORDS:
             continue
-        code = index.get(sym.qualname)
-        if code is None or code.path.endswith(HEADERS) or "declaration" in code.decorators:
+        code = index.code_of(sym)  # an overloaded name's: the definition with its parameters' types
+        if code is None or code.path.endswith(HEADERS):
             continue
         cases.append(
             {
@@ -62,6 +63,7 @@ def make(engine: Engine, n: int) -> list[dict]:
                 "qualname": sym.qualname,
                 "header": f"{sym.path}:{sym.start_line + 1}",
                 "code_path": code.path,
+                "code_qualname": code.qualname,
                 "code_line": code.start_line,
             }
         )
@@ -89,7 +91,7 @@ def evaluate(engine: Engine, cases: list[dict], budgets: list[int]) -> None:
                 and i.range.start.line <= case["code_line"] <= i.range.end.line
                 for i in rag
             )
-            named += any(i.symbol == case["qualname"] for i in rag)
+            named += any(i.symbol in (case["qualname"], case.get("code_qualname")) for i in rag)
             offered = list(dict.fromkeys(c.symbol for c in out.inputs.candidates if c.section == "rag" and c.symbol))
             ranks.append(offered.index(case["qualname"]) + 1 if case["qualname"] in offered else 10**6)
         rank = statistics.median(ranks)

@@ -17,7 +17,7 @@ from ctx_lsp.sessions.shared import NotFound, Shared, found
 from ctx_lsp.sessions.values import PinIntent, PinState
 from ctx_lsp.workspace import cards, resolve
 from ctx_lsp.workspace.files import PathRefused, read_workspace_text
-from ctx_lsp.workspace.languages import DECLARATION_MARK, kind_label, language_of
+from ctx_lsp.workspace.languages import kind_label, language_of
 
 if TYPE_CHECKING:
     from ctx_lsp.workspace.index import IndexedSymbol
@@ -35,9 +35,7 @@ class Pins:
         name under the cursor if it resolves, else the innermost enclosing definition). At a
         C++ header's declaration: its code, where the .cpp defines it."""
         sym = self._named(intent)
-        if DECLARATION_MARK in sym.decorators:
-            return self.shared.engine.index.get(sym.qualname, sym.path) or sym
-        return sym
+        return self.shared.engine.index.code_of(sym) or sym
 
     def _named(self, intent: PinIntent) -> IndexedSymbol:
         index = self.shared.engine.index

@@ -572,7 +572,7 @@ def candidates(
     fill: Sequence[tuple[Head, float, str]] = (),
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
     memo: dict[Any, Forms | None] | None = None,
-    code: Callable[[str], SymbolRow | None] | None = None,
+    code: Callable[[Any], SymbolRow | None] | None = None,
 ) -> list[Item]:
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
     score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
@@ -583,7 +583,7 @@ def candidates(
     ``load``. ``memo`` keeps the two forms of a symbol between calls, by row id (the caller
     empties it when ids may be given again), so a symbol offered again costs a copy with its new
     score and why. A declaration kept for its doc (a C++ header's) is offered as its card, with
-    the body of its code elsewhere (``code``: the code of a qualified name)."""
+    the body of its code elsewhere (``code``: the code a declaration stands for)."""
     limit = MODE_LIMITS[mode]
     # relative to the fifth best: one symbol the request points at must not cut off the rest
     floor = ranked[min(FLOOR_RANK, len(ranked)) - 1][1] * MIN_RELATIVE_SCORE if ranked else 0.0
@@ -630,10 +630,10 @@ def calibrated(items: Sequence[Item], calibration: float) -> list[Item]:
 Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has one
 
 
-def _body(row: SymbolRow, code: Callable[[str], SymbolRow | None] | None) -> Item | None:
+def _body(row: SymbolRow, code: Callable[[Any], SymbolRow | None] | None) -> Item | None:
     """A symbol's body item: for a declaration kept for its doc, its code's, when indexed."""
     if code is not None and DECLARATION_MARK in row.decorators:
-        found = code(row.qualname)
+        found = code(row)
         if found is not None and found.body and found.path != row.path:
             body = body_item(found, 1.0)
             note = f"the code of the declaration at {row.path}:{row.start_line + 1}, whose doc was matched"
@@ -645,7 +645,7 @@ def _forms(
     symbols: list[Head],
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
     memo: dict[Any, Forms | None] | None,
-    code: Callable[[str], SymbolRow | None] | None = None,
+    code: Callable[[Any], SymbolRow | None] | None = None,
 ) -> dict[int, Forms]:
     """Card and body of each symbol (by row id), uncalibrated, made once per ``memo``."""
     memo = {} if memo is None else memo

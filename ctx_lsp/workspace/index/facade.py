@@ -277,6 +277,11 @@ class WorkspaceIndex:
         in ``path`` when that file has one (one name in several files: each C program's ``main``)."""
         return lookups.get(self._db, qualname, path)
 
+    def code_of(self, sym: IndexedSymbol) -> IndexedSymbol | None:
+        """The code a C++ header's declaration (kept for its doc) stands for; ``sym`` when it is
+        code, None when its code is not indexed (``lookups.code_of``)."""
+        return lookups.code_of(self._db, sym)
+
     def get_many(self, qualnames: Iterable[str]) -> dict[str, IndexedSymbol]:
         """``get`` for many names in one query (overload stubs lose to the implementation)."""
         return lookups.get_many(self._db, qualnames)

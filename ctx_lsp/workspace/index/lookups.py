@@ -10,6 +10,7 @@ import msgspec
 from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol, select_in
 from ctx_lsp.workspace.languages import DECLARATION_MARK, language_of
+from ctx_lsp.workspace.languages.overloads import overload_key
 
 # Whole rows (their texts too) kept by qualname and by id: read to make prompt items, which the
 # engine keeps instead (``ITEMS_KEPT``), and graph neighbours, a few dozen a question.
@@ -50,6 +51,35 @@ def get(db: IndexDb, qualname: str, path: str | None = None) -> IndexedSymbol | 
     if not any(not _declares_only(s) for s in in_file):
         in_file = []  # a header's declaration (a pin made at it): the code is in another file
     return _implementation(in_file or found) if found else None
+
+
+def code_of(db: IndexDb, sym: IndexedSymbol) -> IndexedSymbol | None:
+    """The code a header's declaration kept for its doc stands for (``sym`` itself when it is
+    code): the definition of its name in another file; for an overloaded name
+    (``juce::BigInteger::BigInteger(uint32)``), the one whose parameters' types are the same
+    (``overloads.overload_key``: ``BigInteger::BigInteger (uint32 value)``). None: not indexed."""
+    if DECLARATION_MARK not in sym.decorators:
+        return sym
+    start = len(sym.parent) if sym.qualname.startswith(sym.parent) else 0
+    at = sym.qualname.find(f"{sym.name}(", start)
+    if at < 0:
+        found = get(db, sym.qualname, sym.path)
+        return found if found is not None and not _declares_only(found) else None
+    base, key = sym.qualname[: at + len(sym.name)], sym.qualname[at + len(sym.name) :]
+    rows = db.reader().execute(
+        f"{SELECT_SYMBOLS} WHERE s.qualname = ? OR (s.qualname >= ? AND s.qualname < ?) ORDER BY s.path, s.start_line",
+        (base, f"{base}(", f"{base})"),
+    )
+    for found in map(row_symbol, rows):
+        if found.path != sym.path and not _declares_only(found) and overload_key(found.path, _head(found)) == key:
+            return found
+    return None
+
+
+def _head(sym: IndexedSymbol) -> str:
+    """A definition's text up to its body (``{}`` for one): what its overload key is read from.
+    Its signature is that, on one line, unless it was cut short (a long initializer list)."""
+    return sym.body if sym.signature.endswith("…") else f"{sym.signature} {{}}"
 
 
 def centrality(db: IndexDb, qualnames: Iterable[str]) -> dict[str, float]:

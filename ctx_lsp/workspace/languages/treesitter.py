@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctx_lsp.workspace.languages import DECLARATION_MARK, FAMILY, TEST_CASE_MARK, TEST_MARK
+from ctx_lsp.workspace.languages.overloads import inner_declarator, parameter_key
 from ctx_lsp.workspace.languages.reading import ParseFailed, parse_with_deadline, tree_of
-from ctx_lsp.workspace.languages.spec import Loaded, Named
+from ctx_lsp.workspace.languages.spec import Loaded, Named, Text
 
 _CARD_BODY_LINES = 5
 _CARD_DOC_LINES = 6
@@ -61,18 +62,34 @@ class _Def:
     declared: bool = False  # a documented declaration (``spec.declaration_files``), not the code
     span: object = None  # the node its code starts at (``TreeBuilder.span``)
     body: object = None  # its body's node, if it has one (``TreeBuilder.body_node``)
+    plain: str = ""  # its qualified name before an overload's was given (``TreeBuilder._overload``)
 
 
-def _without_overloaded_declarations(defs: list[_Def]) -> list[_Def]:
-    """``defs`` less the documented declarations of an overloaded name (declared or defined more
-    than once in one class or namespace): which definition elsewhere each one documents, a name
-    cannot tell (the header's first ``BigInteger (uint32)`` and the .cpp's first
-    ``BigInteger (int64)`` would both take the plain name), so none is kept."""
+def _overloaded_declarations_named(defs: list[_Def], text: Text) -> list[_Def]:
+    """``defs`` with the documented declarations of an overloaded name (declared or defined more
+    than once in one class or namespace) named by their parameters' types too:
+    ``juce::BigInteger::BigInteger(uint32)`` (``overloads.parameter_key``; the .cpp's definitions
+    are matched to them by the same key, ``lookups.code_of``). A declaration whose key another
+    one shares, or that has none, is not kept: which code it documents, nothing could tell."""
     declared = {(d.parent, d.name) for d in defs if d.declared}
     if not declared:
         return defs
     counts = Counter((d.parent, d.name) for d in defs if d.kind in ("function", "method"))
-    return [d for d in defs if not (d.declared and counts[(d.parent, d.name)] > 1)]
+    named: dict[int, str | None] = {}
+    for i, d in enumerate(defs):
+        if d.declared and counts[(d.parent, d.name)] > 1:
+            key = parameter_key(d.node, text)
+            named[i] = f"{d.plain}{key}" if key is not None else None
+    shared = Counter(named.values())
+    out = []
+    for i, d in enumerate(defs):
+        if i in named:
+            qualname = named[i]
+            if qualname is None or shared[qualname] > 1:
+                continue
+            d.qualname = d.child_prefix = qualname
+        out.append(d)
+    return out
 
 
 def _declared_only(node) -> bool:
@@ -234,6 +251,7 @@ class TreeBuilder:
                 and hooks.file_local(node, self.text, self.rel)
             ):
                 qualname = f"{self.rel}:{qualname}"
+            plain = qualname
             if qualname in taken and kind in ("function", "method"):
                 earlier = next((d for d in reversed(out) if d.qualname == qualname), None)
                 if earlier is not None and earlier.declared and not declared:
@@ -278,10 +296,11 @@ class TreeBuilder:
                 declared=declared,
                 span=span,
                 body=self._body_node(node),
+                plain=plain,
             )
             out.append(d)
             stack.append(d)
-        return _without_overloaded_declarations(out)
+        return _overloaded_declarations_named(out, self.text)
 
     def _overload(self, qualname: str, node, container: _Def | None) -> str:
         """A second definition of a name in one file (Java's and C++'s overloads, a Rust method
@@ -294,11 +313,10 @@ class TreeBuilder:
             scope = head.rpartition(self.spec.separator)[0]
             return self._join(scope, f"<{ty} as {trait}>{sep}{method}")
         params = node.child_by_field_name("parameters")
-        if params is None:
-            declarator = node.child_by_field_name("declarator")
-            while declarator is not None and params is None:
-                params = declarator.child_by_field_name("parameters")
-                declarator = declarator.child_by_field_name("declarator")
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and params is None:  # ``T& C::operator= (…)`` too
+            params = declarator.child_by_field_name("parameters")
+            declarator = inner_declarator(declarator)
         text = " ".join(self.text(params).split()) if params is not None else ""
         return f"{qualname}{text}" if text.startswith("(") else f"{qualname}#{node.start_point.row + 1}"
 
