@@ -1183,3 +1183,29 @@ def test_a_cpp_overload_is_told_by_its_parameters_types_as_the_compiler_does() -
     source = b"T& T::operator= (const T& other) { return *this; }\nT& T::operator= (const String& s) { return *this; }"
     names = [s.qualname for s in parse_module("t.cpp", source).symbols[1:]]
     assert names == ["T::operator=", "T::operator=(const String& s)"]
+
+
+def test_a_cpp_class_templates_members_defined_outside_it_are_its_members() -> None:
+    """``void Filter<SampleType>::reset (…)`` defines ``Filter``'s ``reset``: the template's
+    arguments are no part of the name (they were: ``juce::dsp::IIR::Filter<SampleType>::reset``,
+    which no pin, lookup or header declaration named)."""
+    source = b"""namespace juce { namespace dsp {
+template <typename SampleType>
+struct Filter
+{
+    /** Resets the filter's state. */
+    void reset (SampleType resetToValue);
+};
+
+template <typename SampleType>
+void Filter<SampleType>::reset (SampleType resetToValue) { state = resetToValue; }
+
+template <typename T>
+typename Coefficients<T>::Ptr Coefficients<std::vector<T>>::makeLowPass (double rate) { return {}; }
+}}
+"""
+    symbols = {s.qualname: s for s in parse_module("dsp/Filter.cpp", source).symbols}
+    reset = symbols["juce::dsp::Filter::reset"]
+    assert (reset.kind, reset.parent, reset.start_line) == ("method", "juce::dsp::Filter", 8)
+    assert symbols["juce::dsp::Coefficients::makeLowPass"].parent == "juce::dsp::Coefficients"
+    assert not [q for q in symbols if "<" in q]

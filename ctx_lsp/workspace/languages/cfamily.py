@@ -74,11 +74,29 @@ def _name(kind: str, node, name_node, prefix: str, src: Text) -> Named | None:
     if name_node.type == "qualified_identifier":  # ``void Parser::parse() {...}`` outside its class
         text = "".join(text.split())
         scope, _, short = text.rpartition("::")
+        scope = _without_arguments(scope)  # ``Coefficients<T>::makeLowPass``: the class's member
+        text = f"{scope}::{short}"
         parent = f"{prefix}::{scope}" if prefix else scope
         return Named(short, text, parent=parent, kind="method" if kind == "function" else None)
     if not text or (node.type in _TAGGED and node.parent is not None and node.parent.type == "type_definition"):
         return None  # ``typedef struct node {...} node_t``: the typedef names it
     return Named(text, text)
+
+
+def _without_arguments(scope: str) -> str:
+    """A scope without its template arguments: ``Filter<SampleType>`` → ``Filter``, the name the
+    class itself has (``juce::dsp::IIR::Filter``), so its members defined outside it are its."""
+    if "<" not in scope:
+        return scope
+    out, depth = [], 0
+    for c in scope:
+        if c == "<":
+            depth += 1
+        elif c == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(c)
+    return "".join(out)
 
 
 # A library's export macro between ``class`` and the name (``class JUCE_API BigInteger``,
