@@ -1209,3 +1209,51 @@ typename Coefficients<T>::Ptr Coefficients<std::vector<T>>::makeLowPass (double 
     assert (reset.kind, reset.parent, reset.start_line) == ("method", "juce::dsp::Filter", 8)
     assert symbols["juce::dsp::Coefficients::makeLowPass"].parent == "juce::dsp::Coefficients"
     assert not [q for q in symbols if "<" in q]
+
+
+def test_a_type_and_a_value_of_one_name_keep_it_and_no_name_is_a_line_number() -> None:
+    """TypeScript's ``interface ZodIntersection`` and ``const ZodIntersection`` (zod, effect: a
+    type and its constructor) are one name in TypeScript; the value was named by its line
+    (``ZodIntersection#4``), which every edit above it changed, and no pin or trace found. A
+    ``const f = () => …`` is code, not an overload signature: a getter of the same name no
+    longer takes its name, and a ``X.f = (…) => …`` beside a method ``f`` is told by its
+    parameters."""
+    ts = b"""export interface ZodIntersection<A> extends ZodType {
+  left: A;
+}
+export const ZodIntersection: core.$constructor<ZodIntersection> = core.$constructor("ZodIntersection", (inst, def) => {
+  inst.left = def.left;
+});
+export function parse(raw: string): Node;
+export function parse(raw: string | Buffer): Node {
+  return toNode(raw);
+}
+"""
+    js = b"""let buffersSerializer;
+const parser = () => _parser || (_parser = require("./syntax-parser"));
+class Dependency {
+  canConcatenate(a, b) { return false; }
+}
+Dependency.canConcatenate = (c, d) => true;
+module.exports = {
+  get parser() { return parser(); },
+  get buffersSerializer() { return buffersSerializer; },
+};
+"""
+    names = [(s.qualname, s.kind) for s in parse_module("src/schemas.ts", ts).symbols[1:]]
+    assert names == [
+        ("src/schemas.ZodIntersection", "class"),
+        ("src/schemas.ZodIntersection", "function"),
+        ("src/schemas.parse(raw: string)", "function"),
+        ("src/schemas.parse", "function"),
+    ]
+    names = [(s.qualname, s.start_line) for s in parse_module("lib/syntax.js", js).symbols[1:]]
+    assert names == [
+        ("lib/syntax.buffersSerializer", 0),
+        ("lib/syntax.parser", 1),
+        ("lib/syntax.Dependency", 2),
+        ("lib/syntax.Dependency.canConcatenate", 3),
+        ("lib/syntax.Dependency.canConcatenate(c, d)", 5),
+        ("lib/syntax.parser()", 7),
+        ("lib/syntax.buffersSerializer", 8),
+    ]

@@ -273,3 +273,26 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         ]
     finally:
         core.close()
+
+
+def test_a_pin_on_a_typescript_value_holds_the_value_not_the_type_of_its_name(tmp_path) -> None:
+    """zod pairs ``interface ZodIntersection`` with ``const ZodIntersection``: one name for both.
+    A pin made in the const (from the gutter) holds the const's code, and one made in the
+    interface the interface — by the line each was pinned at."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "schemas.ts").write_text(
+        "export interface ZodIntersection<A> extends ZodType {\n  left: A;\n  right: A;\n}\n\n"
+        "export const ZodIntersection: core.$constructor<ZodIntersection> = core.$constructor(\n"
+        '  "ZodIntersection",\n  (inst, def) => {\n    inst.left = def.left;\n  }\n);\n'
+    )
+    core = SessionEngine(Engine(root))
+    try:
+        core.engine.refresh_index()
+        core.pin("v", PinIntent(path="src/schemas.ts", line=8, character=6))  # in the const's code
+        core.pin("t", PinIntent(path="src/schemas.ts", line=1, character=3))  # in the interface
+        for session, start in (("v", 5), ("t", 0)):
+            pinned = [(i.symbol, i.range.start.line) for i in plan(core, session).included if i.pin_id]
+            assert pinned == [("src/schemas.ZodIntersection", start)]
+    finally:
+        core.close()

@@ -112,8 +112,9 @@ class Pins:
 
     def _pinned_symbol(self, pin: PinRecord) -> IndexedSymbol | None:
         """The symbol a pin holds: by its name, in the file it was pinned in while that file has
-        it (one name in several files: each C program's ``main``), else wherever the name went."""
-        return self.shared.engine.index.get(pin.symbol, pin.path) if pin.symbol else None
+        it (one name in several files: each C program's ``main``), nearest the line it was pinned
+        at (a type and a value of one name), else wherever the name went."""
+        return self.shared.engine.index.get(pin.symbol, pin.path, pin.start_line) if pin.symbol else None
 
     def pinned_items(
         self, record: SessionRecord, what_if: list[PinIntent], calibration: float, notes: list[str]

@@ -272,10 +272,12 @@ class WorkspaceIndex:
         """Every symbol with this qualname (overloads, property setters, redefinitions)."""
         return lookups.get_all(self._db, qualname)
 
-    def get(self, qualname: str, path: str | None = None) -> IndexedSymbol | None:
+    def get(self, qualname: str, path: str | None = None, line: int | None = None) -> IndexedSymbol | None:
         """The symbol with this qualname; of several, the first that is not an ``@overload`` stub,
-        in ``path`` when that file has one (one name in several files: each C program's ``main``)."""
-        return lookups.get(self._db, qualname, path)
+        in ``path`` when that file has one (one name in several files: each C program's ``main``),
+        nearest ``line`` there (one name for a type and a value: TypeScript's ``interface X`` and
+        ``const X``)."""
+        return lookups.get(self._db, qualname, path, line)
 
     def code_of(self, sym: IndexedSymbol) -> IndexedSymbol | None:
         """The code a C++ header's declaration (kept for its doc) stands for; ``sym`` when it is

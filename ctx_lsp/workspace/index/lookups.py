@@ -45,11 +45,13 @@ def get_all(db: IndexDb, qualname: str) -> list[IndexedSymbol]:
     return list(map(row_symbol, rows))
 
 
-def get(db: IndexDb, qualname: str, path: str | None = None) -> IndexedSymbol | None:
+def get(db: IndexDb, qualname: str, path: str | None = None, line: int | None = None) -> IndexedSymbol | None:
     found = get_all(db, qualname)
     in_file = [s for s in found if s.path == path] if path is not None else []
     if not any(not _declares_only(s) for s in in_file):
         in_file = []  # a header's declaration (a pin made at it): the code is in another file
+    elif line is not None and len(in_file) > 1:  # a type and a value of one name: the one there
+        in_file.sort(key=lambda s: abs(s.start_line - line))
     return _implementation(in_file or found) if found else None
 
 

@@ -94,8 +94,19 @@ def _overloaded_declarations_named(defs: list[_Def], text: Text) -> list[_Def]:
 
 def _declared_only(node) -> bool:
     """A function declared without its code (TypeScript's overload signatures, an abstract
-    method)."""
-    return node.child_by_field_name("body") is None
+    method); not ``const f = () => …``, whose code is its value."""
+    return node.child_by_field_name("body") is None and _value(node) is None
+
+
+def _value(node):
+    """What a definition binds its name to: ``const f = () => …``, ``X.f = function …`` (through
+    the statement and the one declarator the definition's node is)."""
+    for _ in range(3):
+        found = node.child_by_field_name("value") or node.child_by_field_name("right")
+        if found is not None or node.named_child_count != 1:
+            return found
+        node = node.named_children[0]
+    return None
 
 
 def text_of(source: bytes):
@@ -259,6 +270,11 @@ class TreeBuilder:
                     # code, which keeps the declaration's doc when it has none of its own
                     out.remove(earlier)
                     inherited = earlier.doc
+                elif earlier is not None and earlier.kind not in ("function", "method"):
+                    # a type and a value of one name (TypeScript's ``interface X`` and ``const X``,
+                    # a variable and its getter, C's ``struct stat`` and ``stat()``): one name in
+                    # that language, one here, as it already was the other way round
+                    pass
                 elif earlier is not None and _declared_only(earlier.node) and not _declared_only(node):
                     # TypeScript's overload signatures come before the implementation, which is
                     # what a pin by name or a reader wants: it takes the plain name
@@ -312,7 +328,8 @@ class TreeBuilder:
             head, sep, method = qualname.rpartition(self.spec.separator)
             scope = head.rpartition(self.spec.separator)[0]
             return self._join(scope, f"<{ty} as {trait}>{sep}{method}")
-        params = node.child_by_field_name("parameters")
+        value = _value(node)
+        params = node.child_by_field_name("parameters") or (value and value.child_by_field_name("parameters"))
         declarator = node.child_by_field_name("declarator")
         while declarator is not None and params is None:  # ``T& C::operator= (…)`` too
             params = declarator.child_by_field_name("parameters")
