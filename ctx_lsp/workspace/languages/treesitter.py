@@ -13,6 +13,7 @@ name, as Aider's repo map and most polyglot tools do.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,6 +91,16 @@ def _overloaded_declarations_named(defs: list[_Def], text: Text) -> list[_Def]:
             d.qualname = d.child_prefix = qualname
         out.append(d)
     return out
+
+
+_OPENED = re.compile(r"([(<])\s+")
+_CLOSED = re.compile(r",?\s+([)>])|,([)>])")
+
+
+def _one_line(params: str) -> str:
+    """A parameter list written over several lines as one would write it on one:
+    ``(\n  options: Options<\n    A,\n    B\n  >,\n)`` → ``(options: Options<A, B>)``."""
+    return _CLOSED.sub(r"\1\2", _OPENED.sub(r"\1", " ".join(params.split())))
 
 
 def _declared_only(node) -> bool:
@@ -334,7 +345,7 @@ class TreeBuilder:
         while declarator is not None and params is None:  # ``T& C::operator= (…)`` too
             params = declarator.child_by_field_name("parameters")
             declarator = inner_declarator(declarator)
-        text = " ".join(self.text(params).split()) if params is not None else ""
+        text = _one_line(self.text(params)) if params is not None else ""
         return f"{qualname}{text}" if text.startswith("(") else f"{qualname}#{node.start_point.row + 1}"
 
     def span(self, node):
