@@ -1260,3 +1260,13 @@ module.exports = {
         ("lib/syntax.parser()", 7),
         ("lib/syntax.buffersSerializer", 8),
     ]
+
+
+def test_a_name_defined_twice_without_parameters_is_never_named_by_its_line() -> None:
+    """A ``macro_rules!`` per platform (``compiler_builtins``' ``bl``, winapi's ``MAKELANGID``)
+    has no parameters to tell the two apart: both keep the name, as in the source (it was
+    ``bl#4``: every edit above it changed it, and a pin by that name was lost)."""
+    src = b"#[cfg(unix)]\nmacro_rules! bl {\n    () => { 1 };\n}\n"
+    src += b"#[cfg(not(unix))]\nmacro_rules! bl {\n    () => { 2 };\n}\n"
+    names = [(s.qualname, s.start_line) for s in parse_module("src/arm.rs", src).symbols if s.kind != "module"]
+    assert [q for q, _ in names] == ["crate::arm::bl", "crate::arm::bl"] and [line for _, line in names] == [0, 4]

@@ -41,7 +41,7 @@ SOURCE_SUFFIXES: tuple[str, ...] = tuple(EXTENSIONS)
 # What the parsers make, in every language: a change to a language's description (its queries,
 # hooks, keywords) or to the walk that changes a symbol bumps it, and indexes made before are
 # built again (``index.db``), as for a new schema.
-PARSER_VERSION = "28"
+PARSER_VERSION = "29"
 # A symbol's marks (its ``decorators``, where Python keeps its decorators): test code, and a test
 # case the runner calls (no reference by name resolves to one)
 TEST_MARK = "test"

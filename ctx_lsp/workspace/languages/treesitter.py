@@ -333,7 +333,7 @@ class TreeBuilder:
         """A second definition of a name in one file (Java's and C++'s overloads, a Rust method
         of two trait impls of one type) is named the way that language tells them apart:
         ``resolve(URL base, String rel)``, ``<Chain as Debug>::fmt``. The first keeps the plain
-        name, which a pin or a stack trace uses."""
+        name, which a pin or a stack trace uses; one with no parameters shares it."""
         if container is not None and container.kind == "impl" and " for " in container.name:
             trait, _, ty = container.name.removeprefix("impl ").partition(" for ")
             head, sep, method = qualname.rpartition(self.spec.separator)
@@ -346,7 +346,9 @@ class TreeBuilder:
             params = declarator.child_by_field_name("parameters")
             declarator = inner_declarator(declarator)
         text = _one_line(self.text(params)) if params is not None else ""
-        return f"{qualname}{text}" if text.startswith("(") else f"{qualname}#{node.start_point.row + 1}"
+        # none to tell it by (a ``macro_rules!`` per ``cfg``): the same name, as in the source — a
+        # line number would change with every edit above it
+        return f"{qualname}{text}" if text.startswith("(") else qualname
 
     def span(self, node):
         """The node a definition's code starts at: an ``export`` or ``template<…>`` around it, a
