@@ -267,6 +267,11 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         rag = [i for i in out.result.plan.included if i.section == "rag"]
         assert (rag[0].path, rag[0].symbol) == ("maths/BigInteger.cpp", "juce::BigInteger::BigInteger(uint32 n)")
         assert "the code of the declaration at maths/BigInteger.h:9, whose doc" in (rag[0].detail or "")
+        # an agent asking for a declaration's name (its card's) gets the code (MCP get_symbol)
+        assert (core.symbol("juce::BigInteger::BigInteger(uint32)").qualname, core.symbol(gcd).path) == (
+            "juce::BigInteger::BigInteger(uint32 n)",
+            "maths/BigInteger.cpp",
+        )
         core.pin("o", PinIntent(path="maths/BigInteger.h", line=11, character=6))  # the int64 one
         assert [(i.symbol, i.path) for i in plan(core, "o").included if i.pin_id] == [
             ("juce::BigInteger::BigInteger", "maths/BigInteger.cpp")  # the .cpp's first keeps the plain name

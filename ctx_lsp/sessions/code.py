@@ -31,12 +31,14 @@ class Code:
     planning: Planning
 
     def symbol(self, name: str) -> IndexedSymbol:
-        """The symbol a qualified or short name gives; NotFound says what an ambiguous name could
-        mean (the candidates) or what an unknown one is close to."""
-        found = self.shared.engine.index.lookup(name)
+        """The symbol a qualified or short name gives — for a C++ header's declaration, its code
+        (the name a card gives it: ``juce::BigInteger::BigInteger(uint32)``); NotFound says what
+        an ambiguous name could mean (the candidates) or what an unknown one is close to."""
+        index = self.shared.engine.index
+        found = index.lookup(name)
         if found.symbol is None:
             raise NotFound(found.problem() or f"no symbol {name!r}")
-        return found.symbol
+        return index.code_of(found.symbol) or found.symbol
 
     def pinned(self, session: str, qualname: str) -> str | None:
         """The id of the session's active pin on ``qualname``, if any."""
