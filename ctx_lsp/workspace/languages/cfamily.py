@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ctx_lsp.workspace.languages.overloads import inner_declarator
 from ctx_lsp.workspace.languages.spec import Hooks, LanguageSpec, Named, Text
 
 _DECLARATORS = (
@@ -142,7 +143,7 @@ def _declared_name(node, src: Text) -> str | None:
     """The plain name a function definition declares (``main`` of ``int main(void)``)."""
     declarator = node.child_by_field_name("declarator")
     while declarator is not None and declarator.type in ("pointer_declarator", "reference_declarator"):
-        declarator = declarator.child_by_field_name("declarator") or declarator.named_children[-1]
+        declarator = inner_declarator(declarator)
     if declarator is None or declarator.type != "function_declarator":
         return None
     name = declarator.child_by_field_name("declarator")

@@ -12,11 +12,11 @@ from ctx_lsp.workspace.languages import language_of
 from ctx_lsp.workspace.languages.reading import ParseFailed, parse_with_deadline
 from ctx_lsp.workspace.languages.spec import Text, load
 
-_SPACES = re.compile(r"\s+")
-# ``const char *`` and ``const char*`` are one type, ``map<K,V>`` and ``map<K, V>`` too
-_BEFORE = re.compile(r"\s+([*&,)>\[\]])")
+_OPENED = re.compile(r"([(<\[])\s+")
+_CLOSED = re.compile(r",?\s+([)>\]])|,([)>\]])")
+# a type as a key: ``const char *`` and ``const char*`` are one type, ``map<K,V>`` and ``map<K, V>`` too
+_BEFORE = re.compile(r"\s+([*&,\[])")
 _CALLED = re.compile(r"\)\s+\(")  # ``int (*) (int)``
-_AFTER = re.compile(r"([(<\[])\s+")
 _COMMA = re.compile(r",(?=\S)")
 _QUALIFIERS = frozenset({"type_qualifier", "ref_qualifier"})  # ``const``, ``&&``: they overload
 _PARSE_SECONDS = 0.05  # one function's text
@@ -71,9 +71,16 @@ def _type_of(param, text: Text) -> str:
     return kept_text.removesuffix(" const") if kept_text.endswith("* const") else kept_text
 
 
+def one_line(params: str) -> str:
+    """A parameter list written over several lines as one would write it on one:
+    ``(\n  options: Options<\n    A,\n    B\n  >,\n)`` → ``(options: Options<A, B>)``."""
+    return _CLOSED.sub(r"\1\2", _OPENED.sub(r"\1", " ".join(params.split())))
+
+
 def _tight(text: str) -> str:
-    text = _CALLED.sub(")(", _AFTER.sub(r"\1", _BEFORE.sub(r"\1", _SPACES.sub(" ", text))))
-    return _COMMA.sub(", ", text).strip()
+    """``one_line``, and a type's spelling made one: ``(const char *, map<K,V>)`` →
+    ``(const char*, map<K, V>)``."""
+    return _COMMA.sub(", ", _CALLED.sub(")(", _BEFORE.sub(r"\1", one_line(text)))).strip()
 
 
 @functools.lru_cache(maxsize=4096)

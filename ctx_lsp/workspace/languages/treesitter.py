@@ -13,13 +13,12 @@ name, as Aider's repo map and most polyglot tools do.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctx_lsp.workspace.languages import DECLARATION_MARK, FAMILY, TEST_CASE_MARK, TEST_MARK
-from ctx_lsp.workspace.languages.overloads import inner_declarator, parameter_key
+from ctx_lsp.workspace.languages.overloads import inner_declarator, one_line, parameter_key
 from ctx_lsp.workspace.languages.reading import ParseFailed, parse_with_deadline, tree_of
 from ctx_lsp.workspace.languages.spec import Loaded, Named, Text
 
@@ -72,8 +71,7 @@ def _overloaded_declarations_named(defs: list[_Def], text: Text) -> list[_Def]:
     ``juce::BigInteger::BigInteger(uint32)`` (``overloads.parameter_key``; the .cpp's definitions
     are matched to them by the same key, ``lookups.code_of``). A declaration whose key another
     one shares, or that has none, is not kept: which code it documents, nothing could tell."""
-    declared = {(d.parent, d.name) for d in defs if d.declared}
-    if not declared:
+    if not any(d.declared for d in defs):
         return defs
     counts = Counter((d.parent, d.name) for d in defs if d.kind in ("function", "method"))
     named: dict[int, str | None] = {}
@@ -91,16 +89,6 @@ def _overloaded_declarations_named(defs: list[_Def], text: Text) -> list[_Def]:
             d.qualname = d.child_prefix = qualname
         out.append(d)
     return out
-
-
-_OPENED = re.compile(r"([(<])\s+")
-_CLOSED = re.compile(r",?\s+([)>])|,([)>])")
-
-
-def _one_line(params: str) -> str:
-    """A parameter list written over several lines as one would write it on one:
-    ``(\n  options: Options<\n    A,\n    B\n  >,\n)`` → ``(options: Options<A, B>)``."""
-    return _CLOSED.sub(r"\1\2", _OPENED.sub(r"\1", " ".join(params.split())))
 
 
 def _declared_only(node) -> bool:
@@ -345,7 +333,7 @@ class TreeBuilder:
         while declarator is not None and params is None:  # ``T& C::operator= (…)`` too
             params = declarator.child_by_field_name("parameters")
             declarator = inner_declarator(declarator)
-        text = _one_line(self.text(params)) if params is not None else ""
+        text = one_line(self.text(params)) if params is not None else ""
         # none to tell it by (a ``macro_rules!`` per ``cfg``): the same name, as in the source — a
         # line number would change with every edit above it
         return f"{qualname}{text}" if text.startswith("(") else qualname
