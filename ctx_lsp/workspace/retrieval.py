@@ -572,7 +572,7 @@ def candidates(
     fill: Sequence[tuple[Head, float, str]] = (),
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
     memo: dict[Any, Forms | None] | None = None,
-    code: Callable[[Any], SymbolRow | None] | None = None,
+    code: Callable[[SymbolRow], SymbolRow | None] | None = None,
 ) -> list[Item]:
     """Every ranked symbol in both forms, its card and (when it has one) its body, at its
     score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
@@ -630,7 +630,7 @@ def calibrated(items: Sequence[Item], calibration: float) -> list[Item]:
 Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has one
 
 
-def _body(row: SymbolRow, code: Callable[[Any], SymbolRow | None] | None) -> Item | None:
+def _body(row: SymbolRow, code: Callable[[SymbolRow], SymbolRow | None] | None) -> Item | None:
     """A symbol's body item: for a declaration kept for its doc, its code's, when indexed."""
     if code is not None and DECLARATION_MARK in row.decorators:
         found = code(row)
@@ -645,7 +645,7 @@ def _forms(
     symbols: list[Head],
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
     memo: dict[Any, Forms | None] | None,
-    code: Callable[[Any], SymbolRow | None] | None = None,
+    code: Callable[[SymbolRow], SymbolRow | None] | None = None,
 ) -> dict[int, Forms]:
     """Card and body of each symbol (by row id), uncalibrated, made once per ``memo``."""
     memo = {} if memo is None else memo

@@ -279,7 +279,7 @@ class WorkspaceIndex:
         ``const X``)."""
         return lookups.get(self._db, qualname, path, line)
 
-    def code_of(self, sym: IndexedSymbol) -> IndexedSymbol | None:
+    def code_of(self, sym: lookups.Row) -> lookups.Row | IndexedSymbol | None:
         """The code a C++ header's declaration (kept for its doc) stands for; ``sym`` when it is
         code, None when its code is not indexed (``lookups.code_of``)."""
         return lookups.code_of(self._db, sym)

@@ -4,6 +4,7 @@ index's totals."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -11,6 +12,11 @@ from ctx_lsp.workspace.index import memo
 from ctx_lsp.workspace.index.db import SELECT_SYMBOLS, IndexDb, IndexedSymbol, marks, row_symbol, select_in
 from ctx_lsp.workspace.languages import DECLARATION_MARK, language_of
 from ctx_lsp.workspace.languages.overloads import overload_key
+
+if TYPE_CHECKING:
+    from ctx_lsp.workspace.cards import SymbolRow
+
+Row = TypeVar("Row", bound="SymbolRow")  # a stored row, or one a plan reads (``retrieval``)
 
 # Whole rows (their texts too) kept by qualname and by id: read to make prompt items, which the
 # engine keeps instead (``ITEMS_KEPT``), and graph neighbours, a few dozen a question.
@@ -55,7 +61,7 @@ def get(db: IndexDb, qualname: str, path: str | None = None, line: int | None = 
     return _implementation(in_file or found) if found else None
 
 
-def code_of(db: IndexDb, sym: IndexedSymbol) -> IndexedSymbol | None:
+def code_of(db: IndexDb, sym: Row) -> Row | IndexedSymbol | None:
     """The code a header's declaration kept for its doc stands for (``sym`` itself when it is
     code): the definition of its name in another file; for an overloaded name
     (``juce::BigInteger::BigInteger(uint32)``), the one whose parameters' types are the same
