@@ -4,6 +4,8 @@ like every other item, re-plans repeat the stored request (also one stored by an
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,22 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionEngine]:
     core.engine.refresh_index()
     yield core
     core.close()
+
+
+@contextmanager
+def indexed(tmp_path: Path, files: dict[str, str]) -> Iterator[SessionEngine]:
+    """A sessions engine on a workspace of ``files`` (path → text), indexed, its graph built."""
+    root = tmp_path / "ws"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    core = SessionEngine(Engine(root))
+    try:
+        core.engine.refresh_index()
+        core.engine.index.update_graph()
+        yield core
+    finally:
+        core.close()
 
 
 def plan(core: SessionEngine, session: str, **kw) -> ContextPlan:
@@ -159,20 +177,15 @@ def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(
     alone is ambiguous now; ``FILE:NAME`` (gdb's way) or the file it is used in says which. A
     ``static`` function and a program's ``main`` are their file's alone, and named so
     (``tools/server.c:usage``); a ``.pyi`` stub beside its module is not another definition."""
-    root = tmp_path / "ws"
-    (root / "tools").mkdir(parents=True)
-    for prog, arg in (("client", "HOST"), ("server", "PORT [--verbose] [--log FILE] [--workers N]")):
-        (root / "tools" / f"{prog}.c").write_text(
-            f'static void usage(void)\n{{\n    puts("usage: {prog} {arg}");\n}}\n\n'
-            f"int start(int argc, char **argv)\n{{\n    usage(); /* {prog}: {arg} */\n    return 0;\n}}\n\n"
-            "int main(int argc, char **argv)\n{\n    return start(argc, argv);\n}\n"
-        )
-    (root / "fmt.py").write_text("def money(cents):\n    return f'{cents / 100:.2f}'\n")
-    (root / "fmt.pyi").write_text("def money(cents: int) -> str: ...\n")
-    core = SessionEngine(Engine(root))
-    try:
-        core.engine.refresh_index()
-        core.engine.index.update_graph()
+    files = {
+        f"tools/{prog}.c": f'static void usage(void)\n{{\n    puts("usage: {prog} {arg}");\n}}\n\n'
+        f"int start(int argc, char **argv)\n{{\n    usage(); /* {prog}: {arg} */\n    return 0;\n}}\n\n"
+        "int main(int argc, char **argv)\n{\n    return start(argc, argv);\n}\n"
+        for prog, arg in (("client", "HOST"), ("server", "PORT [--verbose] [--log FILE] [--workers N]"))
+    }
+    files["fmt.py"] = "def money(cents):\n    return f'{cents / 100:.2f}'\n"
+    files["fmt.pyi"] = "def money(cents: int) -> str: ...\n"
+    with indexed(tmp_path, files) as core:
         core.pin("s", PinIntent(path="tools/server.c", line=6, character=0))  # inside server.c's start
         pinned = [i for i in plan(core, "s").included if i.pin_id]
         assert [(i.symbol, i.path) for i in pinned] == [("start", "tools/server.c")]
@@ -200,8 +213,6 @@ def test_one_name_in_several_files_is_the_pinned_files_and_file_name_says_which(
             assert {(s, n) for s, n, rel, _ in index.neighbours([main], 10) if rel == "calls"} == {(main, "start")}
         assert index.lookup("fmt.money").symbol.path == "fmt.py"
         assert index.lookup("fmt:money").symbol.qualname == "fmt.money"  # Python's ``module:attr``
-    finally:
-        core.close()
 
 
 def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp_path) -> None:
@@ -209,9 +220,7 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
     those words now finds the declaration, and the plan carries the .cpp's code under it (its
     detail says whose doc was matched). A name, a pin and a lookup mean the code, not the
     declaration (a header does not make a name ambiguous)."""
-    root = tmp_path / "ws"
-    (root / "maths").mkdir(parents=True)
-    (root / "maths" / "BigInteger.h").write_text(
+    header = (
         "namespace juce {\nclass JUCE_API BigInteger\n{\npublic:\n"
         "    /** Returns the largest value that will divide both this value and the argument. */\n"
         "    BigInteger findGreatestCommonDivisor (BigInteger other) const;\n"
@@ -221,7 +230,7 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         "    /** Creates a BigInteger holding a signed value. */\n    BigInteger (int64 value);\n"
         "};\n}\n"
     )
-    (root / "maths" / "BigInteger.cpp").write_text(
+    source = (
         "namespace juce {\n"
         "BigInteger BigInteger::findGreatestCommonDivisor (BigInteger n) const\n{\n"
         "    auto m = *this;\n    while (! n.isZero())\n    {\n        BigInteger temp;\n"
@@ -235,10 +244,7 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         + "".join(f"void BigInteger::step{k} (int n)\n{{\n    shiftBits (n + {k}, 0);\n}}\n\n" for k in range(200))
         + "}\n"
     )
-    core = SessionEngine(Engine(root))
-    try:
-        core.engine.refresh_index()
-        core.engine.index.update_graph()
+    with indexed(tmp_path, {"maths/BigInteger.h": header, "maths/BigInteger.cpp": source}) as core:
         gcd = "juce::BigInteger::findGreatestCommonDivisor"
         rag_2k = BudgetOverrides(rag_budget=2_000)  # a real .cpp's namespace and a real class are bigger
         words = "the largest value that will divide both this value and the argument"
@@ -276,28 +282,20 @@ def test_a_question_in_a_cpp_headers_words_gets_the_code_the_header_declares(tmp
         assert [(i.symbol, i.path) for i in plan(core, "o").included if i.pin_id] == [
             ("juce::BigInteger::BigInteger", "maths/BigInteger.cpp")  # the .cpp's first keeps the plain name
         ]
-    finally:
-        core.close()
 
 
 def test_a_pin_on_a_typescript_value_holds_the_value_not_the_type_of_its_name(tmp_path) -> None:
     """zod pairs ``interface ZodIntersection`` with ``const ZodIntersection``: one name for both.
     A pin made in the const (from the gutter) holds the const's code, and one made in the
     interface the interface — by the line each was pinned at."""
-    root = tmp_path / "ws"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "schemas.ts").write_text(
+    schemas = (
         "export interface ZodIntersection<A> extends ZodType {\n  left: A;\n  right: A;\n}\n\n"
         "export const ZodIntersection: core.$constructor<ZodIntersection> = core.$constructor(\n"
         '  "ZodIntersection",\n  (inst, def) => {\n    inst.left = def.left;\n  }\n);\n'
     )
-    core = SessionEngine(Engine(root))
-    try:
-        core.engine.refresh_index()
+    with indexed(tmp_path, {"src/schemas.ts": schemas}) as core:
         core.pin("v", PinIntent(path="src/schemas.ts", line=8, character=6))  # in the const's code
         core.pin("t", PinIntent(path="src/schemas.ts", line=1, character=3))  # in the interface
         for session, start in (("v", 5), ("t", 0)):
             pinned = [(i.symbol, i.range.start.line) for i in plan(core, session).included if i.pin_id]
             assert pinned == [("src/schemas.ZodIntersection", start)]
-    finally:
-        core.close()
