@@ -212,6 +212,17 @@ def test_plain_words_are_weaker_names_than_code(index: WorkspaceIndex) -> None:
     assert "named in the query (×2.0)" in code["shop.billing.invoice.Invoice.total"]
 
 
+def test_a_method_called_on_a_snippets_variable_is_named_by_the_call(index: WorkspaceIndex) -> None:
+    # a bug report's snippet calls methods on its own variables, which no index knows: the name
+    # after the dot is the method's when it can only be code (``load`` may be a plain word)
+    assert code_words("cfg = ShopSettings.from_env(env); cfg.from_env(os.environ); repo.load()") >= {"from_env"}
+    assert "load" not in code_words("repo.load()")
+    ranked = ranked_for(index, "settings = cfg.from_env(os.environ) fails when a value is empty")
+    why = {s.qualname: why for s, _, why in ranked}["shop.config.ShopSettings.from_env"]
+    assert "named in the query (×2.0)" in why
+    assert ranked[0][0].qualname == "shop.config.ShopSettings.from_env"
+
+
 def test_hits_matching_few_query_terms_say_so(index: WorkspaceIndex) -> None:
     ranked = ranked_for(index, "reserve stock for an order of products")
     found = [re.search(r"matches (\d+) of (\d+) terms \(×([\d.]+)\)", why) for _, _, why in ranked]

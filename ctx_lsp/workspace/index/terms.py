@@ -249,8 +249,25 @@ _INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
 def query_names(query: str) -> set[str]:
-    """Identifiers and dotted names the query mentions, lower-cased."""
-    return {w.lower().strip(".") for w in _WORD.findall(query) if len(w) > 2}
+    """Identifiers and dotted names the query mentions, lower-cased, and the name a dotted one
+    ends in when it can only be code (``_named_tail``)."""
+    out = set()
+    for w in _WORD.findall(query):
+        if len(w) > 2:
+            out.add(w.lower().strip("."))
+        if tail := _named_tail(w.strip(".")):
+            out.add(tail)
+    return out
+
+
+def _named_tail(word: str) -> str | None:
+    """The name a dotted word ends in, when that name can only be code: a pasted snippet's
+    ``mc.run_model_from_poa(weather)`` calls the method ``run_model_from_poa`` on a variable
+    the index cannot know; ``schema.load`` is None (``load`` may be a plain word)."""
+    _, dot, last = word.rpartition(".")
+    if dot and len(last) > 2 and ("_" in last.strip("_") or _INNER_CAPS.search(last)):
+        return last.lower()
+    return None
 
 
 def code_words(query: str) -> set[str]:
@@ -263,4 +280,6 @@ def code_words(query: str) -> set[str]:
         called = query[m.end() : m.end() + 1] == "("
         if len(w) > 2 and ("_" in w.strip("_") or "." in w or _INNER_CAPS.search(w) or called):
             out.add(w.lower())
+        if tail := _named_tail(w):
+            out.add(tail)
     return out
