@@ -265,9 +265,12 @@ def _named_tail(word: str) -> str | None:
     ``mc.run_model_from_poa(weather)`` calls the method ``run_model_from_poa`` on a variable
     the index cannot know; ``schema.load`` is None (``load`` may be a plain word)."""
     _, dot, last = word.rpartition(".")
-    if dot and len(last) > 2 and ("_" in last.strip("_") or _INNER_CAPS.search(last)):
-        return last.lower()
-    return None
+    return last.lower() if dot and len(last) > 2 and _spelled_as_code(last) else None
+
+
+def _spelled_as_code(word: str) -> bool:
+    """``snake_case`` or ``camelCase``: no English word is written so."""
+    return "_" in word.strip("_") or _INNER_CAPS.search(word) is not None
 
 
 def code_words(query: str) -> set[str]:
@@ -278,7 +281,7 @@ def code_words(query: str) -> set[str]:
     for m in _WORD.finditer(query):
         w = m.group(0).strip(".")
         called = query[m.end() : m.end() + 1] == "("
-        if len(w) > 2 and ("_" in w.strip("_") or "." in w or _INNER_CAPS.search(w) or called):
+        if len(w) > 2 and (_spelled_as_code(w) or "." in w or called):
             out.add(w.lower())
         if tail := _named_tail(w):
             out.add(tail)
