@@ -526,8 +526,10 @@ class Engine:
         retrieved = self.index.memo("retrieved", RETRIEVALS_KEPT)
         found = retrieved.get(key)
         if found is None:
+            pointers = signals.read(rag_query)  # tracebacks, paths, names: exact pointers, not words
             ranked = self._ranked(
                 rag_query,
+                pointers=pointers,
                 open_files=req.open_files,
                 focus_path=focus_path,
                 seeds=seeds,
@@ -536,7 +538,7 @@ class Engine:
             )
             t0 = time.perf_counter()
             fill = retrieval.graph_fill(ranked, self.index)
-            offered = tuple(self._offer(ranked, mode, 1.0, fill))
+            offered = tuple(self._offer(ranked, mode, 1.0, fill, thin=pointers.points_at_code()))
             # with the set id's digest of them (ids and scores): a re-plan only adds what history brings
             found = retrieved[key] = (offered, content_digest(_set_parts(offered)))
             timings["items"] = (time.perf_counter() - t0) * 1000
@@ -553,9 +555,12 @@ class Engine:
         mode: Mode,
         cal: float,
         fill: Sequence[tuple[retrieval.Head, float, str]] = (),
+        *,
+        thin: bool = False,
     ) -> list[Item]:
         """The ranked symbols as candidate items: read whole only when offered, and made once
-        per row (a row never changes while its id stands: the memo outlasts saves)."""
+        per row (a row never changes while its id stands: the memo outlasts saves); ``thin``: a
+        request that points at code, whose cards are offered thin too."""
         return retrieval.candidates(
             ranked,
             mode,
@@ -564,20 +569,24 @@ class Engine:
             load=self.index.symbols_by_id,
             memo=self.index.memo("items", ITEMS_KEPT, lasting=True),
             code=self.index.code_of,
+            count=self.index.count_tokens if thin else None,
         )
 
     def _ranked(
         self,
         query: str,
         *,
+        pointers: signals.Signals | None = None,
         open_files: list[str] | tuple[str, ...] = (),
         focus_path: str | None = None,
         seeds: list[str] | tuple[str, ...] = (),
         activation: dict[str, tuple[float, str]] | None = None,
         timings: dict[str, float] | None = None,
     ) -> retrieval.Ranked:
+        """The query's symbols ranked (``pointers``: its signals, when read already)."""
         t0 = time.perf_counter()
-        pointers = signals.read(query)  # tracebacks, paths, names: exact pointers, not words
+        if pointers is None:
+            pointers = signals.read(query)  # tracebacks, paths, names: exact pointers, not words
         hits = self.index.search(pointers.search_text, limit=min(self.config.retrieval_limit * 2, 1000))
         t1 = time.perf_counter()
         ranked = retrieval.rank(

@@ -241,6 +241,33 @@ def test_the_best_hits_body_may_take_the_reserve_for_cards():
     assert {"f0", "f1", "f2", "f3"} <= packed.keys()  # the room left is for cards
 
 
+def test_a_small_room_shows_thin_cards_and_gives_what_they_free_to_depth():
+    # eight symbols in eight files: a card (100 tokens), its thin form (30) and a body (600)
+    def forms(n: int) -> list[Item]:
+        lines, path, score = (0, 40), f"pkg/m{n}.py", 9.0 - n
+        thin = msgspec.structs.replace(code(f"x{n}", "symbol_card", 30, score, lines, path), id=f"head:x{n}")
+        body = code(f"x{n}", "symbol_body", 600, score, lines, path)
+        return [code(f"x{n}", "symbol_card", 100, score, lines, path), thin, body]
+
+    cands = tuple(i for n in range(8) for i in forms(n))
+    small = plan(plan_input(candidates=cands, rag_budget=2000, mode="light"))
+    packed = {i.symbol: i.id for i in small.plan.included if i.section == "rag"}
+    # two bodies in depth, five thin cards, and the room they leave holds a third body (whole
+    # cards left it 200 tokens: two bodies); every other file by its thin card, not its whole one
+    assert [s for s, i in packed.items() if i.startswith("symbol_body")] == ["x0", "x1", "x2"]
+    assert len(packed) == 8 and all(packed[f"x{n}"] == f"head:x{n}" for n in range(3, 8))
+    whole = {i.id: i for i in small.plan.excluded}["symbol_card:x5"]
+    assert whole.reason == "duplicate" and "cards are thin in a room of 2000 tokens" in (whole.detail or "")
+    # a roomy plan shows whole cards and does not list the thin ones
+    roomy = plan(plan_input(candidates=cands, rag_budget=6000, mode="light"))
+    listed = [i.id for i in (*roomy.plan.included, *roomy.plan.excluded) if i.section == "rag"]
+    assert not any(i.startswith("head:") for i in listed) and "symbol_card:x7" in listed
+    # without thin forms a small room packs as before
+    before = plan(plan_input(candidates=tuple(i for i in cands if not i.id.startswith("head:")), rag_budget=2000))
+    bodies = [i.symbol for i in before.plan.included if i.kind == "symbol_body"]
+    assert bodies == ["x0", "x1"]
+
+
 def test_spread_a_card_of_a_file_not_shown_yet_takes_the_place_of_a_shown_files_last_card():
     # one file's ten cards fill the room; the eleventh hit is in another file
     cands = [code(f"a{n}", "symbol_card", 100, 9.0 - n / 10, (n * 20, n * 20 + 9), "pkg/a.py") for n in range(9)]

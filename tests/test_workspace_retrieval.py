@@ -112,6 +112,34 @@ def test_modes_change_what_is_retrieved(ws: Path) -> None:
         engine.close()
 
 
+def test_a_request_that_points_at_code_gets_thin_cards_in_a_small_room(ws: Path) -> None:
+    engine = Engine(ws)
+    engine.refresh_index()
+    error = "Invoice.total fails:\nTypeError: unsupported operand type(s) for +: 'decimal.Decimal' and 'float'"
+    try:
+        small = engine.plan(PlanRequest(query=error, budget=BudgetOverrides(rag_budget=600)))
+        thin = {c.symbol: c for c in small.inputs.candidates if c.id.startswith("head:")}
+        total = thin["shop.billing.invoice.Invoice.total"]
+        assert total.kind == "symbol_card" and total.title.endswith("Invoice.total (signature)")
+        assert total.text == (  # a method's header names its class: its signature does not
+            "# shop/billing/invoice.py:46-49 · shop.billing.invoice.Invoice.total\n"
+            "def total(self) -> Decimal\n"
+            "# The amount due, tax and discount included."
+        )
+        whole = next(c for c in small.inputs.candidates if c.id.startswith("card:") and c.symbol == total.symbol)
+        assert total.tokens < whole.tokens
+        assert any(i.id.startswith("head:") for i in small.result.plan.included)
+        roomy = engine.plan(PlanRequest(query=error, budget=BudgetOverrides(rag_budget=8000)))
+        shown = [i.id for i in (*roomy.result.plan.included, *roomy.result.plan.excluded) if i.section == "rag"]
+        assert shown and not any(i.startswith("head:") for i in shown)
+        # a question in words is answered with breadth: whole cards, none thin
+        words = PlanRequest(query="what does Invoice.total add up?", budget=BudgetOverrides(rag_budget=600))
+        asked = engine.plan(words)
+        assert asked.inputs.candidates and not any(c.id.startswith("head:") for c in asked.inputs.candidates)
+    finally:
+        engine.close()
+
+
 def test_engine_passes_focus_and_pins_as_graph_seeds(ws: Path) -> None:
     engine = Engine(ws)
     engine.refresh_index()

@@ -43,6 +43,13 @@ COMPACTION_SUMMARY = "compaction_summary"
 HISTORY_CHUNK = "history_chunk"
 NOTE = "note"
 INSTRUCTIONS = "instructions"  # agent instruction files (AGENTS.md, CLAUDE.md, ...)
+# A thin card (a card's header, signature and doc line, for a small room) is a card whose id
+# starts so: the same kind to every face, another form of its symbol to the planner.
+THIN_CARD_PREFIX = "head:"
+
+
+def is_thin_card(item: Item) -> bool:
+    return item.kind == SYMBOL_CARD and item.id.startswith(THIN_CARD_PREFIX)
 
 
 class Position(msgspec.Struct, frozen=True, gc=False):

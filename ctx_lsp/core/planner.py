@@ -35,6 +35,7 @@ from ctx_lsp.core.items import (
     Section,
     SectionUsage,
     Totals,
+    is_thin_card,
 )
 from ctx_lsp.core.pins import pin_state
 from ctx_lsp.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING
@@ -452,6 +453,12 @@ NEAR_BODY_RATIO = 1.5
 NEAR_BODY_EXTRA = 40
 # Items that show code: a range of a file (bodies, excerpts) that another item need not repeat.
 CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
+# A small room where retrieval offered thin cards (a request that points at code: a traceback,
+# an error message): each card goes in thin, a third of its tokens, and what that saves goes to
+# depth — the code the request points at (docs/retrieval.md, "A precise request gets code").
+THIN_ROOM = 4_000
+THIN_DEPTH_SHARE = 0.82
+THIN_BREADTH_RESERVE = 350
 
 
 def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
@@ -469,9 +476,14 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
     A symbol is packed in one form only, and no item is packed inside another: an item whose
     range lies inside an included body is a ``duplicate``; a body that contains included items
     replaces them when it fits in the room they free (its detail names them)."""
+    eligible, thinned, whole = _cards_for_room(eligible, room)
     pack = _RagPack(room)
-    share = room * DEPTH_SHARE.get(mode, 1.0)
-    depth_left = min(share, room - BREADTH_RESERVE.get(mode, 0))
+    if whole:
+        share = room * THIN_DEPTH_SHARE
+        depth_left = min(share, room - THIN_BREADTH_RESERVE)
+    else:
+        share = room * DEPTH_SHARE.get(mode, 1.0)
+        depth_left = min(share, room - BREADTH_RESERVE.get(mode, 0))
     largest = room * DEPTH_ITEM_SHARE.get(mode, 1.0)
     bodies = [i for i in eligible if i.kind == SYMBOL_BODY]
     for n, item in enumerate(bodies):  # 1. depth; the best hit's body up to the whole depth share
@@ -484,7 +496,8 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
             break
         if item.kind != SYMBOL_BODY:
             body = body_of.get(item.symbol) if item.symbol else None
-            if body is None or not _near(item, body) or not pack.add(body, pack.room):
+            card = whole.get(item.symbol, item) if item.symbol else item  # a thin card: judged as its whole one
+            if body is None or not _near(card, body) or not pack.add(body, pack.room):
                 pack.add(item, pack.room)
     for item in bodies:  # 3. upgrades, then leftover room
         if pack.room <= 0:
@@ -496,7 +509,31 @@ def _fill_rag(eligible: list[Item], room: int, mode: str) -> _Fill:
             break
         if item.id not in pack.gave_way:
             pack.add(item, pack.room)
-    return pack.result(eligible)
+    chosen, excluded, over = pack.result(eligible)
+    return chosen, excluded + thinned, over
+
+
+def _cards_for_room(eligible: list[Item], room: int) -> tuple[list[Item], list[_Excluded], dict[str, Item]]:
+    """The items a room packs where retrieval offered thin cards: in a small room (THIN_ROOM),
+    each symbol's thin card in place of its whole card (excluded, returned by symbol too); in
+    a bigger one, whole cards, and the thin ones are not listed (they are another form of the
+    same card, offered for a small room only)."""
+    if not any(is_thin_card(i) for i in eligible):
+        return eligible, [], {}
+    if room > THIN_ROOM:
+        return [i for i in eligible if not is_thin_card(i)], [], {}
+    thin = {i.symbol for i in eligible if is_thin_card(i)}
+    kept: list[Item] = []
+    excluded: list[_Excluded] = []
+    whole: dict[str, Item] = {}
+    detail = f"cards are thin in a room of {room} tokens: its signature is offered"
+    for item in eligible:
+        if item.kind == SYMBOL_CARD and item.symbol in thin and not is_thin_card(item):
+            whole[item.symbol] = item
+            excluded.append((item, "duplicate", detail, None))
+        else:
+            kept.append(item)
+    return kept, excluded, whole
 
 
 def _near(card: Item, body: Item) -> bool:

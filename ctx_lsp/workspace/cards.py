@@ -5,10 +5,11 @@ and what it costs."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Protocol
 
 from ctx_lsp.core.ids import short_hash
-from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, Item, Range
+from ctx_lsp.core.items import SCAFFOLD, SYMBOL_BODY, SYMBOL_CARD, THIN_CARD_PREFIX, Item, Range
 from ctx_lsp.core.tokens import scaled
 from ctx_lsp.workspace.languages import NAME_FORMS, comment_mark, display_names, kind_label
 from ctx_lsp.workspace.priors import TEST_DIRS, path_role
@@ -65,6 +66,37 @@ def card_item(sym: SymbolRow, calibration: float, *, score: float | None = None,
         score=score,
         why=why,
         detail=masked_detail(sym.card, sym.secrets > 0),
+    )
+
+
+def thin_card_item(sym: SymbolRow, count: Callable[[str], int]) -> Item | None:
+    """A card's thin form, for a small room: its first line (where the code is), the
+    signature and the doc's first line — none of the card's first lines of code. None where the
+    card is no longer (a one-line variable) or there is no signature (a module)."""
+    if sym.kind == "module" or not sym.signature.strip():
+        return None
+    where = f"{comment_mark(sym.path)} {sym.path}:{sym.start_line + 1}-{sym.end_line + 1}"
+    if sym.kind == "method":  # its signature does not say whose it is
+        where += f" · {sym.qualname}"
+    lines = [where, sym.signature.strip()]
+    doc = next((line.strip() for line in sym.docstring.splitlines() if line.strip()), "")
+    if doc:
+        lines.append(f"{comment_mark(sym.path)} {doc}")
+    text = "\n".join(lines)
+    tokens = count(text)
+    if tokens >= sym.card_tokens:
+        return None
+    return Item(
+        id=f"{THIN_CARD_PREFIX}{sym.qualname}@{short_hash(text)}",
+        section="rag",
+        kind=SYMBOL_CARD,
+        title=f"{kind_label(sym.kind, sym.signature)} {sym.qualname} (signature)",
+        text=text,
+        tokens=tokens + SEPARATOR_TOKENS,
+        path=sym.path,
+        range=symbol_range(sym),
+        symbol=sym.qualname,
+        detail=masked_detail(text, sym.secrets > 0),
     )
 
 

@@ -26,7 +26,7 @@ import msgspec
 
 from ctx_lsp.core.items import Item, Mode
 from ctx_lsp.core.tokens import scaled
-from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item
+from ctx_lsp.workspace.cards import SymbolRow, body_item, card_item, thin_card_item
 from ctx_lsp.workspace.index import code_words, coverage_terms, query_names
 from ctx_lsp.workspace.languages import DECLARATION_MARK, language_of
 from ctx_lsp.workspace.priors import Prior, in_test_module, prior_for, request_words
@@ -573,11 +573,14 @@ def candidates(
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
     memo: dict[Any, Forms | None] | None = None,
     code: Callable[[SymbolRow], SymbolRow | None] | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> list[Item]:
-    """Every ranked symbol in both forms, its card and (when it has one) its body, at its
-    score, then the graph ``fill`` below them all: the planner packs the bodies of the best hits
-    first (within the mode's depth share), then cards for breadth, and never two forms of one
-    symbol. Heavy mode looks at more symbols; off offers nothing.
+    """Every ranked symbol in its forms, its card, its body (when it has one) and, given
+    ``count`` (the index's token count: a request that points at code), the card's thin form
+    (``cards.thin_card_item``), at its score, then the graph ``fill`` below them all: the
+    planner packs the bodies of the best hits first (within the mode's depth share), then cards
+    for breadth (thin ones in a small room), and never two forms of one symbol. Heavy mode
+    looks at more symbols; off offers nothing.
 
     Only the symbols offered are read whole: ranked heads (search hits) are read by row id with
     ``load``. ``memo`` keeps the two forms of a symbol between calls, by row id (the caller
@@ -592,16 +595,15 @@ def candidates(
         if row[1] < floor:
             break
         offered.append(row)
-    forms = _forms([r[0] for r in (*offered, *fill)], load, memo, code)
+    forms = _forms([r[0] for r in (*offered, *fill)], load, memo, code, count)
     replace = msgspec.structs.replace
     out: list[Item] = []
     for sym, score, why in offered:
         found = forms.get(sym.id)
         if found is None:  # gone from the index since it was ranked
             continue
-        out.append(replace(found[0], score=score, why=why))
-        if sym.kind != "module" and found[1] is not None:
-            out.append(replace(found[1], score=score, why=why))
+        shown = found[:1] if sym.kind == "module" else found  # a module is offered as its card
+        out.extend(replace(form, score=score, why=why) for form in shown if form is not None)
     # below everything that scored, in their order: what is left of the room
     last = min((i.score or 0.0 for i in out), default=1.0)
     known = {i.symbol for i in out if i.symbol}
@@ -611,9 +613,7 @@ def candidates(
         found = forms.get(sym.id)
         if found is None:
             continue
-        out.append(replace(found[0], score=score, why=why))
-        if found[1] is not None:
-            out.append(replace(found[1], score=score, why=why))
+        out.extend(replace(form, score=score, why=why) for form in found if form is not None)
     return calibrated(out, calibration)
 
 
@@ -627,7 +627,7 @@ def calibrated(items: Sequence[Item], calibration: float) -> list[Item]:
     return [replace(i, tokens=scaled(i.tokens, calibration)) for i in items]
 
 
-Forms = tuple[Item, "Item | None"]  # a symbol's card, and its body when it has one
+Forms = tuple["Item | None", ...]  # a symbol's card, its body when it has one, its thin card when asked for and made
 
 
 def _body(row: SymbolRow, code: Callable[[SymbolRow], SymbolRow | None] | None) -> Item | None:
@@ -646,14 +646,17 @@ def _forms(
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
     memo: dict[Any, Forms | None] | None,
     code: Callable[[SymbolRow], SymbolRow | None] | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> dict[int, Forms]:
-    """Card and body of each symbol (by row id), uncalibrated, made once per ``memo``."""
+    """Card and body of each symbol (by row id), and its thin card given ``count``, uncalibrated,
+    made once per ``memo`` (with a thin card under a key of its own: most requests want none)."""
     memo = {} if memo is None else memo
     made: dict[int, Forms | None] = {}
     missing = []
     for sym in symbols:  # what is kept is read before anything is added (a full memo drops its oldest)
-        if sym.id in memo:
-            made[sym.id] = memo[sym.id]
+        key = sym.id if count is None else ("thin", sym.id)
+        if key in memo:
+            made[sym.id] = memo[key]
         else:
             missing.append(sym)
     if missing:
@@ -665,7 +668,13 @@ def _forms(
             rows.update(load(heads))
         for sym in missing:
             row = rows.get(sym.id)
-            made[sym.id] = None if row is None else (card_item(row, 1.0), _body(row, code))
+            if row is None:
+                made[sym.id] = None
+            elif count is None:
+                made[sym.id] = (card_item(row, 1.0), _body(row, code))
+            else:
+                made[sym.id] = (card_item(row, 1.0), _body(row, code), thin_card_item(row, count))
+            # a declaration's body is another row's: read again
             if row is None or DECLARATION_MARK not in row.decorators:
-                memo[sym.id] = made[sym.id]  # a declaration's body is another row's: read again
+                memo[sym.id if count is None else ("thin", sym.id)] = made[sym.id]
     return {i: found for i, found in made.items() if found is not None}

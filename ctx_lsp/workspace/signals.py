@@ -219,6 +219,11 @@ class Signals:
     search_text: str = ""  # the request without the frames' paths
     prose: str = ""  # the request without traces and paths: what the user wrote in words
 
+    def points_at_code(self) -> bool:
+        """A request that points at code (a stack trace, an error's message or exception):
+        its answer is code, before breadth (``retrieval.candidates``: thin cards)."""
+        return bool(self.frames or self.fragments or self.exceptions)
+
 
 @dataclass(slots=True)
 class _Found:

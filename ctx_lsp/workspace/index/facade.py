@@ -279,6 +279,10 @@ class WorkspaceIndex:
         ``const X``)."""
         return lookups.get(self._db, qualname, path, line)
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in the index's encoding (its symbols' texts were counted so)."""
+        return self._db.counter.count(text)
+
     def code_of(self, sym: lookups.Row) -> lookups.Row | IndexedSymbol | None:
         """The code a C++ header's declaration (kept for its doc) stands for; ``sym`` when it is
         code, None when its code is not indexed (``lookups.code_of``)."""
