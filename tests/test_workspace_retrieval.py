@@ -460,6 +460,27 @@ def test_a_src_layout_is_named_as_its_users_write_it(tmp_path: Path) -> None:
         assert ranked[0][0].qualname == "flask.app.Flask.run"
 
 
+def test_a_module_its_package_rebinds_names_what_the_package_imports(tmp_path: Path) -> None:
+    # pvlib's ``spectrum/__init__.py`` does ``from .spectrl2 import spectrl2``: ``spectrum.spectrl2``
+    # is then the function, not the module it is in
+    root = tmp_path / "proj"
+    (root / "pv" / "spectrum").mkdir(parents=True)
+    (root / "pv" / "__init__.py").write_text("")
+    (root / "pv" / "spectrum" / "__init__.py").write_text("from .spectrl2 import spectrl2\n")
+    (root / "pv" / "spectrum" / "spectrl2.py").write_text(
+        "COEFFS = [0.1, 0.2]\n\n\ndef _transmittance(z):\n    return z\n\n\n"
+        "def spectrl2(aoi, zenith):\n    return _transmittance(zenith) * aoi\n"
+    )
+    (root / "pv" / "irradiance.py").write_text("def aoi(tilt, zenith):\n    return tilt - zenith\n")
+    with WorkspaceIndex(root) as index:
+        index.refresh()
+        ranked = ranked_for(index, "`spectrum.spectrl2` gives negative irradiance when aoi is over 90")
+        assert ranked[0][0].qualname == "pv.spectrum.spectrl2.spectrl2"
+        assert "spectrum.spectrl2 named in the request (×2.50)" in ranked[0][2]
+        # a module nothing rebinds is named as its file, as before
+        assert index.bound_by_package(index.get("pv.irradiance")) is None
+
+
 def test_the_errors_exception_points_at_its_class_and_where_it_is_raised(index: WorkspaceIndex) -> None:
     query = "Placing an order fails:\nshop.inventory.OutOfStockError: SKU-1: 0 in stock, 3 requested"
     by_name = {s.qualname: why for s, _, why in ranked_for(index, query)}

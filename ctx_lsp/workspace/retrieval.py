@@ -125,6 +125,8 @@ class GraphView(Protocol):
 
     def resolve_name(self, name: str, from_rel: str | None = ...) -> SymbolRow | None: ...
 
+    def bound_by_package(self, module: SymbolRow) -> SymbolRow | None: ...
+
 
 def _short(qualname: str) -> str:
     return ".".join(qualname.rsplit(".", 2)[-2:])
@@ -293,7 +295,8 @@ def _exact_signals(entries: dict[str, list], sig: Signals, index: GraphView) -> 
         sym = index.resolve_name(name)
         if sym is not None and sym.kind == "module":
             files.add(sym.path)
-        elif sym is not None:
+            sym = index.bound_by_package(sym)  # ``pkg.m``, rebound by ``pkg``'s ``from .m import m``
+        if sym is not None:
             point(sym, DOTTED_BOOST, f"{name} named in the request", 1.0)
     raised = []
     for exc in sig.exceptions:

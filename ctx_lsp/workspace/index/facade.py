@@ -257,6 +257,11 @@ class WorkspaceIndex:
         ``NameLookup.problem()`` says it in a sentence a person or an agent can act on."""
         return names.lookup_name(self._db, name, from_rel)
 
+    def bound_by_package(self, module: IndexedSymbol) -> IndexedSymbol | None:
+        """What a Python module's dotted name means when its package's ``__init__`` imports a
+        name of the module's name over it (``from .m import m``): that object (``names``)."""
+        return names.bound_by_package(self._db, module)
+
     def imports_of(self, rel: str) -> list[tuple[str, str]]:
         """``(local_name, target_qualname)`` pairs of one file."""
         return names.imports_of(self._db, rel)

@@ -204,6 +204,23 @@ def _suggestions(db: IndexDb, name: str) -> list[str]:
     return list(dict.fromkeys(out))[:MAX_SUGGESTIONS]
 
 
+def bound_by_package(db: IndexDb, module: IndexedSymbol) -> IndexedSymbol | None:
+    """What Python's ``pkg.m`` is when ``pkg/__init__.py`` imports a name ``m`` (``from .m import
+    m``): the import binds the package's attribute over its submodule, so ``pkg.m`` is that
+    object (pvlib's ``spectrum.spectrl2`` is the function). None for a module nothing rebinds."""
+    parent, _, last = module.qualname.rpartition(".")
+    if not parent or language_of(module.path) != "python":
+        return None
+    package = lookups.get(db, parent)
+    if package is None or package.kind != "module" or not package.path.endswith("__init__.py"):
+        return None
+    target = dict(imports_of(db, package.path)).get(last)
+    if target is None or target == module.qualname:
+        return None
+    found = resolve_name(db, target, package.path)
+    return found if found is not None and found.kind != "module" else None
+
+
 def imports_of(db: IndexDb, rel: str) -> list[tuple[str, str]]:
     """``(local_name, target_qualname)`` pairs of one file."""
     rows = db.reader().execute("SELECT local_name, target FROM imports WHERE path = ? ORDER BY rowid", (rel,))
