@@ -455,7 +455,7 @@ NEAR_BODY_EXTRA = 40
 CODE_KINDS = frozenset({SYMBOL_BODY, TOUCHPOINT})
 # A small room where retrieval offered thin cards (a request that points at code: a traceback,
 # an error message): each card goes in thin, a third of its tokens, and what that saves goes to
-# depth — the code the request points at (docs/retrieval.md, "A precise request gets code").
+# depth, the code the request points at (docs/retrieval.md: "a request that points at code").
 THIN_ROOM = 4_000
 THIN_DEPTH_SHARE = 0.82
 THIN_BREADTH_RESERVE = 350
