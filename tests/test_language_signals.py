@@ -9,8 +9,11 @@ Go 1.21+ prints."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from ctx_lsp.engine import BudgetOverrides, Engine, PlanRequest
 from ctx_lsp.workspace import request_text, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex
 from ctx_lsp.workspace.signals import Frame
@@ -807,3 +810,19 @@ def test_a_code_hosts_link_to_a_line_names_the_file_and_the_line() -> None:
         ("a/b.go", 7),
     )
     assert not {"blob", "blame"} & set(signals.read(text).search_text.split())  # the address is no search words
+
+
+def test_a_stack_trace_in_any_language_gets_thin_cards_in_a_small_room(tmp_path: Path) -> None:
+    engine = Engine(copy_poly(tmp_path / "ws"))
+    engine.refresh_index()
+    try:
+        trace = POLY_TRACES["typescript"][0]
+        small = engine.plan(PlanRequest(query=trace, budget=BudgetOverrides(rag_budget=600)))
+        thin = {c.symbol: c for c in small.inputs.candidates if c.id.startswith("head:")}
+        request = thin["web/src/api/client.ApiClient.request"]
+        assert request.text.startswith("// web/src/api/client.ts:")  # TypeScript's comment, and its class
+        assert request.text.splitlines()[0].endswith(" · web/src/api/client.ApiClient.request")
+        included = [i.id for i in small.result.plan.included if i.section == "rag"]
+        assert any(i.startswith("head:") for i in included)
+    finally:
+        engine.close()
