@@ -11,6 +11,7 @@ import pytest
 from ctx_lsp import engine as engine_module
 from ctx_lsp.core.ids import content_id
 from ctx_lsp.core.items import Item, Message
+from ctx_lsp.core.tokens import counter_for
 from ctx_lsp.engine import ITEMS_KEPT, RETRIEVALS_KEPT, BudgetOverrides, Engine, Focus, PlanRequest, SessionContext
 from ctx_lsp.workspace import cards, priors, retrieval, signals
 from ctx_lsp.workspace.index import WorkspaceIndex, code_words
@@ -458,6 +459,17 @@ def test_a_src_layout_is_named_as_its_users_write_it(tmp_path: Path) -> None:
         }
         ranked = ranked_for(index, 'File "/venv/lib/site-packages/flask/app.py", line 3, in run\nflask.app.Flask.run')
         assert ranked[0][0].qualname == "flask.app.Flask.run"
+
+
+def test_the_index_counts_a_thin_cards_text_as_its_counter_does(index: WorkspaceIndex) -> None:
+    counter = counter_for("cl100k_base")
+    texts = [
+        "# shop/billing/invoice.py:46-49 · shop.billing.invoice.Invoice.total\ndef total(self) -> Decimal",
+        "// web/src/api/client.ts:24-30 · ApiClient.request\nasync request<T>(path: string): Promise<T>",
+        "def f(x): ... # lone \ud800 surrogate, émoji 🚀",
+        "x = 1\n" * 2_000,  # longer than rs-bpe is asked to count
+    ]
+    assert [index.count_tokens(t) for t in texts] == [counter.count(t) for t in texts]
 
 
 def test_a_module_its_package_rebinds_names_what_the_package_imports(tmp_path: Path) -> None:

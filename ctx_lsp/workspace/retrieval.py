@@ -574,7 +574,7 @@ def candidates(
     *,
     fill: Sequence[tuple[Head, float, str]] = (),
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None = None,
-    memo: dict[Any, Forms | None] | None = None,
+    memo: dict[Any, Any] | None = None,
     code: Callable[[SymbolRow], SymbolRow | None] | None = None,
     count: Callable[[str], int] | None = None,
 ) -> list[Item]:
@@ -647,37 +647,45 @@ def _body(row: SymbolRow, code: Callable[[SymbolRow], SymbolRow | None] | None) 
 def _forms(
     symbols: list[Head],
     load: Callable[[Iterable[int]], Mapping[int, SymbolRow]] | None,
-    memo: dict[Any, Forms | None] | None,
+    memo: dict[Any, Any] | None,
     code: Callable[[SymbolRow], SymbolRow | None] | None = None,
     count: Callable[[str], int] | None = None,
 ) -> dict[int, Forms]:
     """Card and body of each symbol (by row id), and its thin card given ``count``, uncalibrated,
-    made once per ``memo`` (with a thin card under a key of its own: most requests want none)."""
+    made once per ``memo`` (a thin card under a key of its own, ``("thin", id)``: most requests
+    want none, and one that does reuses the card and body made for another)."""
     memo = {} if memo is None else memo
     made: dict[int, Forms | None] = {}
-    missing = []
+    missing: list[Head] = []  # neither form made yet
+    unthinned: list[Head] = []  # card and body made, the thin card not
     for sym in symbols:  # what is kept is read before anything is added (a full memo drops its oldest)
-        key = sym.id if count is None else ("thin", sym.id)
-        if key in memo:
-            made[sym.id] = memo[key]
-        else:
+        if sym.id not in memo:
             missing.append(sym)
-    if missing:
-        rows: dict[int, SymbolRow] = {s.id: s for s in missing if hasattr(s, "body")}  # type: ignore[misc]
-        heads = [s.id for s in missing if s.id not in rows]
+            continue
+        made[sym.id] = pair = memo[sym.id]
+        if count is not None and pair is not None:
+            if ("thin", sym.id) in memo:
+                made[sym.id] = (*pair, memo[("thin", sym.id)])
+            else:
+                unthinned.append(sym)
+    if missing or unthinned:
+        rows: dict[int, SymbolRow] = {s.id: s for s in (*missing, *unthinned) if hasattr(s, "body")}  # type: ignore[misc]
+        heads = [s.id for s in (*missing, *unthinned) if s.id not in rows]
         if heads:
             if load is None:
                 raise TypeError("candidates: search hits carry no texts; pass load= to read them")
             rows.update(load(heads))
         for sym in missing:
             row = rows.get(sym.id)
-            if row is None:
-                made[sym.id] = None
-            elif count is None:
-                made[sym.id] = (card_item(row, 1.0), _body(row, code))
-            else:
-                made[sym.id] = (card_item(row, 1.0), _body(row, code), thin_card_item(row, count))
-            # a declaration's body is another row's: read again
+            made[sym.id] = None if row is None else (card_item(row, 1.0), _body(row, code))
             if row is None or DECLARATION_MARK not in row.decorators:
-                memo[sym.id if count is None else ("thin", sym.id)] = made[sym.id]
+                memo[sym.id] = made[sym.id]  # a declaration's body is another row's: read again
+        if count is not None:
+            for sym in (*missing, *unthinned):
+                row, pair = rows.get(sym.id), made[sym.id]
+                if row is None or pair is None:
+                    continue
+                made[sym.id] = (*pair, thin := thin_card_item(row, count))
+                if DECLARATION_MARK not in row.decorators:
+                    memo[("thin", sym.id)] = thin
     return {i: found for i, found in made.items() if found is not None}
