@@ -586,7 +586,7 @@ def candidates(
     looks at more symbols; off offers nothing.
 
     Only the symbols offered are read whole: ranked heads (search hits) are read by row id with
-    ``load``. ``memo`` keeps the two forms of a symbol between calls, by row id (the caller
+    ``load``. ``memo`` keeps the forms of a symbol between calls, by row id (the caller
     empties it when ids may be given again), so a symbol offered again costs a copy with its new
     score and why. A declaration kept for its doc (a C++ header's) is offered as its card, with
     the body of its code elsewhere (``code``: the code a declaration stands for)."""
