@@ -43,9 +43,14 @@ def symbol_range(sym: SymbolRow) -> Range:
     return Range.lines(sym.start_line, sym.end_line, sym.end_col)
 
 
+def _where(sym: SymbolRow) -> str:
+    """Where a symbol's code is, as a comment in the code's own language: ``# pkg/m.py:12-40``."""
+    return f"{comment_mark(sym.path)} {sym.path}:{sym.start_line + 1}-{sym.end_line + 1}"
+
+
 def body_header(sym: SymbolRow) -> str:
     """The line above a symbol's code in a prompt, a comment in the code's own language."""
-    return f"{comment_mark(sym.path)} {sym.path}:{sym.start_line + 1}-{sym.end_line + 1} · {sym.qualname}\n"
+    return f"{_where(sym)} · {sym.qualname}\n"
 
 
 def body_text(sym: SymbolRow) -> str:
@@ -75,9 +80,8 @@ def thin_card_item(sym: SymbolRow, count: Callable[[str], int]) -> Item | None:
     card is no longer (a one-line variable) or there is no signature (a module)."""
     if sym.kind == "module" or not sym.signature.strip():
         return None
-    where = f"{comment_mark(sym.path)} {sym.path}:{sym.start_line + 1}-{sym.end_line + 1}"
-    if sym.kind == "method":  # its signature does not say whose it is
-        where += f" · {sym.qualname}"
+    # a method's signature does not say whose it is: its line says it as a body's header does
+    where = body_header(sym).rstrip("\n") if sym.kind == "method" else _where(sym)
     lines = [where, sym.signature.strip()]
     doc = next((line.strip() for line in sym.docstring.splitlines() if line.strip()), "")
     if doc:

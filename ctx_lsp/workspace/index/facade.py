@@ -5,14 +5,13 @@ the index. Each method hands its ``IndexDb`` to the module that does the work (`
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ctx_lsp.core.tokens import FALLBACK_ENCODING, fast_count
+from ctx_lsp.core.tokens import FALLBACK_ENCODING, quick_counter
 from ctx_lsp.workspace.index import apart as apart_work
 from ctx_lsp.workspace.index import build, lookups, memo, names, refgraph, search, updates
 from ctx_lsp.workspace.index.build import IndexStats
@@ -29,7 +28,6 @@ log = logging.getLogger("ctx_lsp.index")
 # On sympy (40.7k symbols) an update takes ~0.9 s and peaks ~50 MB above the server; on a
 # Rust tree of 139k, 3 s and ~380 MB. A child costs ~0.5 s of CPU to start.
 GRAPH_APART_MIN_SYMBOLS = 20_000
-FAST_COUNT_CHARS = 4_000  # a short text (a thin card) is counted by rs-bpe, a longer one as the counter counts
 
 
 class WorkspaceIndex:
@@ -287,15 +285,10 @@ class WorkspaceIndex:
         return lookups.get(self._db, qualname, path, line)
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` in the index's encoding (its symbols' texts were counted so); a
-        short text by rs-bpe where it has the encoding: tiktoken's counts in a third of the time
-        (a plan for a request that points at code counts a thin card per ranked symbol, ~200)."""
-        counter = self._db.counter
-        fast = fast_count(counter.encoding)
-        if fast is not None and len(text) <= FAST_COUNT_CHARS:
-            with contextlib.suppress(UnicodeEncodeError):  # lone surrogates: tiktoken's wrapper replaces them
-                return fast(text)
-        return counter.count(text)
+        """Tokens of ``text`` in the index's encoding (its symbols' texts were counted so), by
+        rs-bpe where it has the encoding (``tokens.quick_counter``): a plan for a request that
+        points at code counts a thin card per ranked symbol, ~200."""
+        return quick_counter(self._db.counter.encoding)(text)
 
     def code_of(self, sym: lookups.Row) -> lookups.Row | IndexedSymbol | None:
         """The code a C++ header's declaration (kept for its doc) stands for; ``sym`` when it is
